@@ -1,0 +1,50 @@
+//! Argument parsing shared by every command: numbers and keywords.
+//!
+//! Numbers are parsed strictly, as Redis does: the whole argument must be the number, no
+//! whitespace, no NaN or infinity. Callers attach their own `ERR ...` text so that replies match
+//! what RedisBloom's clients expect.
+
+use redis_module::{RedisError, RedisString};
+
+/// A finite float written in full (`0.01`, `1e-3`).
+pub fn parse_f64(arg: &RedisString) -> Option<f64> {
+    let text = std::str::from_utf8(arg.as_slice()).ok()?;
+    if text.is_empty() || text.trim() != text {
+        return None;
+    }
+    text.parse::<f64>().ok().filter(|v| v.is_finite())
+}
+
+/// A decimal integer in i64 range, no sign games (`+5`, ` 5`, `5.0` are refused).
+pub fn parse_i64(arg: &RedisString) -> Option<i64> {
+    let text = std::str::from_utf8(arg.as_slice()).ok()?;
+    let digits = text.strip_prefix('-').unwrap_or(text);
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    text.parse::<i64>().ok()
+}
+
+/// An error rate: a float strictly between 0 and 1.
+pub fn parse_rate(arg: &RedisString, error: &'static str) -> Result<f64, RedisError> {
+    parse_f64(arg)
+        .filter(|r| *r > 0.0 && *r < 1.0)
+        .ok_or(RedisError::Str(error))
+}
+
+/// An integer in `min..=max`.
+pub fn parse_in_range(
+    arg: &RedisString,
+    min: i64,
+    max: i64,
+    error: &'static str,
+) -> Result<i64, RedisError> {
+    parse_i64(arg)
+        .filter(|v| (min..=max).contains(v))
+        .ok_or(RedisError::Str(error))
+}
+
+/// Case-insensitive keyword match, as Redis commands treat their options.
+pub fn is_keyword(arg: &RedisString, keyword: &str) -> bool {
+    arg.as_slice().eq_ignore_ascii_case(keyword.as_bytes())
+}

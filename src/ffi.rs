@@ -1,0 +1,72 @@
+//! The boundary between redis-server and Rust.
+//!
+//! A Rust panic that unwinds into C aborts redis-server, losing every client's data in memory.
+//! Every command handler and every type callback therefore runs inside [`guard`] or
+//! [`guard_callback`]: a panic becomes an `ERR` reply (or a rejected load) and a warning in the
+//! server log. The release profile keeps `panic = "unwind"` for this to work.
+//!
+//! The reply helpers here cover what the crate's `RedisValue` cannot express: maps with a fixed
+//! field order (RESP3 map, flat array in RESP2).
+
+use redis_module::{raw, Context, RedisError, RedisResult, RedisString, RedisValue};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+/// Runs a command handler, turning a panic into an error reply.
+pub fn guard(
+    ctx: &Context,
+    args: Vec<RedisString>,
+    handler: fn(&Context, Vec<RedisString>) -> RedisResult,
+) -> RedisResult {
+    match catch_unwind(AssertUnwindSafe(|| handler(ctx, args))) {
+        Ok(result) => result,
+        Err(panic) => {
+            ctx.log_warning(&format!(
+                "lcbloom: internal error in a command: {}",
+                panic_message(&panic)
+            ));
+            Err(RedisError::Str(
+                "ERR lcbloom internal error (see the server log)",
+            ))
+        }
+    }
+}
+
+/// Runs a type callback (rdb_load, copy, digest ...), returning `fallback` if it panics.
+pub fn guard_callback<T>(what: &str, fallback: T, callback: impl FnOnce() -> T) -> T {
+    match catch_unwind(AssertUnwindSafe(callback)) {
+        Ok(value) => value,
+        Err(panic) => {
+            log_warning(&format!(
+                "lcbloom: internal error in {what}: {}",
+                panic_message(&panic)
+            ));
+            fallback
+        }
+    }
+}
+
+fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> String {
+    if let Some(s) = panic.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = panic.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "unknown panic".to_string()
+    }
+}
+
+/// Logs without a context (type callbacks have only an IO handle).
+pub fn log_warning(message: &str) {
+    redis_module::logging::log_warning(message);
+}
+
+/// A map reply with a fixed field order: a RESP3 map, or a flat array under RESP2.
+/// Returns `NoReply` so that the handler's caller sends nothing more.
+pub fn reply_ordered_map(ctx: &Context, fields: Vec<(&str, RedisValue)>) -> RedisResult {
+    raw::reply_with_map(ctx.ctx, fields.len() as std::os::raw::c_long);
+    for (name, value) in fields {
+        raw::reply_with_string_buffer(ctx.ctx, name.as_ptr().cast(), name.len());
+        ctx.reply(Ok(value));
+    }
+    Ok(RedisValue::NoReply)
+}

@@ -1,0 +1,66 @@
+//! lcbloom: Bloom filters (`BF.*`, RedisBloom-compatible) and linear counters (`LC.*`) as native
+//! Redis data types. This file only registers things; see `docs/architecture.md` for the layout.
+
+pub mod alloc;
+pub mod args;
+pub mod bloom;
+pub mod config;
+pub mod ffi;
+pub mod hashing;
+pub mod lc;
+
+use redis_module::configuration::ConfigurationFlags;
+use redis_module::{redis_module, Context, ModuleOptions, RedisString, Status};
+
+use bloom::commands as bf;
+use bloom::datatype::BLOOM_TYPE;
+use ffi::guard;
+use lc::commands as lcc;
+use lc::datatype::LC_TYPE;
+
+fn init(ctx: &Context, _args: &[RedisString]) -> Status {
+    // Without this a truncated or corrupt RDB value aborts the server inside rdb_load.
+    ctx.set_module_options(ModuleOptions::HANDLE_IO_ERRORS);
+    Status::Ok
+}
+
+redis_module! {
+    name: "lcbloom",
+    version: 1,
+    allocator: (alloc::ModuleAlloc, alloc::ModuleAlloc),
+    data_types: [BLOOM_TYPE, LC_TYPE],
+    init: init,
+    commands: [
+        // name, handler, flags, first key, last key, key step, ACL categories ("" on Redis 7.0)
+        ["bf.reserve", |c, a| guard(c, a, bf::reserve), "write deny-oom", 1, 1, 1, ""],
+        ["bf.add", |c, a| guard(c, a, bf::add), "write deny-oom fast", 1, 1, 1, ""],
+        ["bf.madd", |c, a| guard(c, a, bf::madd), "write deny-oom", 1, 1, 1, ""],
+        ["bf.insert", |c, a| guard(c, a, bf::insert), "write deny-oom", 1, 1, 1, ""],
+        ["bf.exists", |c, a| guard(c, a, bf::exists), "readonly fast", 1, 1, 1, ""],
+        ["bf.mexists", |c, a| guard(c, a, bf::mexists), "readonly", 1, 1, 1, ""],
+        ["bf.info", |c, a| guard(c, a, bf::info), "readonly fast", 1, 1, 1, ""],
+        ["bf.card", |c, a| guard(c, a, bf::card), "readonly fast", 1, 1, 1, ""],
+        ["bf.scandump", |c, a| guard(c, a, bf::scandump), "readonly", 1, 1, 1, ""],
+        ["bf.loadchunk", |c, a| guard(c, a, bf::loadchunk), "write deny-oom", 1, 1, 1, ""],
+        ["lc.reserve", |c, a| guard(c, a, lcc::reserve), "write deny-oom fast", 1, 1, 1, ""],
+        ["lc.add", |c, a| guard(c, a, lcc::add), "write deny-oom", 1, 1, 1, ""],
+        ["lc.count", |c, a| guard(c, a, lcc::count), "readonly", 1, -1, 1, ""],
+        ["lc.merge", |c, a| guard(c, a, lcc::merge), "write deny-oom", 1, -1, 1, ""],
+        ["lc.info", |c, a| guard(c, a, lcc::info), "readonly fast", 1, 1, 1, ""],
+    ],
+    configurations: [
+        i64: [
+            ["bf-initial-size", &config::BF_INITIAL_SIZE, config::DEFAULT_BF_INITIAL_SIZE, 1, config::MAX_CAPACITY, ConfigurationFlags::DEFAULT, None],
+            ["bf-expansion-factor", &config::BF_EXPANSION, config::DEFAULT_BF_EXPANSION, 0, config::MAX_EXPANSION, ConfigurationFlags::DEFAULT, None],
+            ["lc-capacity", &config::LC_CAPACITY, config::DEFAULT_LC_CAPACITY, 1, config::MAX_CAPACITY, ConfigurationFlags::DEFAULT, None],
+            ["max-memory-per-key", &config::MAX_MEMORY_PER_KEY, config::DEFAULT_MAX_MEMORY_PER_KEY, config::MIN_MAX_MEMORY_PER_KEY, i64::MAX, ConfigurationFlags::MEMORY, None],
+        ],
+        string: [
+            ["bf-error-rate", &config::BF_ERROR_RATE, "0.01", ConfigurationFlags::DEFAULT, None],
+            ["lc-error-rate", &config::LC_ERROR_RATE, "0.01", ConfigurationFlags::DEFAULT, None],
+        ],
+        bool: [],
+        enum: [],
+        module_args_as_configuration: true,
+    ]
+}

@@ -1,0 +1,306 @@
+//! The integration-test harness: real redis-server processes on free loopback ports.
+//!
+//! * The module under test is `target/release/liblcbloom.so` (`make test` builds it first), or
+//!   the path in `LCBLOOM_MODULE`.
+//! * The server binary is `redis-server`, or the path in `REDIS_SERVER` (`make test-valkey`
+//!   points it at valkey-server).
+//! * Each server gets its own temp dir (kept when the test panics, for the log), binds
+//!   127.0.0.1 on a port found free just before, and is killed when the handle drops. Nothing
+//!   here ever talks to a port it did not start.
+#![allow(dead_code)]
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+pub fn module_path() -> PathBuf {
+    match std::env::var_os("LCBLOOM_MODULE") {
+        Some(p) => PathBuf::from(p),
+        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("target/release/liblcbloom.so"),
+    }
+}
+
+pub fn server_binary() -> String {
+    std::env::var("REDIS_SERVER").unwrap_or_else(|_| "redis-server".to_string())
+}
+
+/// A port that was free a moment ago (and whose cluster-bus twin, port + 10000, is free too).
+pub fn free_port() -> u16 {
+    loop {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
+        let port = listener.local_addr().unwrap().port();
+        if port < 55_000 && TcpListener::bind(("127.0.0.1", port + 10_000)).is_ok() {
+            return port;
+        }
+    }
+}
+
+pub struct Server {
+    pub port: u16,
+    pub dir: PathBuf,
+    /// Extra `--name value` arguments, kept for restarts.
+    args: Vec<String>,
+    module_args: Vec<String>,
+    child: Option<Child>,
+    keep_dir: bool,
+}
+
+pub struct ServerBuilder {
+    args: Vec<String>,
+    module_args: Vec<String>,
+    dir: Option<PathBuf>,
+}
+
+impl ServerBuilder {
+    /// A server option, e.g. `.arg("appendonly", "yes")`.
+    pub fn arg(mut self, name: &str, value: &str) -> Self {
+        self.args.push(format!("--{name}"));
+        self.args.push(value.to_string());
+        self
+    }
+
+    /// A module load argument, e.g. `.module_arg("bf-error-rate", "0.05")`.
+    pub fn module_arg(mut self, name: &str, value: &str) -> Self {
+        self.module_args.push(name.to_string());
+        self.module_args.push(value.to_string());
+        self
+    }
+
+    /// Reuse a data directory (to restart from its RDB or AOF files).
+    pub fn dir(mut self, dir: &Path) -> Self {
+        self.dir = Some(dir.to_path_buf());
+        self
+    }
+
+    pub fn start(self) -> Server {
+        let dir = self.dir.unwrap_or_else(temp_dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut server = Server {
+            port: 0,
+            dir,
+            args: self.args,
+            module_args: self.module_args,
+            child: None,
+            keep_dir: false,
+        };
+        server.launch();
+        server
+    }
+}
+
+fn temp_dir() -> PathBuf {
+    static COUNTER: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("lcbloom-test-{}-{n}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
+impl Server {
+    pub fn builder() -> ServerBuilder {
+        ServerBuilder {
+            args: Vec::new(),
+            module_args: Vec::new(),
+            dir: None,
+        }
+    }
+
+    /// A plain server with the module and default configs.
+    pub fn start() -> Server {
+        Self::builder().start()
+    }
+
+    fn launch(&mut self) {
+        let module = module_path();
+        assert!(
+            module.exists(),
+            "{} is missing: run `make test` (it builds the module first)",
+            module.display()
+        );
+        for _attempt in 0..5 {
+            self.port = free_port();
+            let mut cmd = Command::new(server_binary());
+            cmd.arg("--port")
+                .arg(self.port.to_string())
+                .args(["--bind", "127.0.0.1", "--save", "", "--daemonize", "no"])
+                .args(["--enable-debug-command", "yes"])
+                .args(["--enable-module-command", "yes"])
+                .arg("--dir")
+                .arg(&self.dir)
+                .args(["--logfile", "server.log"])
+                .args(["--repl-diskless-sync-delay", "0"])
+                .args(&self.args)
+                .arg("--loadmodule")
+                .arg(&module)
+                .args(&self.module_args)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null());
+            let child = cmd.spawn().expect("start redis-server");
+            self.child = Some(child);
+            if self.wait_ready(Duration::from_secs(30)) {
+                return;
+            }
+            self.kill();
+            if !self.log().contains("Address already in use") {
+                break;
+            }
+        }
+        self.keep_dir = true;
+        panic!("redis-server did not start; log:\n{}", self.log_tail());
+    }
+
+    fn wait_ready(&mut self, timeout: Duration) -> bool {
+        let start = Instant::now();
+        while start.elapsed() < timeout {
+            if let Some(child) = self.child.as_mut() {
+                if let Ok(Some(_)) = child.try_wait() {
+                    return false;
+                }
+            }
+            if let Ok(client) = redis::Client::open(self.url()) {
+                if let Ok(mut conn) = client.get_connection() {
+                    if let Ok(reply) = redis::cmd("PING").query::<String>(&mut conn) {
+                        if reply == "PONG" {
+                            return true;
+                        }
+                    }
+                }
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        false
+    }
+
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/", self.port)
+    }
+
+    /// A RESP2 connection.
+    pub fn conn(&self) -> redis::Connection {
+        redis::Client::open(self.url())
+            .unwrap()
+            .get_connection()
+            .expect("connect")
+    }
+
+    /// A RESP3 connection.
+    pub fn conn3(&self) -> redis::Connection {
+        redis::Client::open(format!("{}?protocol=resp3", self.url()))
+            .unwrap()
+            .get_connection()
+            .expect("connect (RESP3)")
+    }
+
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.join("server.log")).unwrap_or_default()
+    }
+
+    pub fn log_tail(&self) -> String {
+        let log = self.log();
+        let lines: Vec<&str> = log.lines().collect();
+        lines[lines.len().saturating_sub(40)..].join("\n")
+    }
+
+    /// The process id, for tests that `kill -9` the server.
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().expect("running").id()
+    }
+
+    /// Whether the process is still running.
+    pub fn alive(&mut self) -> bool {
+        matches!(self.child.as_mut().map(|c| c.try_wait()), Some(Ok(None)))
+    }
+
+    /// Kills the process (SIGKILL) and waits for it, keeping the data dir.
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// `SHUTDOWN` with the given mode (`SAVE`/`NOSAVE`), then waits for the process to exit.
+    pub fn shutdown(&mut self, mode: &str) {
+        let mut conn = self.conn();
+        let _: redis::RedisResult<()> = redis::cmd("SHUTDOWN").arg(mode).query(&mut conn);
+        if let Some(mut child) = self.child.take() {
+            let _ = child.wait();
+        }
+    }
+
+    /// Starts the server again on a new port with the same dir, args and module args.
+    pub fn restart(&mut self) {
+        self.kill();
+        self.launch();
+    }
+
+    /// Restarts with different module arguments (same dir and server args).
+    pub fn restart_with_module_args(&mut self, module_args: &[(&str, &str)]) {
+        self.kill();
+        self.module_args = module_args
+            .iter()
+            .flat_map(|(k, v)| [k.to_string(), v.to_string()])
+            .collect();
+        self.launch();
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.kill();
+        if std::thread::panicking() || self.keep_dir {
+            eprintln!(
+                "server on port {} kept its dir {}; log tail:\n{}",
+                self.port,
+                self.dir.display(),
+                self.log_tail()
+            );
+        } else {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
+    }
+}
+
+/// `DEBUG DIGEST-VALUE key` as a hex string.
+pub fn digest(conn: &mut redis::Connection, key: &str) -> String {
+    let reply: Vec<String> = redis::cmd("DEBUG")
+        .arg("DIGEST-VALUE")
+        .arg(key)
+        .query(conn)
+        .expect("DEBUG DIGEST-VALUE");
+    reply.into_iter().next().unwrap_or_default()
+}
+
+/// Polls `INFO persistence` until no AOF rewrite is running or scheduled.
+pub fn wait_aof_rewrite(conn: &mut redis::Connection) {
+    let start = Instant::now();
+    loop {
+        let info: String = redis::cmd("INFO").arg("persistence").query(conn).unwrap();
+        if info.contains("aof_rewrite_in_progress:0") && info.contains("aof_rewrite_scheduled:0") {
+            assert!(
+                info.contains("aof_last_bgrewrite_status:ok"),
+                "AOF rewrite failed: {info}"
+            );
+            return;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(120),
+            "AOF rewrite stuck"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The error text of a failed command, or a panic if it succeeded.
+pub fn err_text<T: std::fmt::Debug>(result: redis::RedisResult<T>) -> String {
+    match result {
+        Ok(v) => panic!("expected an error, got {v:?}"),
+        Err(e) => {
+            let code = e.code().unwrap_or("").to_string();
+            let detail = e.detail().unwrap_or("").to_string();
+            format!("{code} {detail}").trim().to_string()
+        }
+    }
+}
