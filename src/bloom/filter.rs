@@ -1,0 +1,389 @@
+//! One fixed-size Bloom filter: its bits, its probes and the math that sizes it.
+//!
+//! A filter has a capacity n, a target error rate p, m bits (a `BitVec<u64, Lsb0>`, so word w
+//! holds bits 64w..64w+63, bit 0 in the least significant position) and k hashes. An item's
+//! probes are `reduce(hash.probe(i), m)` for i in 0..k (see `hashing.rs`): the item is hashed
+//! once by the caller and the same `ItemHash` serves every filter of a chain.
+//!
+//! Sizing. The textbook optimum is m_opt = ⌈-n·ln p / ln²2⌉ bits with k = (m/n)·ln 2 hashes,
+//! where the false-positive rate after n items is FP ≈ (1 - e^{-kn/m})^k = p. Two things make
+//! that formula miss p in practice, and both are handled here:
+//! * k must be an integer. We try the integers around (m/n)·ln 2 and keep the best.
+//! * The formula is the FP of the *expected* fill. The real FP is E[(X/m)^k], where X is the
+//!   number of distinct bits set by the T = n·k probes; by Jensen it is larger, and much larger
+//!   for small m (a filter reserved at capacity 1 or 10, or the first links of a chain).
+//!   - For m ≤ `EXACT_MAX_BITS` we compute E[(X/m)^k] exactly: a dynamic program over T
+//!     throws gives the distribution of X (a throw hits a set bit with probability x/m), with
+//!     negligible tails (< 1e-40) pruned so the cost is O(T·√m).
+//!   - Above it, a second-order expansion is exact to far below p:
+//!     E[(X/m)^k] ≈ q^k·(1 + C(k,2)·Var(X)/(m·q)²), with q = 1 - (1-1/m)^T and
+//!     Var(X) ≈ m·e^{-t}·(1 - (1+t)·e^{-t}), t = T/m.
+//!
+//!   We start at m_opt and grow m in small steps (0.05% of m, at least one bit) until the FP
+//!   at n items is ≤ p. For large filters this stays within 1% of m_opt (a unit test checks
+//!   many (n, p)); small filters take what exactness needs.
+//!
+//! Memory is allocated zeroed and fallibly: a filter that cannot be allocated is an error, never
+//! an abort. Bits past m in the last word are always zero (the codec checks it on load), so the
+//! words are a canonical representation of the filter.
+
+use crate::hashing::{reduce, ItemHash};
+use bitvec::prelude::{BitVec, Lsb0};
+use std::alloc::Layout;
+
+/// Largest number of hashes a filter may use (an error rate of 1e-15 needs 50).
+pub const MAX_HASHES: u32 = 64;
+/// Smallest error rate a filter may be sized for: below it the bits per item become absurd and
+/// f64 arithmetic loses meaning (valkey-bloom aborts when its rates underflow to zero).
+pub const MIN_ERROR_RATE: f64 = 1e-15;
+/// Largest filter, in bits (32 TiB): far beyond any memory limit, it keeps arithmetic exact.
+pub const MAX_BITS: u64 = 1 << 48;
+/// Up to this many bits the expected false-positive rate is computed exactly.
+const EXACT_MAX_BITS: u64 = 1 << 13;
+/// Probability mass below which the occupancy distribution's tails are dropped.
+const NEGLIGIBLE: f64 = 1e-40;
+
+/// What sizing or allocation can refuse.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SizeError {
+    /// The error rate is below `MIN_ERROR_RATE` (or not in (0, 1)).
+    ErrorRate,
+    /// The filter would need more than `MAX_BITS` bits.
+    TooLarge,
+    /// The allocator refused the bits.
+    OutOfMemory,
+}
+
+/// The parameters of one filter, as stored in its encoding.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct FilterParams {
+    pub capacity: u64,
+    pub error_rate: f64,
+    pub bits: u64,
+    pub hashes: u32,
+}
+
+impl FilterParams {
+    /// The smallest filter that holds `capacity` items at an expected FP rate ≤ `error_rate`.
+    pub fn for_capacity(capacity: u64, error_rate: f64) -> Result<Self, SizeError> {
+        if !(MIN_ERROR_RATE..1.0).contains(&error_rate) {
+            return Err(SizeError::ErrorRate);
+        }
+        let n = capacity.max(1) as f64;
+        let ln2 = std::f64::consts::LN_2;
+        let m_opt = (-n * error_rate.ln() / (ln2 * ln2)).ceil();
+        if m_opt.is_nan() || m_opt >= MAX_BITS as f64 {
+            return Err(SizeError::TooLarge);
+        }
+        let mut bits = (m_opt as u64).max(1);
+        let step = (bits / 2048).max(1);
+        loop {
+            let (hashes, fp) = best_hashes(n, bits);
+            if fp <= error_rate {
+                return Ok(Self {
+                    capacity: capacity.max(1),
+                    error_rate,
+                    bits,
+                    hashes,
+                });
+            }
+            bits = bits
+                .checked_add(step)
+                .filter(|b| *b <= MAX_BITS)
+                .ok_or(SizeError::TooLarge)?;
+        }
+    }
+
+    /// 64-bit words holding the bits.
+    pub fn words(&self) -> u64 {
+        self.bits.div_ceil(64)
+    }
+
+    /// Bytes of the bit array.
+    pub fn bytes(&self) -> u64 {
+        self.words() * 8
+    }
+
+    /// Whether these parameters are sane enough to allocate and probe with.
+    pub fn is_valid(&self) -> bool {
+        self.capacity >= 1
+            && self.error_rate > 0.0
+            && self.error_rate < 1.0
+            && (1..=MAX_BITS).contains(&self.bits)
+            && (1..=MAX_HASHES).contains(&self.hashes)
+    }
+}
+
+/// The integer k minimising the FP of `bits` bits holding `n` items, and that FP.
+fn best_hashes(n: f64, bits: u64) -> (u32, f64) {
+    let k_real = bits as f64 / n * std::f64::consts::LN_2;
+    let lo = (k_real.floor() as u32).clamp(1, MAX_HASHES);
+    let hi = (k_real.ceil() as u32).clamp(1, MAX_HASHES);
+    // With k = 1 (error rates above ½) the expansion is exact, and the throws would outnumber
+    // the bits many times over: the dynamic program is only worth it for k ≥ 1 real hashes.
+    let candidates = if bits <= EXACT_MAX_BITS && k_real >= 1.0 {
+        exact_fp(
+            n as u64,
+            bits,
+            lo.saturating_sub(1).max(1),
+            (hi + 1).min(MAX_HASHES),
+        )
+    } else {
+        (lo..=hi).map(|k| (k, approx_fp(n, bits, k))).collect()
+    };
+    candidates.into_iter().fold(
+        (lo, f64::INFINITY),
+        |best, c| if c.1 < best.1 { c } else { best },
+    )
+}
+
+/// Expected FP after n items, by the second-order expansion (for large m).
+pub fn approx_fp(n: f64, bits: u64, hashes: u32) -> f64 {
+    let m = bits as f64;
+    let k = hashes as f64;
+    let throws = n * k;
+    let empty = (throws * (-1.0 / m).ln_1p()).exp();
+    let q = 1.0 - empty;
+    let t = throws / m;
+    let var = m * (-t).exp() * (1.0 - (1.0 + t) * (-t).exp());
+    q.powf(k) * (1.0 + k * (k - 1.0) / 2.0 * var / (m * q).powi(2))
+}
+
+/// Exact expected FP after n items for each k in lo..=hi: E[(X/m)^k] over the distribution of
+/// the number X of distinct bits set by n·k uniform probes.
+pub fn exact_fp(n: u64, bits: u64, lo: u32, hi: u32) -> Vec<(u32, f64)> {
+    let m = bits as usize;
+    let mf = bits as f64;
+    // dist[x] = P(X = x) for x in first..=last; entries outside are below NEGLIGIBLE.
+    let mut dist = vec![0.0f64; m + 1];
+    dist[0] = 1.0;
+    let (mut first, mut last) = (0usize, 0usize);
+    let mut throws = 0u64;
+    let mut out = Vec::new();
+    for k in lo..=hi {
+        let target = n.saturating_mul(k as u64);
+        while throws < target {
+            // One more probe: it lands on a set bit with probability x/m.
+            let new_last = (last + 1).min(m);
+            for x in (first..=new_last).rev() {
+                let stay = if x <= last {
+                    dist[x] * (x as f64 / mf)
+                } else {
+                    0.0
+                };
+                let grow = if x > first {
+                    dist[x - 1] * ((mf - (x - 1) as f64) / mf)
+                } else {
+                    0.0
+                };
+                dist[x] = stay + grow;
+            }
+            last = new_last;
+            while first < last && dist[first] < NEGLIGIBLE {
+                dist[first] = 0.0;
+                first += 1;
+            }
+            while last > first && dist[last] < NEGLIGIBLE {
+                dist[last] = 0.0;
+                last -= 1;
+            }
+            throws += 1;
+        }
+        let fp = (first..=last)
+            .map(|x| dist[x] * (x as f64 / mf).powi(k as i32))
+            .sum();
+        out.push((k, fp));
+    }
+    out
+}
+
+/// One Bloom filter and the number of items added to it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Filter {
+    params: FilterParams,
+    items: u64,
+    bits: BitVec<u64, Lsb0>,
+}
+
+impl Filter {
+    /// An empty filter; its bits are allocated zeroed and fallibly.
+    pub fn new(params: FilterParams, items: u64) -> Result<Self, SizeError> {
+        if !params.is_valid() {
+            return Err(SizeError::TooLarge);
+        }
+        let words = usize::try_from(params.words()).map_err(|_| SizeError::TooLarge)?;
+        let mut bits = BitVec::from_vec(zeroed_words(words).ok_or(SizeError::OutOfMemory)?);
+        bits.truncate(params.bits as usize);
+        Ok(Self {
+            params,
+            items,
+            bits,
+        })
+    }
+
+    pub fn params(&self) -> &FilterParams {
+        &self.params
+    }
+
+    /// Items added to this filter (adds that returned "new").
+    pub fn items(&self) -> u64 {
+        self.items
+    }
+
+    pub fn is_full(&self) -> bool {
+        self.items >= self.params.capacity
+    }
+
+    #[inline]
+    pub fn contains(&self, hash: &ItemHash) -> bool {
+        let m = self.params.bits;
+        (0..self.params.hashes).all(|i| self.bits[reduce(hash.probe(i), m) as usize])
+    }
+
+    /// Sets the item's bits and counts it as one more item.
+    #[inline]
+    pub fn insert(&mut self, hash: &ItemHash) {
+        let m = self.params.bits;
+        for i in 0..self.params.hashes {
+            self.bits.set(reduce(hash.probe(i), m) as usize, true);
+        }
+        self.items += 1;
+    }
+
+    /// The bit array as words (bits past m are zero).
+    pub fn words(&self) -> &[u64] {
+        self.bits.as_raw_slice()
+    }
+
+    /// Mutable words, for loading; the caller keeps the bits past m zero (see `padding_mask`).
+    pub fn words_mut(&mut self) -> &mut [u64] {
+        self.bits.as_raw_mut_slice()
+    }
+
+    /// The bits of the last word that lie past m and must stay zero.
+    pub fn padding_mask(&self) -> u64 {
+        match self.params.bits % 64 {
+            0 => 0,
+            used => !0u64 << used,
+        }
+    }
+}
+
+/// `n` zero words, or None if the allocator refuses; zeroed allocation lets the allocator hand
+/// out fresh pages of a large filter without touching them.
+fn zeroed_words(n: usize) -> Option<Vec<u64>> {
+    if n == 0 {
+        return Some(Vec::new());
+    }
+    let layout = Layout::array::<u64>(n).ok()?;
+    // SAFETY: the layout is non-zero-sized; a non-null block from the global allocator with
+    // this layout, all zero (a valid u64), is exactly what Vec::from_raw_parts requires.
+    unsafe {
+        let ptr = std::alloc::alloc_zeroed(layout).cast::<u64>();
+        if ptr.is_null() {
+            None
+        } else {
+            Some(Vec::from_raw_parts(ptr, n, n))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hashing::hash_item;
+
+    fn m_opt(n: u64, p: f64) -> f64 {
+        (-(n as f64) * p.ln() / (std::f64::consts::LN_2.powi(2))).ceil()
+    }
+
+    #[test]
+    fn large_filters_stay_within_one_percent_of_optimal() {
+        for &p in &[0.5, 0.1, 0.05, 0.01, 0.003, 0.001, 1e-4, 1e-6, 1e-9, 1e-12] {
+            for &n in &[
+                1_000u64,
+                5_000,
+                20_000,
+                100_000,
+                1_000_000,
+                1 << 30,
+                1 << 40,
+            ] {
+                let f = FilterParams::for_capacity(n, p).unwrap();
+                let opt = m_opt(n, p);
+                assert!(
+                    f.bits as f64 <= opt * 1.01 + 64.0,
+                    "n={n} p={p}: {} bits vs optimal {opt}",
+                    f.bits
+                );
+                assert!(f.bits as f64 >= opt);
+            }
+        }
+    }
+
+    #[test]
+    fn small_filters_honour_the_rate_exactly() {
+        for &p in &[0.1, 0.01, 0.001] {
+            for n in [1u64, 2, 3, 10, 50, 100, 400] {
+                let f = FilterParams::for_capacity(n, p).unwrap();
+                let fp = exact_fp(n, f.bits, f.hashes, f.hashes)[0].1;
+                assert!(fp <= p, "n={n} p={p} fp={fp}");
+                // The textbook formula alone is too optimistic for tiny filters.
+                assert!(f.bits as f64 >= m_opt(n, p));
+            }
+        }
+    }
+
+    #[test]
+    fn exact_and_approximate_agree_for_large_filters() {
+        for (n, bits, k) in [(1000u64, 9586u64, 7u32), (800, 8000, 6), (400, 8100, 14)] {
+            let exact = exact_fp(n, bits, k, k)[0].1;
+            let approx = approx_fp(n as f64, bits, k);
+            assert!((exact / approx - 1.0).abs() < 1e-3, "{exact} vs {approx}");
+        }
+    }
+
+    #[test]
+    fn exact_fp_of_one_item_one_hash() {
+        // One probe into m bits sets one bit; a query hits it with probability 1/m.
+        let fp = exact_fp(1, 10, 1, 1)[0].1;
+        assert!((fp - 0.1).abs() < 1e-12);
+    }
+
+    #[test]
+    fn refuses_absurd_sizes() {
+        assert_eq!(
+            FilterParams::for_capacity(10, 1e-16),
+            Err(SizeError::ErrorRate)
+        );
+        assert_eq!(
+            FilterParams::for_capacity(10, 1.0),
+            Err(SizeError::ErrorRate)
+        );
+        assert_eq!(
+            FilterParams::for_capacity(u64::MAX, 0.01),
+            Err(SizeError::TooLarge)
+        );
+    }
+
+    #[test]
+    fn measured_fp_matches_the_target() {
+        let params = FilterParams::for_capacity(10_000, 0.01).unwrap();
+        let mut f = Filter::new(params, 0).unwrap();
+        for i in 0..10_000u32 {
+            f.insert(&hash_item(format!("member:{i}").as_bytes()));
+        }
+        for i in 0..10_000u32 {
+            assert!(f.contains(&hash_item(format!("member:{i}").as_bytes())));
+        }
+        let probes = 200_000u32;
+        let fp = (0..probes)
+            .filter(|i| f.contains(&hash_item(format!("other:{i}").as_bytes())))
+            .count() as f64
+            / probes as f64;
+        assert!(fp < 0.0115, "fp {fp}");
+        assert_eq!(f.items(), 10_000);
+        assert!(f.is_full());
+        assert_eq!(f.words().last().unwrap() & f.padding_mask(), 0);
+    }
+}
