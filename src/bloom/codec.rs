@@ -1,1 +1,456 @@
+//! The encoding of a Bloom filter chain, shared by RDB, `BF.SCANDUMP`/`BF.LOADCHUNK` and the
+//! AOF rewrite (which emits `BF.LOADCHUNK` commands).
+//!
+//! An encoded value is a header followed by the data. All integers are little-endian; rates are
+//! IEEE-754 doubles (their exact bits, so a value re-encodes to the same bytes).
+//!
+//! Header (32 + 40·count bytes):
+//!
+//! | offset | size | field |
+//! |---|---|---|
+//! | 0 | 4 | magic `LCBF` |
+//! | 4 | 1 | encoding version (1) |
+//! | 5 | 1 | hash scheme (`hashing::HASH_SCHEME`, 1) |
+//! | 6 | 2 | reserved, zero |
+//! | 8 | 8 | requested error rate p, in (0, 1) |
+//! | 16 | 4 | expansion (0: non-scaling) |
+//! | 20 | 4 | count: number of sub-filters, 1..=1024 (exactly 1 when non-scaling) |
+//! | 24 | 8 | items: total items, the sum of the sub-filters' items |
+//! | 32 + 40i | 8 | sub-filter i: capacity (≥ 1) |
+//! | +8 | 8 | its error rate, in (0, 1) |
+//! | +16 | 8 | its bits m, 1..=2^48 |
+//! | +24 | 4 | its hashes k, 1..=64 |
+//! | +28 | 4 | reserved, zero |
+//! | +32 | 8 | its items (≤ capacity) |
+//!
+//! Data: the sub-filters' bit arrays in order, each as ⌈m/64⌉ little-endian u64 words (bit j of
+//! the filter is bit j%64 of word j/64); bits past m are zero. Byte offsets into this data are
+//! what `BF.SCANDUMP` iterators count (iterator = 1 + end offset of the chunk just sent, as in
+//! RedisBloom), in chunks of at most `CHUNK_BYTES`.
+//!
+//! Decoding validates everything before allocating: magic, versions, reserved bytes, finite
+//! rates in (0, 1), k and m in range, items ≤ capacity and summing to the total, the exact
+//! header length, and the key's total bytes against the caller's limit (`max-memory-per-key`).
+//! Data chunks are checked to lie within the data and to leave the padding bits zero before
+//! any byte is written. Each sub-filter keeps its own parameters, so a later sizing or scaling
+//! schedule cannot break stored values.
+//!
+//! Versions: 1 (lcbloom 0.1) is the only one.
 
+use super::chain::{memory_bytes_for, Chain};
+use super::filter::{Filter, FilterParams};
+use crate::hashing::HASH_SCHEME;
+
+pub const MAGIC: &[u8; 4] = b"LCBF";
+pub const ENCODING_VERSION: u8 = 1;
+/// Largest data chunk of `BF.SCANDUMP`, RDB and AOF (RedisBloom's limit too).
+pub const CHUNK_BYTES: u64 = 16 << 20;
+/// Most sub-filters a value may have (scaling stops near 200, see `chain.rs`).
+pub const MAX_FILTERS: u32 = 1024;
+const FIXED: usize = 32;
+const PER_FILTER: usize = 40;
+
+/// Why bytes were refused; the text is the error reply.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DecodeError(pub &'static str);
+
+/// The validated header: what a chain is made of, without its bits.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Header {
+    pub error_rate: f64,
+    pub expansion: u32,
+    pub filters: Vec<(FilterParams, u64)>,
+}
+
+impl Header {
+    /// Bytes of data that follow the header.
+    pub fn data_bytes(&self) -> u64 {
+        self.filters.iter().map(|(p, _)| p.bytes()).sum()
+    }
+
+    /// An all-zero chain with these parameters, ready for its data.
+    pub fn into_chain(self) -> Result<Chain, DecodeError> {
+        let mut filters = Vec::new();
+        filters
+            .try_reserve_exact(self.filters.len())
+            .map_err(|_| OUT_OF_MEMORY)?;
+        for (params, items) in self.filters {
+            filters.push(Filter::new(params, items).map_err(|_| OUT_OF_MEMORY)?);
+        }
+        Ok(Chain::from_parts(self.error_rate, self.expansion, filters))
+    }
+}
+
+const BAD_DATA: DecodeError = DecodeError("ERR received bad data");
+const OUT_OF_MEMORY: DecodeError = DecodeError("ERR insufficient memory to load filter");
+const TOO_LARGE: DecodeError = DecodeError("ERR filter would exceed max-memory-per-key");
+const BAD_CHUNK: DecodeError =
+    DecodeError("ERR invalid chunk: offset and length must lie within the filter's data");
+const BAD_PADDING: DecodeError = DecodeError("ERR invalid chunk: sets bits past a filter's end");
+
+pub fn encode_header(chain: &Chain) -> Vec<u8> {
+    let filters = chain.filters();
+    let mut out = Vec::with_capacity(FIXED + PER_FILTER * filters.len());
+    out.extend_from_slice(MAGIC);
+    out.extend_from_slice(&[ENCODING_VERSION, HASH_SCHEME, 0, 0]);
+    out.extend_from_slice(&chain.error_rate().to_bits().to_le_bytes());
+    out.extend_from_slice(&chain.expansion().unwrap_or(0).to_le_bytes());
+    out.extend_from_slice(&(filters.len() as u32).to_le_bytes());
+    out.extend_from_slice(&chain.items().to_le_bytes());
+    for f in filters {
+        let p = f.params();
+        out.extend_from_slice(&p.capacity.to_le_bytes());
+        out.extend_from_slice(&p.error_rate.to_bits().to_le_bytes());
+        out.extend_from_slice(&p.bits.to_le_bytes());
+        out.extend_from_slice(&p.hashes.to_le_bytes());
+        out.extend_from_slice(&0u32.to_le_bytes());
+        out.extend_from_slice(&f.items().to_le_bytes());
+    }
+    out
+}
+
+/// The header's length as announced by its fixed part, if that part is readable.
+fn header_len(bytes: &[u8]) -> Result<usize, DecodeError> {
+    if bytes.len() < FIXED {
+        return Err(BAD_DATA);
+    }
+    let count = u32_at(bytes, 20);
+    if !(1..=MAX_FILTERS).contains(&count) {
+        return Err(BAD_DATA);
+    }
+    Ok(FIXED + PER_FILTER * count as usize)
+}
+
+/// Decodes and validates a header that is exactly `bytes`; `limit` is the key's byte budget.
+pub fn decode_header(bytes: &[u8], limit: u64) -> Result<Header, DecodeError> {
+    if bytes.len() != header_len(bytes)? {
+        return Err(BAD_DATA);
+    }
+    if &bytes[0..4] != MAGIC
+        || bytes[4] != ENCODING_VERSION
+        || bytes[5] != HASH_SCHEME
+        || bytes[6..8] != [0, 0]
+    {
+        return Err(BAD_DATA);
+    }
+    let error_rate = f64::from_bits(u64_at(bytes, 8));
+    let expansion = u32_at(bytes, 16);
+    let count = u32_at(bytes, 20) as usize;
+    let total_items = u64_at(bytes, 24);
+    if !(error_rate > 0.0 && error_rate < 1.0) || (expansion == 0 && count != 1) {
+        return Err(BAD_DATA);
+    }
+    let mut filters = Vec::new();
+    filters
+        .try_reserve_exact(count)
+        .map_err(|_| OUT_OF_MEMORY)?;
+    let (mut items_sum, mut data) = (0u64, 0u64);
+    for i in 0..count {
+        let at = FIXED + PER_FILTER * i;
+        let params = FilterParams {
+            capacity: u64_at(bytes, at),
+            error_rate: f64::from_bits(u64_at(bytes, at + 8)),
+            bits: u64_at(bytes, at + 16),
+            hashes: u32_at(bytes, at + 24),
+        };
+        let items = u64_at(bytes, at + 32);
+        if !params.is_valid() || u32_at(bytes, at + 28) != 0 || items > params.capacity {
+            return Err(BAD_DATA);
+        }
+        items_sum = items_sum.checked_add(items).ok_or(BAD_DATA)?;
+        data = data.checked_add(params.bytes()).ok_or(TOO_LARGE)?;
+        filters.push((params, items));
+    }
+    if items_sum != total_items {
+        return Err(BAD_DATA);
+    }
+    match memory_bytes_for(count as u64, data) {
+        Some(needed) if needed <= limit => {}
+        _ => return Err(TOO_LARGE),
+    }
+    Ok(Header {
+        error_rate,
+        expansion,
+        filters,
+    })
+}
+
+/// The whole value: header then data (for tests and tools; Redis paths stream chunks).
+pub fn encode(chain: &Chain) -> Vec<u8> {
+    let mut out = encode_header(chain);
+    let mut offset = 0;
+    while let Some(chunk) = data_chunk(chain, offset) {
+        offset += chunk.len() as u64;
+        out.extend_from_slice(&chunk);
+    }
+    out
+}
+
+/// Decodes a whole value, refusing trailing bytes.
+pub fn decode(bytes: &[u8], limit: u64) -> Result<Chain, DecodeError> {
+    let split = header_len(bytes)?;
+    if bytes.len() < split {
+        return Err(BAD_DATA);
+    }
+    let header = decode_header(&bytes[..split], limit)?;
+    let data = &bytes[split..];
+    if data.len() as u64 != header.data_bytes() {
+        return Err(BAD_DATA);
+    }
+    let mut chain = header.into_chain()?;
+    write_data(&mut chain, 0, data)?;
+    Ok(chain)
+}
+
+/// Up to `CHUNK_BYTES` of data from `offset`, or None at (or past) the end.
+pub fn data_chunk(chain: &Chain, offset: u64) -> Option<Vec<u8>> {
+    let total = chain.data_bytes();
+    if offset >= total {
+        return None;
+    }
+    let len = (total - offset).min(CHUNK_BYTES) as usize;
+    let mut out = Vec::with_capacity(len);
+    let end = offset + len as u64;
+    let mut start = 0u64;
+    for f in chain.filters() {
+        let fend = start + f.params().bytes();
+        if fend > offset && start < end {
+            let a = offset.max(start) - start;
+            let b = end.min(fend) - start;
+            read_words(f.words(), a as usize, (b - a) as usize, &mut out);
+        }
+        start = fend;
+    }
+    Some(out)
+}
+
+/// Writes `bytes` at data offset `offset`, after checking that they lie within the data and
+/// leave every padding bit zero; on error nothing is written.
+pub fn write_data(chain: &mut Chain, offset: u64, bytes: &[u8]) -> Result<(), DecodeError> {
+    let end = offset.checked_add(bytes.len() as u64).ok_or(BAD_CHUNK)?;
+    if bytes.is_empty() || end > chain.data_bytes() {
+        return Err(BAD_CHUNK);
+    }
+    // Pass 1 checks, pass 2 writes.
+    for write in [false, true] {
+        let mut start = 0u64;
+        for f in chain.filters_mut() {
+            let fbytes = f.params().bytes();
+            let fend = start + fbytes;
+            if fend > offset && start < end {
+                let a = offset.max(start);
+                let b = end.min(fend);
+                let src = &bytes[(a - offset) as usize..(b - offset) as usize];
+                let local = (a - start) as usize;
+                if write {
+                    write_words(f.words_mut(), local, src);
+                } else {
+                    let pad = f.padding_mask().to_le_bytes();
+                    let last_word = fbytes as usize - 8;
+                    for (i, byte) in src.iter().enumerate() {
+                        let pos = local + i;
+                        if pos >= last_word && byte & pad[pos - last_word] != 0 {
+                            return Err(BAD_PADDING);
+                        }
+                    }
+                }
+            }
+            start = fend;
+        }
+    }
+    Ok(())
+}
+
+fn read_words(words: &[u64], start: usize, len: usize, out: &mut Vec<u8>) {
+    let (first, last) = (start / 8, (start + len - 1) / 8);
+    for (w, word) in words.iter().enumerate().take(last + 1).skip(first) {
+        let lo = if w == first { start % 8 } else { 0 };
+        let hi = if w == last {
+            (start + len - 1) % 8 + 1
+        } else {
+            8
+        };
+        out.extend_from_slice(&word.to_le_bytes()[lo..hi]);
+    }
+}
+
+fn write_words(words: &mut [u64], start: usize, src: &[u8]) {
+    let (mut pos, mut i) = (start, 0);
+    while i < src.len() {
+        if pos % 8 == 0 && src.len() - i >= 8 {
+            let mut word = [0u8; 8];
+            word.copy_from_slice(&src[i..i + 8]);
+            words[pos / 8] = u64::from_le_bytes(word);
+            pos += 8;
+            i += 8;
+        } else {
+            let shift = (pos % 8) * 8;
+            let w = &mut words[pos / 8];
+            *w = (*w & !(0xffu64 << shift)) | ((src[i] as u64) << shift);
+            pos += 1;
+            i += 1;
+        }
+    }
+}
+
+fn u64_at(bytes: &[u8], at: usize) -> u64 {
+    let mut b = [0u8; 8];
+    b.copy_from_slice(&bytes[at..at + 8]);
+    u64::from_le_bytes(b)
+}
+
+fn u32_at(bytes: &[u8], at: usize) -> u32 {
+    let mut b = [0u8; 4];
+    b.copy_from_slice(&bytes[at..at + 4]);
+    u32::from_le_bytes(b)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hashing::hash_item;
+    use proptest::prelude::*;
+
+    const LIMIT: u64 = 1 << 24;
+
+    fn chain(p: f64, capacity: u64, expansion: u32, items: u64) -> Chain {
+        let mut c = Chain::new(p, capacity, expansion, LIMIT).unwrap();
+        for i in 0..items {
+            let _ = c.add(&hash_item(&i.to_le_bytes()), LIMIT);
+        }
+        c
+    }
+
+    #[test]
+    fn layout_is_as_documented() {
+        let c = chain(0.01, 10, 2, 25);
+        let bytes = encode(&c);
+        assert_eq!(&bytes[0..8], b"LCBF\x01\x01\x00\x00");
+        assert_eq!(f64::from_bits(u64_at(&bytes, 8)), 0.01);
+        assert_eq!(u32_at(&bytes, 16), 2);
+        assert_eq!(u32_at(&bytes, 20), c.filters().len() as u32);
+        assert_eq!(u64_at(&bytes, 24), c.items());
+        assert_eq!(u64_at(&bytes, 32), 10);
+        let header = FIXED + PER_FILTER * c.filters().len();
+        assert_eq!(bytes.len() as u64, header as u64 + c.data_bytes());
+        assert_eq!(u64_at(&bytes, header), c.filters()[0].words()[0]);
+    }
+
+    #[test]
+    fn validation_refuses_bad_headers() {
+        let c = chain(0.01, 100, 0, 50);
+        let good = encode(&c);
+        assert_eq!(decode(&good, LIMIT).unwrap(), c);
+        let mutate = |at: usize, value: &[u8]| {
+            let mut b = good.clone();
+            b[at..at + value.len()].copy_from_slice(value);
+            decode(&b, LIMIT)
+        };
+        assert!(mutate(0, b"X").is_err()); // magic
+        assert!(mutate(4, &[2]).is_err()); // encoding version
+        assert!(mutate(5, &[9]).is_err()); // hash scheme
+        assert!(mutate(6, &[1]).is_err()); // reserved
+        assert!(mutate(8, &f64::NAN.to_bits().to_le_bytes()).is_err());
+        assert!(mutate(8, &1.0f64.to_bits().to_le_bytes()).is_err());
+        assert!(mutate(20, &2u32.to_le_bytes()).is_err()); // count vs length
+        assert!(mutate(24, &51u64.to_le_bytes()).is_err()); // items total
+        assert!(mutate(32 + 24, &0u32.to_le_bytes()).is_err()); // k = 0
+        assert!(mutate(32 + 24, &65u32.to_le_bytes()).is_err()); // k too large
+        assert!(mutate(32 + 16, &0u64.to_le_bytes()).is_err()); // m = 0
+        assert!(mutate(32 + 32, &101u64.to_le_bytes()).is_err()); // items > capacity
+        assert!(decode(&good[..good.len() - 1], LIMIT).is_err());
+        let mut longer = good.clone();
+        longer.push(0);
+        assert!(decode(&longer, LIMIT).is_err());
+        assert_eq!(decode(&good, 100).unwrap_err(), TOO_LARGE);
+    }
+
+    #[test]
+    fn padding_bits_must_stay_zero() {
+        // 0.01 / 1 item: a few bits in one word; setting the top bit of the word is refused.
+        let mut c = chain(0.01, 1, 0, 0);
+        assert!(c.filters()[0].params().bits < 64);
+        assert_eq!(write_data(&mut c, 7, &[0x80]), Err(BAD_PADDING));
+        assert_eq!(write_data(&mut c, 8, &[0]), Err(BAD_CHUNK));
+        assert_eq!(write_data(&mut c, 0, &[]), Err(BAD_CHUNK));
+        assert_eq!(write_data(&mut c, u64::MAX, &[1]), Err(BAD_CHUNK));
+        assert!(write_data(&mut c, 0, &[1]).is_ok());
+        assert_eq!(c.filters()[0].words()[0], 1);
+    }
+
+    #[test]
+    fn chunks_cover_the_data_in_order() {
+        let c = chain(0.001, 100_000, 2, 150_000);
+        assert_eq!(c.filters().len(), 2);
+        let mut copy = decode_header(&encode_header(&c), LIMIT)
+            .unwrap()
+            .into_chain()
+            .unwrap();
+        // Odd-sized pieces that straddle words and the boundary between the filters.
+        let sizes = [1usize, 3, 8, 13, 4096, 100_003];
+        let mut offset = 0u64;
+        let mut n = 0;
+        while let Some(chunk) = data_chunk(&c, offset) {
+            let mut rest = &chunk[..];
+            while !rest.is_empty() {
+                let take = sizes[n % sizes.len()].min(rest.len());
+                n += 1;
+                write_data(&mut copy, offset, &rest[..take]).unwrap();
+                offset += take as u64;
+                rest = &rest[take..];
+            }
+        }
+        assert_eq!(offset, c.data_bytes());
+        assert_eq!(copy, c);
+        assert_eq!(encode(&copy), encode(&c));
+    }
+
+    fn arb_chain() -> impl Strategy<Value = Chain> {
+        (
+            prop::sample::select(vec![0.5, 0.1, 0.01, 0.001]),
+            1u64..60,
+            0u32..4,
+            0u64..400,
+        )
+            .prop_map(|(p, cap, exp, items)| chain(p, cap, exp, items))
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(200))]
+
+        #[test]
+        fn round_trip(c in arb_chain()) {
+            let bytes = encode(&c);
+            let back = decode(&bytes, LIMIT).unwrap();
+            prop_assert_eq!(&back, &c);
+            prop_assert_eq!(encode(&back), bytes);
+        }
+
+        #[test]
+        fn arbitrary_bytes_never_panic(bytes in prop::collection::vec(any::<u8>(), 0..600)) {
+            if let Ok(c) = decode(&bytes, LIMIT) {
+                prop_assert_eq!(encode(&c), bytes);
+            }
+        }
+
+        #[test]
+        fn mutations_never_panic(
+            c in arb_chain(),
+            edits in prop::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 1..6),
+            cut in any::<prop::sample::Index>(),
+            truncate in any::<bool>(),
+        ) {
+            let mut bytes = encode(&c);
+            for (at, value) in edits {
+                let i = at.index(bytes.len());
+                bytes[i] = value;
+            }
+            if truncate {
+                bytes.truncate(cut.index(bytes.len()));
+            }
+            if let Ok(back) = decode(&bytes, LIMIT) {
+                prop_assert_eq!(encode(&back), bytes);
+            }
+        }
+    }
+}
