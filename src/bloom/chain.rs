@@ -127,6 +127,20 @@ impl Chain {
         }
     }
 
+    /// A deep copy, allocated fallibly (`COPY` of a large filter must not abort the server).
+    pub fn try_clone(&self) -> Result<Self, ChainError> {
+        let mut filters = Vec::new();
+        filters
+            .try_reserve_exact(self.filters.len())
+            .map_err(|_| ChainError::OutOfMemory)?;
+        for f in &self.filters {
+            let mut copy = Filter::new(*f.params(), f.items())?;
+            copy.words_mut().copy_from_slice(f.words());
+            filters.push(copy);
+        }
+        Ok(Self::from_parts(self.error_rate, self.expansion, filters))
+    }
+
     pub fn error_rate(&self) -> f64 {
         self.error_rate
     }
@@ -262,6 +276,7 @@ mod tests {
             assert!(c.contains(&h(i)));
         }
         assert_eq!(c.add(&h(5), GIB), Ok(false));
+        assert_eq!(c.try_clone().unwrap(), c);
     }
 
     #[test]

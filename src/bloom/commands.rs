@@ -1,42 +1,512 @@
-//! Placeholder handlers, replaced by the wing's implementation.
-use redis_module::{Context, RedisError, RedisResult, RedisString};
+//! `BF.*` command handlers: parse, run the chain, reply. RedisBloom 2.8's syntax, replies and
+//! error texts, stricter where RedisBloom is lax:
+//!
+//! * Every command answers `WRONGTYPE` on a key of another type (RedisBloom's EXISTS/MEXISTS
+//!   answer 0), unknown or duplicate options, trailing arguments and `NONSCALING` with
+//!   `EXPANSION` are errors, and a failed command leaves no key behind.
+//! * `EXPANSION 0` means non-scaling, like `NONSCALING`.
+//! * Replies: `RedisValue::Bool` (1/0 in RESP2, true/false in RESP3). In MADD/INSERT arrays an
+//!   error (full non-scaling filter, scaling refused) takes that item's place and later items
+//!   are not processed.
+//!
+//! Replication and AOF: a command that creates a key replicates the parameters it used, not
+//! the defaults it relied on (`BF.ADD` on a missing key is replicated as `BF.INSERT key
+//! CAPACITY c ERROR e EXPANSION x|NONSCALING ITEMS ...`, `BF.RESERVE` with its expansion
+//! spelled out), so a replica or an AOF replay with other module defaults builds the identical
+//! value. Other writes are replicated verbatim, and only when they changed something. Each
+//! write that changed something fires a keyspace event of class `d` (module types) named
+//! after the command (`bf.reserve`, `bf.add`, `bf.madd`, `bf.insert`, `bf.loadchunk`).
 
-pub fn reserve(_ctx: &Context, _args: Vec<RedisString>) -> RedisResult {
-    Err(RedisError::Str("ERR not implemented yet"))
+use super::chain::Chain;
+use super::codec;
+use super::datatype::BLOOM_TYPE;
+use crate::args::{is_keyword, parse_f64, parse_i64};
+use crate::config::{bf_defaults, max_memory_per_key, MAX_EXPANSION};
+use crate::ffi::reply_ordered_map;
+use crate::hashing::hash_item;
+use redis_module::key::{RedisKey, RedisKeyWritable};
+use redis_module::{
+    raw, Context, ContextFlags, NotifyEvent, RedisError, RedisResult, RedisString, RedisValue,
+};
+
+const NOT_FOUND: &str = "ERR not found";
+const ITEM_EXISTS: &str = "ERR item exists";
+const BAD_ITERATOR: &str = "ERR Second argument must be numeric";
+
+/// How to create a filter.
+#[derive(Clone, Copy)]
+struct Create {
+    rate: f64,
+    capacity: u64,
+    /// 0: non-scaling.
+    expansion: u32,
 }
 
-pub fn add(_ctx: &Context, _args: Vec<RedisString>) -> RedisResult {
-    Err(RedisError::Str("ERR not implemented yet"))
+impl Create {
+    fn defaults() -> Self {
+        let (rate, capacity, expansion) = bf_defaults();
+        Self {
+            rate,
+            capacity,
+            expansion,
+        }
+    }
+
+    fn build(&self) -> Result<Chain, RedisError> {
+        Chain::new(
+            self.rate,
+            self.capacity,
+            self.expansion,
+            max_memory_per_key(),
+        )
+        .map_err(|e| RedisError::String(e.message()))
+    }
+
+    /// `CAPACITY c ERROR e EXPANSION x` or `... NONSCALING`, as `BF.INSERT` takes them.
+    fn insert_options(&self) -> Vec<String> {
+        let mut out = vec![
+            "CAPACITY".to_string(),
+            self.capacity.to_string(),
+            "ERROR".to_string(),
+            // Rust prints the shortest text that parses back to the same f64.
+            self.rate.to_string(),
+        ];
+        match self.expansion {
+            0 => out.push("NONSCALING".to_string()),
+            e => out.extend(["EXPANSION".to_string(), e.to_string()]),
+        }
+        out
+    }
 }
 
-pub fn madd(_ctx: &Context, _args: Vec<RedisString>) -> RedisResult {
-    Err(RedisError::Str("ERR not implemented yet"))
+fn parse_rate(arg: &RedisString) -> Result<f64, RedisError> {
+    let rate = parse_f64(arg).ok_or(RedisError::Str("ERR bad error rate"))?;
+    if rate <= 0.0 || rate >= 1.0 {
+        return Err(RedisError::Str("ERR (0 < error rate range < 1)"));
+    }
+    Ok(rate)
 }
 
-pub fn insert(_ctx: &Context, _args: Vec<RedisString>) -> RedisResult {
-    Err(RedisError::Str("ERR not implemented yet"))
+fn parse_capacity(arg: &RedisString) -> Result<u64, RedisError> {
+    let capacity = parse_i64(arg).ok_or(RedisError::Str("ERR bad capacity"))?;
+    if capacity <= 0 {
+        return Err(RedisError::Str("ERR (capacity should be larger than 0)"));
+    }
+    Ok(capacity as u64)
 }
 
-pub fn exists(_ctx: &Context, _args: Vec<RedisString>) -> RedisResult {
-    Err(RedisError::Str("ERR not implemented yet"))
+fn parse_expansion(arg: Option<&RedisString>) -> Result<u32, RedisError> {
+    let arg = arg.ok_or(RedisError::Str("ERR no expansion"))?;
+    let expansion = parse_i64(arg).ok_or(RedisError::Str("ERR bad expansion"))?;
+    if !(0..=MAX_EXPANSION).contains(&expansion) {
+        return Err(RedisError::String(format!(
+            "ERR expansion must be between 0 (non-scaling) and {MAX_EXPANSION}"
+        )));
+    }
+    Ok(expansion as u32)
 }
 
-pub fn mexists(_ctx: &Context, _args: Vec<RedisString>) -> RedisResult {
-    Err(RedisError::Str("ERR not implemented yet"))
+fn unknown_argument(arg: &RedisString) -> RedisError {
+    let text = String::from_utf8_lossy(arg.as_slice());
+    let text: String = text.chars().take(64).collect();
+    RedisError::String(format!("ERR unknown argument '{text}'"))
 }
 
-pub fn info(_ctx: &Context, _args: Vec<RedisString>) -> RedisResult {
-    Err(RedisError::Str("ERR not implemented yet"))
+fn duplicate(option: &str) -> RedisError {
+    RedisError::String(format!("ERR {option} given more than once"))
 }
 
-pub fn card(_ctx: &Context, _args: Vec<RedisString>) -> RedisResult {
-    Err(RedisError::Str("ERR not implemented yet"))
+const NONSCALING_EXPANSION: &str = "ERR nonscaling filters cannot expand";
+
+/// The chain under a key opened for reading; `WRONGTYPE` for other types.
+fn read_chain(key: &RedisKey) -> Result<Option<&Chain>, RedisError> {
+    key.get_value::<Chain>(&BLOOM_TYPE)
+        .map_err(|_| RedisError::WrongType)
 }
 
-pub fn scandump(_ctx: &Context, _args: Vec<RedisString>) -> RedisResult {
-    Err(RedisError::Str("ERR not implemented yet"))
+fn write_chain(key: &RedisKeyWritable) -> Result<Option<&mut Chain>, RedisError> {
+    key.get_value::<Chain>(&BLOOM_TYPE)
+        .map_err(|_| RedisError::WrongType)
 }
 
-pub fn loadchunk(_ctx: &Context, _args: Vec<RedisString>) -> RedisResult {
-    Err(RedisError::Str("ERR not implemented yet"))
+fn notify(ctx: &Context, event: &str, key: &RedisString) {
+    ctx.notify_keyspace_event(NotifyEvent::MODULE, event, key);
+}
+
+/// Replicates `cmd key args...` (a command whose parameters are spelled out).
+fn replicate(
+    ctx: &Context,
+    cmd: &str,
+    key: &RedisString,
+    options: &[String],
+    items: &[RedisString],
+) {
+    let mut args: Vec<&[u8]> = vec![key.as_slice()];
+    args.extend(options.iter().map(|o| o.as_bytes()));
+    if !items.is_empty() {
+        args.push(b"ITEMS");
+        args.extend(items.iter().map(|i| i.as_slice()));
+    }
+    ctx.replicate(cmd, &args[..]);
+}
+
+/// `BF.RESERVE key error_rate capacity [EXPANSION n] [NONSCALING]`
+pub fn reserve(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+    if args.len() < 4 {
+        return Err(RedisError::WrongArity);
+    }
+    let rate = parse_rate(&args[2])?;
+    let capacity = parse_capacity(&args[3])?;
+    let (mut expansion, mut nonscaling) = (None, false);
+    let mut i = 4;
+    while i < args.len() {
+        if is_keyword(&args[i], "EXPANSION") {
+            if expansion.is_some() {
+                return Err(duplicate("EXPANSION"));
+            }
+            expansion = Some(parse_expansion(args.get(i + 1))?);
+            i += 2;
+        } else if is_keyword(&args[i], "NONSCALING") {
+            if nonscaling {
+                return Err(duplicate("NONSCALING"));
+            }
+            nonscaling = true;
+            i += 1;
+        } else {
+            return Err(unknown_argument(&args[i]));
+        }
+    }
+    if nonscaling && expansion.is_some() {
+        return Err(RedisError::Str(NONSCALING_EXPANSION));
+    }
+    let create = Create {
+        rate,
+        capacity,
+        expansion: if nonscaling {
+            0
+        } else {
+            expansion.unwrap_or(Create::defaults().expansion)
+        },
+    };
+    let key = ctx.open_key_writable(&args[1]);
+    if write_chain(&key)?.is_some() {
+        return Err(RedisError::Str(ITEM_EXISTS));
+    }
+    key.set_value(&BLOOM_TYPE, create.build()?)?;
+    // BF.RESERVE key rate capacity EXPANSION x|NONSCALING: the expansion spelled out.
+    let mut options = vec![rate.to_string(), capacity.to_string()];
+    options.extend(create.insert_options().split_off(4));
+    replicate(ctx, "BF.RESERVE", &args[1], &options, &[]);
+    notify(ctx, "bf.reserve", &args[1]);
+    Ok(RedisValue::SimpleStringStatic("OK"))
+}
+
+/// `BF.ADD key item`
+pub fn add(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+    if args.len() != 3 {
+        return Err(RedisError::WrongArity);
+    }
+    add_items(
+        ctx,
+        "bf.add",
+        &args[1],
+        &args[2..],
+        Some(Create::defaults()),
+        false,
+    )
+}
+
+/// `BF.MADD key item [item ...]`
+pub fn madd(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+    if args.len() < 3 {
+        return Err(RedisError::WrongArity);
+    }
+    add_items(
+        ctx,
+        "bf.madd",
+        &args[1],
+        &args[2..],
+        Some(Create::defaults()),
+        true,
+    )
+}
+
+/// `BF.INSERT key [CAPACITY c] [ERROR e] [EXPANSION n] [NOCREATE] [NONSCALING] ITEMS item...`
+pub fn insert(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+    if args.len() < 4 {
+        return Err(RedisError::WrongArity);
+    }
+    let defaults = Create::defaults();
+    let (mut capacity, mut rate, mut expansion) = (None, None, None);
+    let (mut nocreate, mut nonscaling, mut items_at) = (false, false, None);
+    let mut i = 2;
+    while i < args.len() {
+        let arg = &args[i];
+        if is_keyword(arg, "ITEMS") {
+            items_at = Some(i + 1);
+            break;
+        } else if is_keyword(arg, "CAPACITY") {
+            if capacity.is_some() {
+                return Err(duplicate("CAPACITY"));
+            }
+            let value = args.get(i + 1).ok_or(RedisError::Str("ERR bad capacity"))?;
+            capacity = Some(parse_capacity(value)?);
+            i += 2;
+        } else if is_keyword(arg, "ERROR") {
+            if rate.is_some() {
+                return Err(duplicate("ERROR"));
+            }
+            let value = args
+                .get(i + 1)
+                .ok_or(RedisError::Str("ERR bad error rate"))?;
+            rate = Some(parse_rate(value)?);
+            i += 2;
+        } else if is_keyword(arg, "EXPANSION") {
+            if expansion.is_some() {
+                return Err(duplicate("EXPANSION"));
+            }
+            expansion = Some(parse_expansion(args.get(i + 1))?);
+            i += 2;
+        } else if is_keyword(arg, "NOCREATE") {
+            if nocreate {
+                return Err(duplicate("NOCREATE"));
+            }
+            nocreate = true;
+            i += 1;
+        } else if is_keyword(arg, "NONSCALING") {
+            if nonscaling {
+                return Err(duplicate("NONSCALING"));
+            }
+            nonscaling = true;
+            i += 1;
+        } else {
+            return Err(unknown_argument(arg));
+        }
+    }
+    let items = match items_at {
+        Some(at) if at < args.len() => &args[at..],
+        _ => {
+            return Err(RedisError::Str(
+                "ERR ITEMS and at least one item are required",
+            ))
+        }
+    };
+    if nonscaling && expansion.is_some() {
+        return Err(RedisError::Str(NONSCALING_EXPANSION));
+    }
+    let create = (!nocreate).then(|| Create {
+        rate: rate.unwrap_or(defaults.rate),
+        capacity: capacity.unwrap_or(defaults.capacity),
+        expansion: if nonscaling {
+            0
+        } else {
+            expansion.unwrap_or(defaults.expansion)
+        },
+    });
+    add_items(ctx, "bf.insert", &args[1], items, create, true)
+}
+
+/// Adds items, creating the key with `create` if it is missing (None: `ERR not found`).
+fn add_items(
+    ctx: &Context,
+    event: &str,
+    name: &RedisString,
+    items: &[RedisString],
+    create: Option<Create>,
+    multi: bool,
+) -> RedisResult {
+    let key = ctx.open_key_writable(name);
+    let limit = max_memory_per_key();
+    let mut fresh = None;
+    let chain = match write_chain(&key)? {
+        Some(chain) => chain,
+        None => {
+            let create = create.ok_or(RedisError::Str(NOT_FOUND))?;
+            &mut fresh.insert((create, create.build()?)).1
+        }
+    };
+    let mut results = Vec::with_capacity(items.len());
+    for item in items {
+        let result = chain.add(&hash_item(item.as_slice()), limit);
+        let stop = result.is_err();
+        results.push(result);
+        if stop {
+            break;
+        }
+    }
+    let changed = results.iter().any(|r| matches!(r, Ok(true)));
+    match fresh {
+        Some((create, chain)) => {
+            key.set_value(&BLOOM_TYPE, chain)?;
+            replicate(ctx, "BF.INSERT", name, &create.insert_options(), items);
+        }
+        None if changed => ctx.replicate_verbatim(),
+        None => {}
+    }
+    if changed {
+        notify(ctx, event, name);
+    }
+    if !multi {
+        return match results.pop() {
+            Some(Ok(added)) => Ok(RedisValue::Bool(added)),
+            Some(Err(e)) => Err(RedisError::String(e.message())),
+            None => Err(RedisError::WrongArity),
+        };
+    }
+    raw::reply_with_array(ctx.ctx, results.len() as std::os::raw::c_long);
+    for result in results {
+        ctx.reply(
+            result
+                .map(RedisValue::Bool)
+                .map_err(|e| RedisError::String(e.message())),
+        );
+    }
+    Ok(RedisValue::NoReply)
+}
+
+/// `BF.EXISTS key item`
+pub fn exists(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+    if args.len() != 3 {
+        return Err(RedisError::WrongArity);
+    }
+    let key = ctx.open_key(&args[1]);
+    let found = read_chain(&key)?.is_some_and(|c| c.contains(&hash_item(args[2].as_slice())));
+    Ok(RedisValue::Bool(found))
+}
+
+/// `BF.MEXISTS key item [item ...]`
+pub fn mexists(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+    if args.len() < 3 {
+        return Err(RedisError::WrongArity);
+    }
+    let key = ctx.open_key(&args[1]);
+    let chain = read_chain(&key)?;
+    Ok(RedisValue::Array(
+        args[2..]
+            .iter()
+            .map(|item| {
+                RedisValue::Bool(chain.is_some_and(|c| c.contains(&hash_item(item.as_slice()))))
+            })
+            .collect(),
+    ))
+}
+
+/// `BF.INFO key [CAPACITY|SIZE|FILTERS|ITEMS|EXPANSION]`
+pub fn info(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+    if !(2..=3).contains(&args.len()) {
+        return Err(RedisError::WrongArity);
+    }
+    let key = ctx.open_key(&args[1]);
+    let chain = read_chain(&key)?.ok_or(RedisError::Str(NOT_FOUND))?;
+    let expansion = match chain.expansion() {
+        Some(e) => RedisValue::Integer(e as i64),
+        None => RedisValue::Null,
+    };
+    let fields = [
+        (
+            "CAPACITY",
+            "Capacity",
+            RedisValue::Integer(chain.capacity() as i64),
+        ),
+        (
+            "SIZE",
+            "Size",
+            RedisValue::Integer(chain.memory_bytes() as i64),
+        ),
+        (
+            "FILTERS",
+            "Number of filters",
+            RedisValue::Integer(chain.filters().len() as i64),
+        ),
+        (
+            "ITEMS",
+            "Number of items inserted",
+            RedisValue::Integer(chain.items() as i64),
+        ),
+        ("EXPANSION", "Expansion rate", expansion),
+    ];
+    let Some(which) = args.get(2) else {
+        return reply_ordered_map(ctx, fields.into_iter().map(|(_, n, v)| (n, v)).collect());
+    };
+    let (_, name, value) = fields
+        .into_iter()
+        .find(|(keyword, _, _)| is_keyword(which, keyword))
+        .ok_or(RedisError::Str("ERR Invalid information value"))?;
+    // RedisBloom: a one-entry map in RESP3, a one-element array in RESP2.
+    if ctx.get_flags().contains(ContextFlags::FLAGS_RESP3) {
+        reply_ordered_map(ctx, vec![(name, value)])
+    } else {
+        Ok(RedisValue::Array(vec![value]))
+    }
+}
+
+/// `BF.CARD key`
+pub fn card(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+    if args.len() != 2 {
+        return Err(RedisError::WrongArity);
+    }
+    let key = ctx.open_key(&args[1]);
+    let items = read_chain(&key)?.map_or(0, Chain::items);
+    Ok(RedisValue::Integer(items as i64))
+}
+
+/// `BF.SCANDUMP key iterator`: `[1, header]` for iterator 0, then `[next, chunk]` where next
+/// is 1 + the chunk's end offset in the data, and `[0, ""]` at the end.
+pub fn scandump(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+    if args.len() != 3 {
+        return Err(RedisError::WrongArity);
+    }
+    let key = ctx.open_key(&args[1]);
+    let chain = read_chain(&key)?.ok_or(RedisError::Str(NOT_FOUND))?;
+    let iterator = parse_i64(&args[2])
+        .filter(|i| *i >= 0)
+        .ok_or(RedisError::Str(BAD_ITERATOR))?;
+    if iterator == 0 {
+        return Ok(RedisValue::Array(vec![
+            RedisValue::Integer(1),
+            RedisValue::StringBuffer(codec::encode_header(chain)),
+        ]));
+    }
+    let offset = iterator as u64 - 1;
+    Ok(RedisValue::Array(match codec::data_chunk(chain, offset) {
+        Some(chunk) => vec![
+            RedisValue::Integer(iterator + chunk.len() as i64),
+            RedisValue::StringBuffer(chunk),
+        ],
+        None => vec![RedisValue::Integer(0), RedisValue::StringBuffer(Vec::new())],
+    }))
+}
+
+/// `BF.LOADCHUNK key iterator data`: iterator 1 creates the key from a header; later chunks
+/// write `data` at offset iterator − 1 − len, after full validation.
+pub fn loadchunk(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+    if args.len() != 4 {
+        return Err(RedisError::WrongArity);
+    }
+    let iterator = parse_i64(&args[2])
+        .filter(|i| *i >= 1)
+        .ok_or(RedisError::Str(BAD_ITERATOR))?;
+    let data = args[3].as_slice();
+    let key = ctx.open_key_writable(&args[1]);
+    let existing = write_chain(&key)?;
+    let codec_error = |e: codec::DecodeError| RedisError::Str(e.0);
+    if iterator == 1 {
+        if existing.is_some() {
+            return Err(RedisError::Str(ITEM_EXISTS));
+        }
+        let header = codec::decode_header(data, max_memory_per_key()).map_err(codec_error)?;
+        key.set_value(&BLOOM_TYPE, header.into_chain().map_err(codec_error)?)?;
+    } else {
+        let chain = existing.ok_or(RedisError::Str(NOT_FOUND))?;
+        let offset =
+            (iterator as u64 - 1)
+                .checked_sub(data.len() as u64)
+                .ok_or(RedisError::Str(
+                    "ERR invalid chunk: iterator and length do not match",
+                ))?;
+        codec::write_data(chain, offset, data).map_err(codec_error)?;
+    }
+    ctx.replicate_verbatim();
+    notify(ctx, "bf.loadchunk", &args[1]);
+    Ok(RedisValue::SimpleStringStatic("OK"))
 }
