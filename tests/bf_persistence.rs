@@ -1,0 +1,389 @@
+//! Bloom filters survive every way Redis moves values: DEBUG RELOAD, restart from the RDB file,
+//! DUMP/RESTORE, COPY, SCANDUMP/LOADCHUNK, AOF (replayed commands and rewrite), replication.
+//! Identity is checked with DEBUG DIGEST-VALUE, which digests the full encoding.
+mod common;
+use common::*;
+use redis::Value;
+
+fn cmd(conn: &mut redis::Connection, args: &[&str]) -> redis::RedisResult<Value> {
+    let mut c = redis::cmd(args[0]);
+    for a in &args[1..] {
+        c.arg(*a);
+    }
+    c.query(conn)
+}
+
+fn ok(conn: &mut redis::Connection, args: &[&str]) -> Value {
+    cmd(conn, args).unwrap_or_else(|e| panic!("{args:?}: {e}"))
+}
+
+/// Adds `n` items named `{prefix}{i}` in batches.
+fn fill(conn: &mut redis::Connection, key: &str, prefix: &str, n: usize) {
+    for start in (0..n).step_by(1000) {
+        let mut c = redis::cmd("BF.MADD");
+        c.arg(key);
+        for i in start..n.min(start + 1000) {
+            c.arg(format!("{prefix}{i}"));
+        }
+        // Non-scaling filters may fill up; the reply is not the point here.
+        let _: redis::RedisResult<Value> = redis::ConnectionLike::req_command(conn, &c);
+    }
+}
+
+/// A set of filters of every shape, and their digests.
+fn make_filters(conn: &mut redis::Connection) -> Vec<(String, String)> {
+    ok(
+        conn,
+        &["BF.RESERVE", "scaled", "0.01", "10", "EXPANSION", "2"],
+    );
+    fill(conn, "scaled", "s", 2_000);
+    ok(
+        conn,
+        &["BF.RESERVE", "fixed", "0.001", "1000", "NONSCALING"],
+    );
+    fill(conn, "fixed", "f", 1_200);
+    ok(conn, &["BF.ADD", "tiny", "x"]);
+    ok(conn, &["BF.RESERVE", "empty", "0.5", "1"]);
+    ["scaled", "fixed", "tiny", "empty"]
+        .iter()
+        .map(|k| (k.to_string(), digest(conn, k)))
+        .collect()
+}
+
+fn check_filters(conn: &mut redis::Connection, expected: &[(String, String)]) {
+    for (key, d) in expected {
+        assert_eq!(&digest(conn, key), d, "digest of {key}");
+    }
+    assert_eq!(ok(conn, &["BF.EXISTS", "scaled", "s1999"]), Value::Int(1));
+    assert_eq!(ok(conn, &["BF.CARD", "fixed"]), Value::Int(1000));
+    assert_eq!(
+        ok(conn, &["BF.INFO", "fixed", "EXPANSION"]),
+        Value::Array(vec![Value::Nil])
+    );
+}
+
+#[test]
+fn debug_reload_and_restart_from_rdb() {
+    let mut server = Server::start();
+    let mut c = server.conn();
+    let digests = make_filters(&mut c);
+    assert_ne!(digests[0].1, digests[1].1);
+    ok(&mut c, &["DEBUG", "RELOAD"]);
+    check_filters(&mut c, &digests);
+    ok(&mut c, &["SAVE"]);
+    server.restart();
+    let mut c = server.conn();
+    check_filters(&mut c, &digests);
+    // The loaded filter keeps scaling.
+    fill(&mut c, "scaled", "more", 3_000);
+    assert_eq!(
+        ok(&mut c, &["BF.EXISTS", "scaled", "more2999"]),
+        Value::Int(1)
+    );
+}
+
+#[test]
+fn dump_restore_copy_and_memory_usage() {
+    let server = Server::start();
+    let mut c = server.conn();
+    let digests = make_filters(&mut c);
+    for (key, d) in &digests {
+        let dump: Vec<u8> = redis::cmd("DUMP").arg(key).query(&mut c).unwrap();
+        let restored = format!("{key}-restored");
+        redis::cmd("RESTORE")
+            .arg(&restored)
+            .arg(0)
+            .arg(dump)
+            .exec(&mut c)
+            .unwrap();
+        assert_eq!(&digest(&mut c, &restored), d);
+        let copy = format!("{key}-copy");
+        assert_eq!(ok(&mut c, &["COPY", key, &copy]), Value::Int(1));
+        assert_eq!(&digest(&mut c, &copy), d);
+    }
+    // A copy is deep: changing it leaves the original alone.
+    ok(&mut c, &["BF.ADD", "scaled-copy", "only-in-copy"]);
+    assert_eq!(
+        ok(&mut c, &["BF.EXISTS", "scaled", "only-in-copy"]),
+        Value::Int(0)
+    );
+    assert_eq!(digest(&mut c, "scaled"), digests[0].1);
+    // MEMORY USAGE counts the bits: a 1M-item 1% filter is ~1.2 MB.
+    ok(
+        &mut c,
+        &["BF.RESERVE", "m", "0.01", "1000000", "NONSCALING"],
+    );
+    let usage = match ok(&mut c, &["MEMORY", "USAGE", "m"]) {
+        Value::Int(i) => i,
+        v => panic!("{v:?}"),
+    };
+    assert!((1_198_000..1_220_000).contains(&usage), "{usage}");
+}
+
+/// CRC-64/Jones as Redis computes it for DUMP payloads.
+fn crc64(data: &[u8]) -> u64 {
+    let mut crc = 0u64;
+    for &b in data {
+        crc ^= b as u64;
+        for _ in 0..8 {
+            crc = if crc & 1 != 0 {
+                (crc >> 1) ^ 0x95ac_9329_ac4b_c9b5
+            } else {
+                crc >> 1
+            };
+        }
+    }
+    crc
+}
+
+fn with_crc(body: &[u8], version: &[u8]) -> Vec<u8> {
+    let mut payload = body.to_vec();
+    payload.extend_from_slice(version);
+    let crc = crc64(&payload);
+    payload.extend_from_slice(&crc.to_le_bytes());
+    payload
+}
+
+#[test]
+fn corrupt_restore_payloads_are_refused_not_fatal() {
+    assert_eq!(crc64(b"123456789"), 0xe9c6_d914_c4b8_d9ca);
+    let mut server = Server::start();
+    let mut c = server.conn();
+    ok(&mut c, &["BF.RESERVE", "f", "0.01", "20", "EXPANSION", "2"]);
+    fill(&mut c, "f", "i", 50);
+    let dump: Vec<u8> = redis::cmd("DUMP").arg("f").query(&mut c).unwrap();
+    let (body, tail) = dump.split_at(dump.len() - 10);
+    let version = &tail[..2];
+    assert_eq!(with_crc(body, version), dump);
+    let restore = |c: &mut redis::Connection, payload: Vec<u8>| {
+        redis::cmd("RESTORE")
+            .arg("r")
+            .arg(0)
+            .arg(payload)
+            .arg("REPLACE")
+            .exec(c)
+    };
+    // Every truncation is refused.
+    for cut in 1..body.len() {
+        let result = restore(&mut c, with_crc(&body[..body.len() - cut], version));
+        assert!(result.is_err(), "truncated by {cut} bytes was accepted");
+    }
+    // Every single-byte corruption is refused or loads a usable filter.
+    for at in 0..body.len() {
+        for flip in [0x01u8, 0x80, 0xff] {
+            let mut bad = body.to_vec();
+            bad[at] ^= flip;
+            if restore(&mut c, with_crc(&bad, version)).is_ok() {
+                ok(&mut c, &["BF.ADD", "r", "probe"]);
+                ok(&mut c, &["BF.INFO", "r"]);
+                digest(&mut c, "r");
+            }
+        }
+    }
+    assert!(server.alive());
+    assert_eq!(ok(&mut c, &["PING"]), Value::SimpleString("PONG".into()));
+}
+
+/// SCANDUMP `key` and replay every chunk with LOADCHUNK into `target`.
+fn scandump_into(c: &mut redis::Connection, key: &str, target: &str) -> usize {
+    let mut iterator = 0i64;
+    let mut chunks = 0;
+    loop {
+        let (next, data): (i64, Vec<u8>) = redis::cmd("BF.SCANDUMP")
+            .arg(key)
+            .arg(iterator)
+            .query(c)
+            .unwrap();
+        if next == 0 {
+            assert!(data.is_empty());
+            return chunks;
+        }
+        assert!(data.len() <= 16 << 20);
+        redis::cmd("BF.LOADCHUNK")
+            .arg(target)
+            .arg(next)
+            .arg(data)
+            .exec(c)
+            .unwrap();
+        chunks += 1;
+        iterator = next;
+    }
+}
+
+#[test]
+fn scandump_loadchunk_round_trips() {
+    let server = Server::start();
+    let mut c = server.conn();
+    let digests = make_filters(&mut c);
+    for (key, d) in &digests {
+        let target = format!("{key}-loaded");
+        scandump_into(&mut c, key, &target);
+        assert_eq!(&digest(&mut c, &target), d, "{key}");
+    }
+    // The end marker is an empty string, not nil.
+    let reply: Vec<Value> = redis::cmd("BF.SCANDUMP")
+        .arg("tiny")
+        .arg(1_000_000)
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(reply, vec![Value::Int(0), Value::BulkString(vec![])]);
+
+    // Tens of MB: a 0.001 / 20M filter is ~36 MB, three chunks.
+    ok(
+        &mut c,
+        &["BF.RESERVE", "big", "0.001", "20000000", "NONSCALING"],
+    );
+    fill(&mut c, "big", "b", 20_000);
+    let chunks = scandump_into(&mut c, "big", "big-loaded");
+    assert_eq!(chunks, 4, "header + 3 data chunks");
+    assert_eq!(digest(&mut c, "big-loaded"), digest(&mut c, "big"));
+    assert_eq!(
+        ok(&mut c, &["BF.EXISTS", "big-loaded", "b19999"]),
+        Value::Int(1)
+    );
+
+    // Chunks are validated before anything is written.
+    // "empty" (0.5, 1 item) has fewer than 64 bits: its one word has padding.
+    let (_, header): (i64, Vec<u8>) = redis::cmd("BF.SCANDUMP")
+        .arg("empty")
+        .arg(0)
+        .query(&mut c)
+        .unwrap();
+    redis::cmd("BF.LOADCHUNK")
+        .arg("partial")
+        .arg(1)
+        .arg(header.clone())
+        .exec(&mut c)
+        .unwrap();
+    let before = digest(&mut c, "partial");
+    for (iterator, data) in [
+        (3i64, vec![1u8; 8]),      // iterator smaller than 1 + length
+        (1_000_000, vec![1u8; 8]), // past the end
+        (9, vec![0xffu8; 8]),      // sets padding bits past m
+        (i64::MAX, vec![0u8; 1]),  // absurd offset
+    ] {
+        let result = redis::cmd("BF.LOADCHUNK")
+            .arg("partial")
+            .arg(iterator)
+            .arg(data)
+            .exec(&mut c);
+        assert!(result.is_err(), "chunk at {iterator} accepted");
+        assert_eq!(digest(&mut c, "partial"), before);
+    }
+    // A header that claims more than max-memory-per-key is refused.
+    let (_, big_header): (i64, Vec<u8>) = redis::cmd("BF.SCANDUMP")
+        .arg("big")
+        .arg(0)
+        .query(&mut c)
+        .unwrap();
+    ok(
+        &mut c,
+        &["CONFIG", "SET", "lcbloom.max-memory-per-key", "1mb"],
+    );
+    let refused = redis::cmd("BF.LOADCHUNK")
+        .arg("too-big")
+        .arg(1)
+        .arg(big_header)
+        .exec(&mut c);
+    assert!(err_text(refused).contains("max-memory-per-key"));
+    assert_eq!(ok(&mut c, &["EXISTS", "too-big"]), Value::Int(0));
+}
+
+#[test]
+fn aof_replay_and_rewrite_with_other_defaults() {
+    let mut server = Server::builder()
+        .arg("appendonly", "yes")
+        .arg("aof-use-rdb-preamble", "no")
+        .start();
+    let mut c = server.conn();
+    // Created with defaults: the AOF must carry the parameters, not rely on the defaults.
+    fill(&mut c, "added", "a", 500);
+    ok(
+        &mut c,
+        &["BF.INSERT", "inserted", "CAPACITY", "30", "ITEMS", "x", "y"],
+    );
+    ok(&mut c, &["BF.RESERVE", "reserved", "0.02", "10"]);
+    fill(&mut c, "reserved", "r", 100);
+    ok(
+        &mut c,
+        &["BF.RESERVE", "big", "0.001", "12000000", "NONSCALING"],
+    );
+    fill(&mut c, "big", "b", 5_000);
+    let keys = ["added", "inserted", "reserved", "big"];
+    let digests: Vec<String> = keys.iter().map(|k| digest(&mut c, k)).collect();
+    let check = |c: &mut redis::Connection| {
+        for (k, d) in keys.iter().zip(&digests) {
+            assert_eq!(&digest(c, k), d, "{k}");
+        }
+    };
+    server.restart_with_module_args(&[
+        ("bf-error-rate", "0.2"),
+        ("bf-initial-size", "3"),
+        ("bf-expansion-factor", "7"),
+    ]);
+    let mut c = server.conn();
+    check(&mut c);
+    // Rewrite (BF.LOADCHUNK commands, the 21 MB filter in two chunks) and replay it.
+    ok(&mut c, &["BGREWRITEAOF"]);
+    wait_aof_rewrite(&mut c);
+    server.restart();
+    let mut c = server.conn();
+    check(&mut c);
+}
+
+#[test]
+fn replicas_build_identical_values_despite_other_defaults() {
+    let master = Server::start();
+    let replica = Server::builder()
+        .module_arg("bf-error-rate", "0.2")
+        .module_arg("bf-initial-size", "3")
+        .module_arg("bf-expansion-factor", "0")
+        .start();
+    let mut m = master.conn();
+    let mut r = replica.conn();
+    ok(
+        &mut r,
+        &["REPLICAOF", "127.0.0.1", &master.port.to_string()],
+    );
+    let start = std::time::Instant::now();
+    loop {
+        let info: String = redis::cmd("INFO").arg("replication").query(&mut r).unwrap();
+        if info.contains("master_link_status:up") {
+            break;
+        }
+        assert!(start.elapsed().as_secs() < 30, "replica never synced");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    ok(&mut m, &["BF.ADD", "add", "a"]);
+    fill(&mut m, "madd", "m", 300);
+    ok(
+        &mut m,
+        &["BF.INSERT", "ins", "ERROR", "0.001", "ITEMS", "a", "b"],
+    );
+    ok(&mut m, &["BF.RESERVE", "res", "0.01", "5"]);
+    fill(&mut m, "res", "r", 100);
+    ok(&mut m, &["BF.ADD", "add", "a"]); // no change
+    let (_, header): (i64, Vec<u8>) = redis::cmd("BF.SCANDUMP")
+        .arg("madd")
+        .arg(0)
+        .query(&mut m)
+        .unwrap();
+    redis::cmd("BF.LOADCHUNK")
+        .arg("loaded")
+        .arg(1)
+        .arg(header)
+        .exec(&mut m)
+        .unwrap();
+    scandump_into(&mut m, "madd", "loaded2");
+    let acked: i64 = redis::cmd("WAIT").arg(1).arg(5000).query(&mut m).unwrap();
+    assert_eq!(acked, 1);
+    for key in ["add", "madd", "ins", "res", "loaded", "loaded2"] {
+        assert_eq!(digest(&mut r, key), digest(&mut m, key), "{key}");
+    }
+    assert_eq!(
+        ok(&mut r, &["BF.INFO", "add", "CAPACITY"]),
+        Value::Array(vec![Value::Int(100)])
+    );
+    let readonly = err_text(cmd(&mut r, &["BF.ADD", "add", "z"]));
+    assert!(readonly.starts_with("READONLY"), "{readonly}");
+}
