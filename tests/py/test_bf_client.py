@@ -1,0 +1,114 @@
+"""redis-py's bf() API against lcbloom, over RESP2 and RESP3 (the `r` fixture runs each test
+with both protocols)."""
+import pytest
+import redis
+
+INFO_FIELDS = ["Capacity", "Size", "Number of filters", "Number of items inserted", "Expansion rate"]
+
+
+def info_dict(info):
+    """BFInfo (RESP2) or a dict (RESP3) as {field: value}."""
+    if isinstance(info, dict):
+        return {(k.decode() if isinstance(k, bytes) else k): v for k, v in info.items()}
+    return {
+        "Capacity": info.capacity,
+        "Size": info.size,
+        "Number of filters": info.filterNum,
+        "Number of items inserted": info.insertedNum,
+        "Expansion rate": info.expansionRate,
+    }
+
+
+def test_reserve_add_exists(r):
+    bf = r.bf()
+    assert bf.create("f", 0.01, 1000)
+    assert bf.add("f", "a") == 1
+    assert bf.add("f", "a") == 0
+    assert bf.madd("f", "a", "b", "c") == [0, 1, 1]
+    assert bf.exists("f", "b") == 1
+    assert bf.exists("f", "nope") == 0
+    assert bf.mexists("f", "a", "nope") == [1, 0]
+    assert bf.card("f") == 3
+    assert bf.card("missing") == 0
+    assert bf.exists("missing", "a") == 0
+    with pytest.raises(redis.ResponseError, match="item exists"):
+        bf.create("f", 0.01, 1000)
+
+
+def test_replies_are_booleans_in_resp3(r):
+    bf = r.bf()
+    added = bf.add("b", "x")
+    if r.get_connection_kwargs().get("protocol") in (3, "3"):
+        assert added is True
+    else:
+        assert added == 1 and added is not True
+
+
+def test_info(r):
+    bf = r.bf()
+    bf.create("f", 0.01, 500, expansion=4)
+    bf.madd("f", "a", "b")
+    info = info_dict(bf.info("f"))
+    assert list(info) == INFO_FIELDS
+    assert info["Capacity"] == 500
+    assert info["Number of filters"] == 1
+    assert info["Number of items inserted"] == 2
+    assert info["Expansion rate"] == 4
+    assert info["Size"] > 500
+    bf.create("n", 0.01, 10, noScale=True)
+    assert info_dict(bf.info("n"))["Expansion rate"] is None
+    with pytest.raises(redis.ResponseError, match="not found"):
+        bf.info("missing")
+
+
+def test_insert(r):
+    bf = r.bf()
+    assert bf.insert("i", ["a", "b"], capacity=10, error=0.001, expansion=3) == [1, 1]
+    info = info_dict(bf.info("i"))
+    assert info["Capacity"] == 10 and info["Expansion rate"] == 3
+    assert bf.insert("i", ["b", "c"], noCreate=True) == [0, 1]
+    with pytest.raises(redis.ResponseError, match="not found"):
+        bf.insert("missing", ["a"], noCreate=True)
+    assert r.exists("missing") == 0
+    assert bf.insert("ns", ["a", "b", "c"], capacity=2, noScale=True)[:2] == [1, 1]
+    with pytest.raises(redis.ResponseError, match="non scaling filter is full"):
+        bf.add("ns", "d")
+    with pytest.raises(redis.ResponseError, match="nonscaling filters cannot expand"):
+        bf.insert("x", ["a"], expansion=2, noScale=True)
+    assert r.exists("x") == 0
+
+
+def test_scaling(r):
+    bf = r.bf()
+    bf.create("s", 0.01, 10, expansion=2)
+    items = [f"item{i}" for i in range(1000)]
+    bf.madd("s", *items)
+    info = info_dict(bf.info("s"))
+    assert info["Number of filters"] == 7
+    assert all(v == 1 for v in bf.mexists("s", *items))
+
+
+def test_scandump_loadchunk(r):
+    bf = r.bf()
+    bf.create("src", 0.01, 10_000)
+    bf.madd("src", *[f"x{i}" for i in range(2_000)])
+    it = 0
+    while True:
+        it, data = bf.scandump("src", it)
+        if it == 0:
+            assert data in (b"", None) or len(data) == 0
+            break
+        bf.loadchunk("dst", it, data)
+    assert r.execute_command("DEBUG", "DIGEST-VALUE", "dst") == r.execute_command(
+        "DEBUG", "DIGEST-VALUE", "src"
+    )
+    assert bf.exists("dst", "x1999") == 1
+    assert bf.card("dst") == bf.card("src")
+
+
+def test_wrongtype(r):
+    r.set("s", "v")
+    with pytest.raises(redis.ResponseError, match="WRONGTYPE"):
+        r.bf().exists("s", "a")
+    with pytest.raises(redis.ResponseError, match="WRONGTYPE"):
+        r.bf().card("s")
