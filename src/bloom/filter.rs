@@ -14,13 +14,13 @@
 //!   for small m (a filter reserved at capacity 1 or 10, or the first links of a chain).
 //!   - For m ≤ `EXACT_MAX_BITS` we compute E[(X/m)^k] exactly: a dynamic program over T
 //!     throws gives the distribution of X (a throw hits a set bit with probability x/m), with
-//!     negligible tails (< 1e-40) pruned so the cost is O(T·√m).
+//!     negligible tails (< 1e-25, against rates ≥ 1e-15) pruned so the cost is O(T·√m).
 //!   - Above it, a second-order expansion is exact to far below p:
 //!     E[(X/m)^k] ≈ q^k·(1 + C(k,2)·Var(X)/(m·q)²), with q = 1 - (1-1/m)^T and
 //!     Var(X) ≈ m·e^{-t}·(1 - (1+t)·e^{-t}), t = T/m.
 //!
-//!   We start at m_opt and grow m in small steps (0.05% of m, at least one bit) until the FP
-//!   at n items is ≤ p. For large filters this stays within 1% of m_opt (a unit test checks
+//!   We start at m_opt and grow m in small steps (0.05% of m, at least one bit) until the
+//!   expansion's FP at n items is ≤ p, then, for small filters, until the exact FP is. For large filters this stays within 1% of m_opt (a unit test checks
 //!   many (n, p)); small filters take what exactness needs.
 //!
 //! Memory is allocated zeroed and fallibly: a filter that cannot be allocated is an error, never
@@ -30,6 +30,7 @@
 use crate::hashing::{reduce, ItemHash};
 use bitvec::prelude::{BitVec, Lsb0};
 use std::alloc::Layout;
+use std::sync::Mutex;
 
 /// Largest number of hashes a filter may use (an error rate of 1e-15 needs 50).
 pub const MAX_HASHES: u32 = 64;
@@ -41,7 +42,7 @@ pub const MAX_BITS: u64 = 1 << 48;
 /// Up to this many bits the expected false-positive rate is computed exactly.
 const EXACT_MAX_BITS: u64 = 1 << 13;
 /// Probability mass below which the occupancy distribution's tails are dropped.
-const NEGLIGIBLE: f64 = 1e-40;
+const NEGLIGIBLE: f64 = 1e-25;
 
 /// What sizing or allocation can refuse.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -65,11 +66,34 @@ pub struct FilterParams {
 
 impl FilterParams {
     /// The smallest filter that holds `capacity` items at an expected FP rate ≤ `error_rate`.
+    ///
+    /// Sizing a small filter exactly takes up to a few milliseconds, and most filters share
+    /// their parameters (every key created with the defaults, and its scale-outs), so recent
+    /// results are remembered: a small direct-mapped cache, which changes nothing but speed.
     pub fn for_capacity(capacity: u64, error_rate: f64) -> Result<Self, SizeError> {
+        static CACHE: Mutex<[Option<FilterParams>; 64]> = Mutex::new([None; 64]);
+        let capacity = capacity.max(1);
+        let slot = ((capacity ^ error_rate.to_bits().rotate_left(29))
+            .wrapping_mul(0x9e37_79b9_7f4a_7c15)
+            >> 58) as usize;
+        let same = |p: &FilterParams| {
+            p.capacity == capacity && p.error_rate.to_bits() == error_rate.to_bits()
+        };
+        if let Some(hit) = CACHE.lock().ok().and_then(|c| c[slot].filter(same)) {
+            return Ok(hit);
+        }
+        let params = Self::size(capacity, error_rate)?;
+        if let Ok(mut cache) = CACHE.lock() {
+            cache[slot] = Some(params);
+        }
+        Ok(params)
+    }
+
+    fn size(capacity: u64, error_rate: f64) -> Result<Self, SizeError> {
         if !(MIN_ERROR_RATE..1.0).contains(&error_rate) {
             return Err(SizeError::ErrorRate);
         }
-        let n = capacity.max(1) as f64;
+        let n = capacity as f64;
         let ln2 = std::f64::consts::LN_2;
         let m_opt = (-n * error_rate.ln() / (ln2 * ln2)).ceil();
         if m_opt.is_nan() || m_opt >= MAX_BITS as f64 {
@@ -77,21 +101,28 @@ impl FilterParams {
         }
         let mut bits = (m_opt as u64).max(1);
         let step = (bits / 2048).max(1);
-        loop {
-            let (hashes, fp) = best_hashes(n, bits);
-            if fp <= error_rate {
-                return Ok(Self {
-                    capacity: capacity.max(1),
-                    error_rate,
-                    bits,
-                    hashes,
-                });
+        // The expansion is cheap and close to exact: it finds the size, and the exact check
+        // (for small filters) then rarely needs more than a step or two.
+        let mut hashes = 1;
+        for exact in [false, true] {
+            loop {
+                let fp;
+                (hashes, fp) = best_hashes(n, bits, exact);
+                if fp <= error_rate {
+                    break;
+                }
+                bits = bits
+                    .checked_add(step)
+                    .filter(|b| *b <= MAX_BITS)
+                    .ok_or(SizeError::TooLarge)?;
             }
-            bits = bits
-                .checked_add(step)
-                .filter(|b| *b <= MAX_BITS)
-                .ok_or(SizeError::TooLarge)?;
         }
+        Ok(Self {
+            capacity,
+            error_rate,
+            bits,
+            hashes,
+        })
     }
 
     /// 64-bit words holding the bits.
@@ -114,14 +145,15 @@ impl FilterParams {
     }
 }
 
-/// The integer k minimising the FP of `bits` bits holding `n` items, and that FP.
-fn best_hashes(n: f64, bits: u64) -> (u32, f64) {
+/// The integer k minimising the FP of `bits` bits holding `n` items, and that FP; `exact`
+/// allows the exact computation for small filters.
+fn best_hashes(n: f64, bits: u64, exact: bool) -> (u32, f64) {
     let k_real = bits as f64 / n * std::f64::consts::LN_2;
     let lo = (k_real.floor() as u32).clamp(1, MAX_HASHES);
     let hi = (k_real.ceil() as u32).clamp(1, MAX_HASHES);
     // With k = 1 (error rates above ½) the expansion is exact, and the throws would outnumber
     // the bits many times over: the dynamic program is only worth it for k ≥ 1 real hashes.
-    let candidates = if bits <= EXACT_MAX_BITS && k_real >= 1.0 {
+    let candidates = if exact && bits <= EXACT_MAX_BITS && k_real >= 1.0 {
         exact_fp(
             n as u64,
             bits,
