@@ -235,7 +235,7 @@ impl Counter {
     }
 
     /// The bitmap in bitmap mode.
-    pub fn bitmap(&self) -> Option<&bitvec::slice::BitSlice<u64, Lsb0>> {
+    pub fn bitmap(&self) -> Option<&BitVec<u64, Lsb0>> {
         match &self.state {
             State::Exact(_) => None,
             State::Bitmap { bits, .. } => Some(bits),
