@@ -158,7 +158,7 @@ fn read_bitmap(r: &mut Reader, kind: u8, m: u64) -> Result<BitVec<u64, Lsb0>, De
     if kind == KIND_DENSE {
         let len = m.div_ceil(8) as usize;
         let dense = r.take(len)?;
-        if m % 8 != 0 && dense[len - 1] >> (m % 8) != 0 {
+        if !m.is_multiple_of(8) && dense[len - 1] >> (m % 8) != 0 {
             return Err(DecodeError("padding bits set"));
         }
         raw.extend(dense.chunks(8).map(|chunk| {

@@ -165,9 +165,13 @@ impl Counter {
     /// An empty counter sized for `capacity` items at `error_rate`, refused when its bitmap
     /// would take more than `max_bytes`.
     pub fn reserve(error_rate: f64, capacity: u64, max_bytes: u64) -> Result<Counter, LcError> {
-        let m = bits_for(capacity, error_rate).ok_or(LcError::InvalidParameters)?;
+        if capacity == 0 || !(error_rate > 0.0 && error_rate < 1.0) {
+            return Err(LcError::InvalidParameters);
+        }
+        // Beyond the search range: at least that many bytes.
+        let m = bits_for(capacity, error_rate).unwrap_or(MAX_BITS);
         let bytes = bitmap_bytes(m);
-        if bytes > max_bytes {
+        if bytes > max_bytes || m == MAX_BITS {
             return Err(LcError::TooLarge {
                 bytes,
                 limit: max_bytes,
@@ -365,8 +369,8 @@ impl Counter {
     }
 
     /// Whether `other` can be absorbed into a counter of this size.
-    fn check_absorbable(&self, other: &Counter) -> Result<(), LcError> {
-        if !other.is_exact() && other.m % self.m != 0 {
+    pub fn check_absorbable(&self, other: &Counter) -> Result<(), LcError> {
+        if !other.is_exact() && !other.m.is_multiple_of(self.m) {
             return Err(LcError::IncompatibleSizes {
                 dest: self.m,
                 source: other.m,
@@ -685,7 +689,7 @@ mod tests {
     fn accuracy_at_capacity() {
         let counters = 200;
         let n = 50_000u64;
-        let mut rng = 0x5eed_1c0u64;
+        let mut rng = 0x05ee_d1c0_u64;
         let (mut sum, mut sum_sq) = (0.0, 0.0);
         for _ in 0..counters {
             let mut c = Counter::reserve(0.01, n, u64::MAX).unwrap();
