@@ -64,7 +64,7 @@ pub fn encode(counter: &Counter) -> Vec<u8> {
     let mut out = Vec::new();
     let kind = match counter.bitmap() {
         None => KIND_EXACT,
-        Some(bits) => smallest_kind(bits).0,
+        Some(bits) => smallest_kind(bits),
     };
     out.extend_from_slice(&[ENCODING_VERSION, HASH_SCHEME, kind]);
     put_varint(&mut out, counter.capacity());
@@ -83,8 +83,8 @@ pub fn encode(counter: &Counter) -> Vec<u8> {
                 let bytes = bits.as_raw_slice().iter().flat_map(|w| w.to_le_bytes());
                 out.extend(bytes.take(len));
             }
-            KIND_SET => put_positions(&mut out, bits.iter_ones()),
-            _ => put_positions(&mut out, bits.iter_zeros()),
+            KIND_SET => put_positions(&mut out, bits.count_ones(), bits.iter_ones()),
+            _ => put_positions(&mut out, bits.count_zeros(), bits.iter_zeros()),
         },
         (None, None) => unreachable!("a counter is exact or a bitmap"),
     }
@@ -137,7 +137,7 @@ pub fn decode(bytes: &[u8], max_bytes: u64) -> Result<Counter, DecodeError> {
         }
         KIND_DENSE | KIND_SET | KIND_ZEROS => {
             let bits = read_bitmap(&mut r, kind, m)?;
-            if smallest_kind(&bits).0 != kind {
+            if smallest_kind(&bits) != kind {
                 return Err(DecodeError("bitmap not in its smallest encoding"));
             }
             Counter::from_bitmap(capacity, error_rate, bits)
@@ -192,17 +192,27 @@ fn read_bitmap(r: &mut Reader, kind: u8, m: u64) -> Result<BitVec<u64, Lsb0>, De
     Ok(bits)
 }
 
-/// The bitmap kind the encoder picks, and its body length.
-fn smallest_kind(bits: &BitSlice<u64, Lsb0>) -> (u8, usize) {
-    let candidates = [
-        (KIND_DENSE, bits.len().div_ceil(8)),
-        (KIND_SET, positions_len(bits.iter_ones())),
-        (KIND_ZEROS, positions_len(bits.iter_zeros())),
-    ];
-    candidates
-        .into_iter()
-        .min_by_key(|&(kind, len)| (len, kind))
-        .expect("three candidates")
+/// The bitmap kind the encoder picks: the shortest body, ties to the lower kind. A position list
+/// takes at least one byte per position, so only a list shorter than the dense form is walked
+/// (at most one of the two can be): a huge, nearly empty bitmap costs a popcount, not a walk
+/// over every zero.
+fn smallest_kind(bits: &BitSlice<u64, Lsb0>) -> u8 {
+    let ones = bits.count_ones();
+    let zeros = bits.len() - ones;
+    let mut best = (bits.len().div_ceil(8), KIND_DENSE);
+    if ones < best.0 {
+        let len = positions_len(ones, bits.iter_ones());
+        if len < best.0 {
+            best = (len, KIND_SET);
+        }
+    }
+    if zeros < best.0 {
+        let len = positions_len(zeros, bits.iter_zeros());
+        if len < best.0 {
+            best = (len, KIND_ZEROS);
+        }
+    }
+    best.1
 }
 
 fn gaps(positions: impl Iterator<Item = usize>) -> impl Iterator<Item = u64> {
@@ -214,13 +224,12 @@ fn gaps(positions: impl Iterator<Item = usize>) -> impl Iterator<Item = u64> {
     })
 }
 
-fn positions_len(positions: impl Iterator<Item = usize> + Clone) -> usize {
-    let count = positions.clone().count() as u64;
-    varint_len(count) + gaps(positions).map(varint_len).sum::<usize>()
+fn positions_len(count: usize, positions: impl Iterator<Item = usize>) -> usize {
+    varint_len(count as u64) + gaps(positions).map(varint_len).sum::<usize>()
 }
 
-fn put_positions(out: &mut Vec<u8>, positions: impl Iterator<Item = usize> + Clone) {
-    put_varint(out, positions.clone().count() as u64);
+fn put_positions(out: &mut Vec<u8>, count: usize, positions: impl Iterator<Item = usize>) {
+    put_varint(out, count as u64);
     for gap in gaps(positions) {
         put_varint(out, gap);
     }
