@@ -455,7 +455,7 @@ fn keyspace_notifications_for_writes_that_change_something() {
     let server = Server::start();
     let mut c = server.conn();
     let _: () = redis::cmd("CONFIG")
-        .arg(&["SET", "notify-keyspace-events", "Eg"])
+        .arg(&["SET", "notify-keyspace-events", "Ed"])
         .query(&mut c)
         .unwrap();
     let mut sub = server.conn();

@@ -6,8 +6,9 @@
 //! `lc-*` defaults builds a byte-identical counter. The other writes are deterministic given
 //! the keys they read and are propagated verbatim.
 //!
-//! Keyspace notifications (class `g`, generic, as RedisBloom's `bf.*` events), for writes that
-//! changed something: `lc.reserve`, `lc.add`, `lc.merge`, `lc.loadchunk`.
+//! Keyspace notifications, for writes that changed something: `lc.reserve`, `lc.add`,
+//! `lc.merge`, `lc.loadchunk`, in class `d` (`REDISMODULE_NOTIFY_MODULE`, the class Redis
+//! documents for module key types since 7.0, also used by RedisTimeSeries; included in `A`).
 
 use super::codec;
 use super::counter::{Counter, LcError};
@@ -31,7 +32,7 @@ fn core_error(e: LcError) -> RedisError {
 }
 
 fn notify(ctx: &Context, event: &str, key: &RedisString) {
-    ctx.notify_keyspace_event(NotifyEvent::GENERIC, event, key);
+    ctx.notify_keyspace_event(NotifyEvent::MODULE, event, key);
 }
 
 /// `LC.RESERVE key error_rate capacity`
