@@ -47,6 +47,7 @@ redis_module! {
         ["lc.count", |c, a| guard(c, a, lcc::count), "readonly", 1, -1, 1, ""],
         ["lc.merge", |c, a| guard(c, a, lcc::merge), "write deny-oom", 1, -1, 1, ""],
         ["lc.info", |c, a| guard(c, a, lcc::info), "readonly fast", 1, 1, 1, ""],
+        ["lc.loadchunk", |c, a| guard(c, a, lcc::loadchunk), "write deny-oom", 1, 1, 1, ""],
     ],
     configurations: [
         i64: [

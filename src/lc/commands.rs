@@ -1,22 +1,242 @@
-//! Placeholder handlers, replaced by the wing's implementation.
-use redis_module::{Context, RedisError, RedisResult, RedisString};
+//! `LC.*` command handlers: parse, run the core, reply, replicate, notify.
+//!
+//! Replication and AOF: a write that changed nothing is not propagated. `LC.ADD` on a missing
+//! key propagates `LC.RESERVE key <rate> <capacity>` with the defaults it actually used, then the
+//! `LC.ADD` itself (Redis wraps the two in MULTI/EXEC), so a replica or an AOF replay with other
+//! `lc-*` defaults builds a byte-identical counter. The other writes are deterministic given
+//! the keys they read and are propagated verbatim.
+//!
+//! Keyspace notifications, for writes that changed something: `lc.reserve`, `lc.add`,
+//! `lc.merge`, `lc.loadchunk`, in class `d` (`REDISMODULE_NOTIFY_MODULE`, the class Redis
+//! documents for module key types since 7.0, also used by RedisTimeSeries; included in `A`).
 
-pub fn reserve(_ctx: &Context, _args: Vec<RedisString>) -> RedisResult {
-    Err(RedisError::Str("ERR not implemented yet"))
+use super::codec;
+use super::counter::{Counter, LcError};
+use super::datatype::LC_TYPE;
+use crate::args::{parse_in_range, parse_rate};
+use crate::config::{lc_defaults, max_memory_per_key, MAX_CAPACITY};
+use crate::ffi::reply_ordered_map;
+use redis_module::{
+    key::RedisKey, Context, NotifyEvent, RedisError, RedisResult, RedisString, RedisValue,
+};
+
+const OK: RedisResult = Ok(RedisValue::SimpleStringStatic("OK"));
+
+/// `get_value` fails only on a key of another type; its text is not Redis's WRONGTYPE.
+fn wrong_type(_: RedisError) -> RedisError {
+    RedisError::WrongType
 }
 
-pub fn add(_ctx: &Context, _args: Vec<RedisString>) -> RedisResult {
-    Err(RedisError::Str("ERR not implemented yet"))
+fn core_error(e: LcError) -> RedisError {
+    RedisError::String(format!("ERR {e}"))
 }
 
-pub fn count(_ctx: &Context, _args: Vec<RedisString>) -> RedisResult {
-    Err(RedisError::Str("ERR not implemented yet"))
+fn notify(ctx: &Context, event: &str, key: &RedisString) {
+    ctx.notify_keyspace_event(NotifyEvent::MODULE, event, key);
 }
 
-pub fn merge(_ctx: &Context, _args: Vec<RedisString>) -> RedisResult {
-    Err(RedisError::Str("ERR not implemented yet"))
+/// `LC.RESERVE key error_rate capacity`
+pub fn reserve(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+    let [_, key_name, rate, capacity] = &args[..] else {
+        return Err(RedisError::WrongArity);
+    };
+    let rate = parse_rate(
+        rate,
+        "ERR error rate must be a number strictly between 0 and 1",
+    )?;
+    let capacity = parse_in_range(
+        capacity,
+        1,
+        MAX_CAPACITY,
+        "ERR capacity must be an integer between 1 and 2^50",
+    )? as u64;
+    let key = ctx.open_key_writable(key_name);
+    if key
+        .get_value::<Counter>(&LC_TYPE)
+        .map_err(wrong_type)?
+        .is_some()
+    {
+        return Err(RedisError::Str("ERR item exists"));
+    }
+    let counter = Counter::reserve(rate, capacity, max_memory_per_key()).map_err(core_error)?;
+    key.set_value(&LC_TYPE, counter)?;
+    ctx.replicate_verbatim();
+    notify(ctx, "lc.reserve", key_name);
+    OK
 }
 
-pub fn info(_ctx: &Context, _args: Vec<RedisString>) -> RedisResult {
-    Err(RedisError::Str("ERR not implemented yet"))
+/// Adds every item; how many changed the counter.
+fn add_items(counter: &mut Counter, items: &[RedisString]) -> Result<i64, RedisError> {
+    let mut changed = 0;
+    for item in items {
+        changed += counter.add(item.as_slice()).map_err(core_error)? as i64;
+    }
+    Ok(changed)
+}
+
+/// `LC.ADD key [item ...]`
+pub fn add(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+    if args.len() < 2 {
+        return Err(RedisError::WrongArity);
+    }
+    let (key_name, items) = (&args[1], &args[2..]);
+    let key = ctx.open_key_writable(key_name);
+    let changed = match key.get_value::<Counter>(&LC_TYPE).map_err(wrong_type)? {
+        Some(counter) => {
+            let changed = add_items(counter, items)?;
+            if changed > 0 {
+                ctx.replicate_verbatim();
+                notify(ctx, "lc.add", key_name);
+            }
+            changed
+        }
+        None => {
+            let (rate, capacity) = lc_defaults();
+            let mut counter =
+                Counter::reserve(rate, capacity, max_memory_per_key()).map_err(core_error)?;
+            let changed = add_items(&mut counter, items)?;
+            key.set_value(&LC_TYPE, counter)?;
+            // f64's Display is the shortest text that parses back to the same value.
+            let (rate, capacity) = (rate.to_string(), capacity.to_string());
+            let reserve: [&[u8]; 3] = [key_name.as_slice(), rate.as_bytes(), capacity.as_bytes()];
+            ctx.replicate("LC.RESERVE", &reserve[..]);
+            if !items.is_empty() {
+                let add: Vec<&[u8]> = args[1..].iter().map(|a| a.as_slice()).collect();
+                ctx.replicate("LC.ADD", &add[..]);
+            }
+            notify(ctx, "lc.add", key_name);
+            changed
+        }
+    };
+    Ok(RedisValue::Integer(changed))
+}
+
+/// The counters stored at `keys` (missing keys skipped); WRONGTYPE for another type.
+fn read_counters(keys: &[RedisKey]) -> Result<Vec<&Counter>, RedisError> {
+    let mut counters = Vec::with_capacity(keys.len());
+    for key in keys {
+        if let Some(counter) = key.get_value::<Counter>(&LC_TYPE).map_err(wrong_type)? {
+            counters.push(counter);
+        }
+    }
+    Ok(counters)
+}
+
+/// `LC.COUNT key [key ...]`
+pub fn count(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+    if args.len() < 2 {
+        return Err(RedisError::WrongArity);
+    }
+    let keys: Vec<RedisKey> = args[1..].iter().map(|k| ctx.open_key(k)).collect();
+    let counters = read_counters(&keys)?;
+    let n = Counter::union_count(&counters).map_err(core_error)?;
+    Ok(RedisValue::Integer(n as i64))
+}
+
+/// `LC.MERGE destkey sourcekey [sourcekey ...]`
+///
+/// An existing destination keeps its size and absorbs the sources (a source may be the
+/// destination itself). A missing destination gets the geometry of the sources'
+/// union (`Counter::empty_for_union`); when no source exists either, nothing is created.
+/// Incompatible sizes are refused before anything changes.
+pub fn merge(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+    if args.len() < 3 {
+        return Err(RedisError::WrongArity);
+    }
+    let dest_name = &args[1];
+    let dest_key = ctx.open_key_writable(dest_name);
+    let dest = dest_key
+        .get_value::<Counter>(&LC_TYPE)
+        .map_err(wrong_type)?;
+    // The destination absorbing itself is a no-op; skipping it also avoids aliasing its value.
+    let source_keys: Vec<RedisKey> = args[2..]
+        .iter()
+        .filter(|k| k.as_slice() != dest_name.as_slice())
+        .map(|k| ctx.open_key(k))
+        .collect();
+    let sources = read_counters(&source_keys)?;
+    let changed = match dest {
+        Some(dest) => {
+            for source in &sources {
+                dest.check_absorbable(source).map_err(core_error)?;
+            }
+            let mut changed = false;
+            for source in &sources {
+                changed |= dest.absorb(source).map_err(core_error)?;
+            }
+            changed
+        }
+        None => {
+            let Some(mut union) = Counter::empty_for_union(&sources) else {
+                return OK;
+            };
+            for source in &sources {
+                union.absorb(source).map_err(core_error)?;
+            }
+            dest_key.set_value(&LC_TYPE, union)?;
+            true
+        }
+    };
+    if changed {
+        ctx.replicate_verbatim();
+        notify(ctx, "lc.merge", dest_name);
+    }
+    OK
+}
+
+/// `LC.INFO key`
+pub fn info(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+    let [_, key_name] = &args[..] else {
+        return Err(RedisError::WrongArity);
+    };
+    let key = ctx.open_key(key_name);
+    let counter = key
+        .get_value::<Counter>(&LC_TYPE)
+        .map_err(wrong_type)?
+        .ok_or(RedisError::Str("ERR not found"))?;
+    let mode = if counter.is_exact() {
+        "exact"
+    } else {
+        "bitmap"
+    };
+    reply_ordered_map(
+        ctx,
+        vec![
+            ("Capacity", RedisValue::Integer(counter.capacity() as i64)),
+            ("Error rate", RedisValue::Float(counter.error_rate())),
+            ("Size", RedisValue::Integer(counter.memory_usage() as i64)),
+            ("Bits", RedisValue::Integer(counter.bits() as i64)),
+            ("Bits set", RedisValue::Integer(counter.bits_set() as i64)),
+            ("Mode", RedisValue::SimpleStringStatic(mode)),
+            ("Count", RedisValue::Integer(counter.count() as i64)),
+            (
+                "Standard error",
+                RedisValue::Float(counter.standard_error()),
+            ),
+            ("Saturated", RedisValue::Bool(counter.saturated())),
+        ],
+    )
+}
+
+/// `LC.LOADCHUNK key payload` — internal: recreates a counter from its encoding (`codec.rs`),
+/// as emitted by AOF rewrite. The key must not exist (`ERR item exists`); the payload is
+/// validated in full and limited by `max-memory-per-key`.
+pub fn loadchunk(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+    let [_, key_name, payload] = &args[..] else {
+        return Err(RedisError::WrongArity);
+    };
+    let key = ctx.open_key_writable(key_name);
+    if key
+        .get_value::<Counter>(&LC_TYPE)
+        .map_err(wrong_type)?
+        .is_some()
+    {
+        return Err(RedisError::Str("ERR item exists"));
+    }
+    let counter = codec::decode(payload.as_slice(), max_memory_per_key())
+        .map_err(|e| RedisError::String(format!("ERR invalid counter encoding: {e}")))?;
+    key.set_value(&LC_TYPE, counter)?;
+    ctx.replicate_verbatim();
+    notify(ctx, "lc.loadchunk", key_name);
+    OK
 }

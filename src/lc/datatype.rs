@@ -1,25 +1,40 @@
-//! Placeholder type, replaced by the wing's implementation.
+//! The Redis type `lcbloomLC` holding a `Counter`, and its callbacks.
+//!
+//! RDB: encoding version 1 of the type is one string buffer holding `codec::encode` (itself
+//! versioned, see `codec.rs`). `DEBUG DIGEST-VALUE` digests the same bytes, so two counters have
+//! equal digests exactly when they are equal. AOF rewrite emits `LC.LOADCHUNK key <encoding>`.
+//! Every callback body runs inside `ffi::guard_callback`: a bug rejects the value (or skips the
+//! work) and logs, instead of aborting the server.
+
+use super::codec;
+use super::counter::Counter;
+use crate::config::max_memory_per_key;
+use crate::ffi::{guard_callback, log_warning};
 use redis_module::{native_types::RedisType, raw};
-use std::os::raw::{c_int, c_void};
+use std::os::raw::{c_char, c_int, c_void};
+use std::ptr::null_mut;
+
+/// The type's RDB encoding version (`encver`).
+const RDB_ENCVER: c_int = 1;
 
 pub static LC_TYPE: RedisType = RedisType::new(
     "lcbloomLC",
-    1,
+    RDB_ENCVER,
     raw::RedisModuleTypeMethods {
         version: raw::REDISMODULE_TYPE_METHOD_VERSION as u64,
         rdb_load: Some(rdb_load),
         rdb_save: Some(rdb_save),
-        aof_rewrite: None,
-        free: None,
-        mem_usage: None,
-        digest: None,
+        aof_rewrite: Some(aof_rewrite),
+        free: Some(free),
+        mem_usage: Some(mem_usage),
+        digest: Some(digest),
         aux_load: None,
         aux_save: None,
         aux_save2: None,
         aux_save_triggers: 0,
         free_effort: None,
         unlink: None,
-        copy: None,
+        copy: Some(copy),
         defrag: None,
         mem_usage2: None,
         free_effort2: None,
@@ -28,8 +43,91 @@ pub static LC_TYPE: RedisType = RedisType::new(
     },
 );
 
-unsafe extern "C" fn rdb_load(_rdb: *mut raw::RedisModuleIO, _encver: c_int) -> *mut c_void {
-    std::ptr::null_mut()
+/// # Safety
+/// `value` must be a pointer this type handed to Redis (a boxed `Counter`).
+unsafe fn counter<'a>(value: *const c_void) -> &'a Counter {
+    &*value.cast::<Counter>()
 }
 
-unsafe extern "C" fn rdb_save(_rdb: *mut raw::RedisModuleIO, _value: *mut c_void) {}
+unsafe extern "C" fn rdb_load(rdb: *mut raw::RedisModuleIO, encver: c_int) -> *mut c_void {
+    guard_callback("LC rdb_load", null_mut(), || {
+        if encver != RDB_ENCVER {
+            log_warning(&format!(
+                "lcbloom: cannot load a linear counter of encoding version {encver}"
+            ));
+            return null_mut();
+        }
+        let Ok(buffer) = raw::load_string_buffer(rdb) else {
+            return null_mut();
+        };
+        if raw::is_io_error(rdb) {
+            return null_mut();
+        }
+        match codec::decode(buffer.as_ref(), max_memory_per_key()) {
+            Ok(counter) => Box::into_raw(Box::new(counter)).cast(),
+            Err(e) => {
+                log_warning(&format!("lcbloom: rejected a linear counter: {e}"));
+                null_mut()
+            }
+        }
+    })
+}
+
+unsafe extern "C" fn rdb_save(rdb: *mut raw::RedisModuleIO, value: *mut c_void) {
+    guard_callback("LC rdb_save", (), || {
+        raw::save_slice(rdb, &codec::encode(counter(value)));
+    })
+}
+
+unsafe extern "C" fn aof_rewrite(
+    aof: *mut raw::RedisModuleIO,
+    key: *mut raw::RedisModuleString,
+    value: *mut c_void,
+) {
+    guard_callback("LC aof_rewrite", (), || {
+        let bytes = codec::encode(counter(value));
+        if let Some(emit) = raw::RedisModule_EmitAOF {
+            emit(
+                aof,
+                c"LC.LOADCHUNK".as_ptr(),
+                c"sb".as_ptr(),
+                key,
+                bytes.as_ptr().cast::<c_char>(),
+                bytes.len(),
+            );
+        }
+    })
+}
+
+unsafe extern "C" fn free(value: *mut c_void) {
+    guard_callback("LC free", (), || {
+        drop(Box::from_raw(value.cast::<Counter>()));
+    })
+}
+
+unsafe extern "C" fn mem_usage(value: *const c_void) -> usize {
+    guard_callback("LC mem_usage", 0, || counter(value).memory_usage())
+}
+
+unsafe extern "C" fn digest(md: *mut raw::RedisModuleDigest, value: *mut c_void) {
+    guard_callback("LC digest", (), || {
+        let bytes = codec::encode(counter(value));
+        if let (Some(add), Some(end)) = (
+            raw::RedisModule_DigestAddStringBuffer,
+            raw::RedisModule_DigestEndSequence,
+        ) {
+            add(md, bytes.as_ptr().cast::<c_char>(), bytes.len());
+            end(md);
+        }
+    })
+}
+
+unsafe extern "C" fn copy(
+    _from: *mut raw::RedisModuleString,
+    _to: *mut raw::RedisModuleString,
+    value: *const c_void,
+) -> *mut c_void {
+    guard_callback("LC copy", null_mut(), || {
+        Box::into_raw(Box::new(counter(value).clone())).cast()
+    })
+}

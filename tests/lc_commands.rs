@@ -1,0 +1,491 @@
+//! LC.* commands against a real server: replies (RESP2 and RESP3), errors, exactness, unions,
+//! WRONGTYPE both ways, LC.LOADCHUNK and keyspace notifications.
+mod common;
+use common::*;
+use redis::{Connection, Value};
+
+fn items(prefix: &str, range: std::ops::Range<u32>) -> Vec<String> {
+    range.map(|i| format!("{prefix}{i}")).collect()
+}
+
+fn lc_add(c: &mut Connection, key: &str, items: &[String]) -> i64 {
+    redis::cmd("LC.ADD").arg(key).arg(items).query(c).unwrap()
+}
+
+fn lc_count(c: &mut Connection, keys: &[&str]) -> i64 {
+    redis::cmd("LC.COUNT").arg(keys).query(c).unwrap()
+}
+
+fn exists(c: &mut Connection, key: &str) -> bool {
+    redis::cmd("EXISTS").arg(key).query::<i64>(c).unwrap() == 1
+}
+
+/// LC.INFO under RESP2 as (field, value) pairs.
+fn info(c: &mut Connection, key: &str) -> Vec<(String, Value)> {
+    let flat: Vec<Value> = redis::cmd("LC.INFO").arg(key).query(c).unwrap();
+    flat.chunks(2)
+        .map(|pair| match &pair[0] {
+            Value::BulkString(name) => (String::from_utf8(name.clone()).unwrap(), pair[1].clone()),
+            other => panic!("field name {other:?}"),
+        })
+        .collect()
+}
+
+fn info_field(c: &mut Connection, key: &str, field: &str) -> Value {
+    info(c, key)
+        .into_iter()
+        .find(|(name, _)| name == field)
+        .unwrap_or_else(|| panic!("no field {field}"))
+        .1
+}
+
+#[test]
+fn reserve_and_its_errors() {
+    let server = Server::start();
+    let mut c = server.conn();
+    let ok: String = redis::cmd("LC.RESERVE")
+        .arg(&["k", "0.01", "1000"])
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(ok, "OK");
+    let again = redis::cmd("LC.RESERVE")
+        .arg(&["k", "0.02", "10"])
+        .query::<()>(&mut c);
+    assert_eq!(err_text(again), "ERR item exists");
+    for rate in ["0", "1", "1.5", "-0.1", "abc", "nan", "inf", "", " 0.1"] {
+        let r = redis::cmd("LC.RESERVE")
+            .arg(&["r", rate, "100"])
+            .query::<()>(&mut c);
+        assert_eq!(
+            err_text(r),
+            "ERR error rate must be a number strictly between 0 and 1",
+            "rate {rate:?}"
+        );
+    }
+    for capacity in [
+        "0",
+        "-5",
+        "1.5",
+        "x",
+        "",
+        "1125899906842625",
+        "99999999999999999999",
+    ] {
+        let r = redis::cmd("LC.RESERVE")
+            .arg(&["r", "0.01", capacity])
+            .query::<()>(&mut c);
+        assert_eq!(
+            err_text(r),
+            "ERR capacity must be an integer between 1 and 2^50",
+            "capacity {capacity:?}"
+        );
+    }
+    for args in [&["r", "0.01"][..], &["r"], &[], &["r", "0.01", "10", "x"]] {
+        let r = redis::cmd("LC.RESERVE").arg(args).query::<()>(&mut c);
+        assert!(err_text(r).contains("wrong number of arguments"));
+    }
+    // 1,000,000 at 1% needs 19,272 bytes.
+    let _: () = redis::cmd("CONFIG")
+        .arg(&["SET", "lcbloom.max-memory-per-key", "10000"])
+        .query(&mut c)
+        .unwrap();
+    let r = redis::cmd("LC.RESERVE")
+        .arg(&["r", "0.01", "1000000"])
+        .query::<()>(&mut c);
+    let text = err_text(r);
+    assert!(
+        text.starts_with("ERR counter would take 19272 bytes"),
+        "{text}"
+    );
+    assert!(text.contains("max-memory-per-key"));
+    // The defaults (2,144 bytes) are refused too, by LC.ADD on a missing key.
+    let _: () = redis::cmd("CONFIG")
+        .arg(&["SET", "lcbloom.max-memory-per-key", "1024"])
+        .query(&mut c)
+        .unwrap();
+    let r = redis::cmd("LC.ADD").arg(&["r", "a"]).query::<i64>(&mut c);
+    assert!(err_text(r).contains("max-memory-per-key"));
+    let huge = redis::cmd("LC.RESERVE")
+        .arg(&["r", "0.000001", "1125899906842624"])
+        .query::<()>(&mut c);
+    assert!(err_text(huge).contains("max-memory-per-key"));
+    assert!(!exists(&mut c, "r"), "a failed command left a key");
+    assert_eq!(info_field(&mut c, "k", "Capacity"), Value::Int(1000));
+}
+
+#[test]
+fn add_is_exact_up_to_250_items_with_the_defaults() {
+    let server = Server::start();
+    let mut c = server.conn();
+    assert_eq!(lc_add(&mut c, "k", &[]), 0);
+    assert!(
+        exists(&mut c, "k"),
+        "LC.ADD with no item creates the counter"
+    );
+    assert_eq!(lc_count(&mut c, &["k"]), 0);
+    for i in 0..250u32 {
+        // One new item, one repeated, one duplicated inside the call.
+        let batch = vec![
+            format!("user:{i}"),
+            "user:0".to_string(),
+            format!("user:{i}"),
+        ];
+        assert_eq!(lc_add(&mut c, "k", &batch), 1, "item {i}");
+        assert_eq!(lc_count(&mut c, &["k"]), i as i64 + 1);
+    }
+    assert_eq!(
+        info_field(&mut c, "k", "Mode"),
+        Value::SimpleString("exact".into())
+    );
+    assert_eq!(info_field(&mut c, "k", "Bits"), Value::Int(17134));
+    // Past the exact limit (267 with the defaults) the counter becomes a bitmap; from then on an
+    // item changes it when it flips a bit, and a few of the 150 new items land on set bits.
+    let changed = lc_add(&mut c, "k", &items("user:", 0..400));
+    assert!((140..=150).contains(&changed), "{changed}");
+    assert_eq!(
+        info_field(&mut c, "k", "Mode"),
+        Value::SimpleString("bitmap".into())
+    );
+    let n = lc_count(&mut c, &["k"]);
+    assert!((390..=410).contains(&n), "{n}");
+    // A repeated item never changes a bitmap.
+    assert_eq!(lc_add(&mut c, "k", &items("user:", 0..400)), 0);
+    let r = redis::cmd("LC.ADD").query::<i64>(&mut c);
+    assert!(err_text(r).contains("wrong number of arguments"));
+}
+
+#[test]
+fn info_reply_shapes_in_resp2_and_resp3() {
+    let server = Server::start();
+    let mut c = server.conn();
+    lc_add(&mut c, "k", &items("a", 0..10));
+    let fields: Vec<(String, Value)> = info(&mut c, "k");
+    let names: Vec<&str> = fields.iter().map(|(n, _)| n.as_str()).collect();
+    let expected = [
+        "Capacity",
+        "Error rate",
+        "Size",
+        "Bits",
+        "Bits set",
+        "Mode",
+        "Count",
+        "Standard error",
+        "Saturated",
+    ];
+    assert_eq!(names, expected);
+    assert_eq!(fields[0].1, Value::Int(50_000));
+    assert_eq!(fields[1].1, Value::BulkString(b"0.01".to_vec()));
+    assert!(matches!(fields[2].1, Value::Int(s) if s > 0 && s < 300));
+    assert_eq!(fields[4].1, Value::Int(10));
+    assert_eq!(fields[6].1, Value::Int(10));
+    assert_eq!(fields[7].1, Value::BulkString(b"0".to_vec()));
+    assert_eq!(fields[8].1, Value::Int(0));
+
+    let mut c3 = server.conn3();
+    let reply: Value = redis::cmd("LC.INFO").arg("k").query(&mut c3).unwrap();
+    let Value::Map(map) = reply else {
+        panic!("RESP3 LC.INFO is not a map: {reply:?}")
+    };
+    let names3: Vec<String> = map
+        .iter()
+        .map(|(k, _)| match k {
+            Value::BulkString(b) => String::from_utf8(b.clone()).unwrap(),
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(names3, expected);
+    assert_eq!(map[1].1, Value::Double(0.01));
+    assert_eq!(map[5].1, Value::SimpleString("exact".into()));
+    assert_eq!(map[7].1, Value::Double(0.0));
+    assert_eq!(map[8].1, Value::Boolean(false));
+    let count: Value = redis::cmd("LC.COUNT").arg("k").query(&mut c3).unwrap();
+    assert_eq!(count, Value::Int(10));
+    let added: Value = redis::cmd("LC.ADD")
+        .arg(&["k", "new"])
+        .query(&mut c3)
+        .unwrap();
+    assert_eq!(added, Value::Int(1));
+
+    let missing = redis::cmd("LC.INFO").arg("nope").query::<Value>(&mut c);
+    assert_eq!(err_text(missing), "ERR not found");
+    let missing3 = redis::cmd("LC.INFO").arg("nope").query::<Value>(&mut c3);
+    assert_eq!(err_text(missing3), "ERR not found");
+    let arity = redis::cmd("LC.INFO")
+        .arg(&["k", "extra"])
+        .query::<Value>(&mut c);
+    assert!(err_text(arity).contains("wrong number of arguments"));
+}
+
+#[test]
+fn saturation_is_reported_and_the_count_stays_finite() {
+    let server = Server::start();
+    let mut c = server.conn();
+    let _: () = redis::cmd("LC.RESERVE")
+        .arg(&["k", "0.5", "10"])
+        .query(&mut c)
+        .unwrap();
+    let Value::Int(m) = info_field(&mut c, "k", "Bits") else {
+        panic!()
+    };
+    lc_add(&mut c, "k", &items("x", 0..(m as u32 * 50)));
+    assert_eq!(info_field(&mut c, "k", "Saturated"), Value::Int(1));
+    assert_eq!(info_field(&mut c, "k", "Bits set"), Value::Int(m));
+    let top = (m as f64 * (m as f64).ln()).round() as i64;
+    assert_eq!(lc_count(&mut c, &["k"]), top);
+}
+
+#[test]
+fn union_and_merge_of_overlapping_counters() {
+    let server = Server::start();
+    let mut c = server.conn();
+    // Exact counters: the union is exact.
+    lc_add(&mut c, "e1", &items("i", 0..100));
+    lc_add(&mut c, "e2", &items("i", 50..150));
+    assert_eq!(lc_count(&mut c, &["e1", "e2"]), 150);
+    assert_eq!(lc_count(&mut c, &["e1", "e2", "missing", "e1"]), 150);
+    assert_eq!(lc_count(&mut c, &["missing"]), 0);
+    let _: () = redis::cmd("LC.MERGE")
+        .arg(&["e1", "e2"])
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(lc_count(&mut c, &["e1"]), 150);
+    assert_eq!(
+        info_field(&mut c, "e1", "Mode"),
+        Value::SimpleString("exact".into())
+    );
+
+    // Bitmaps and an exact counter.
+    lc_add(&mut c, "a", &items("i", 0..20_000));
+    lc_add(&mut c, "b", &items("i", 10_000..30_000));
+    lc_add(&mut c, "x", &items("i", 29_990..30_010));
+    let union = lc_count(&mut c, &["a", "b", "x"]);
+    assert!(
+        (30_010.0 * 0.97..=30_010.0 * 1.03).contains(&(union as f64)),
+        "{union}"
+    );
+    // A new destination gets the union, equal to adding everything to one counter.
+    let _: () = redis::cmd("LC.MERGE")
+        .arg(&["d", "a", "b", "x"])
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(lc_count(&mut c, &["d"]), union);
+    lc_add(&mut c, "all", &items("i", 0..30_010));
+    assert_eq!(digest(&mut c, "d"), digest(&mut c, "all"));
+    // The destination's own content is part of the union; itself as a source is harmless.
+    let _: () = redis::cmd("LC.MERGE")
+        .arg(&["a", "a", "b", "x"])
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(digest(&mut c, "a"), digest(&mut c, "all"));
+    // A merge that changes nothing is fine.
+    let _: () = redis::cmd("LC.MERGE")
+        .arg(&["a", "b"])
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(digest(&mut c, "a"), digest(&mut c, "all"));
+
+    // Different sizes that do not fold: refused, nothing changed, no key created.
+    let _: () = redis::cmd("LC.RESERVE")
+        .arg(&["small", "0.01", "100"])
+        .query(&mut c)
+        .unwrap();
+    lc_add(&mut c, "small", &items("s", 0..1_000));
+    let before = digest(&mut c, "small");
+    for args in [&["small", "a"][..], &["a", "small"], &["new", "small", "a"]] {
+        let r = redis::cmd("LC.MERGE").arg(args).query::<()>(&mut c);
+        let text = err_text(r);
+        assert!(text.starts_with("ERR cannot combine counters of"), "{text}");
+    }
+    let r = redis::cmd("LC.COUNT")
+        .arg(&["small", "a"])
+        .query::<i64>(&mut c);
+    assert!(err_text(r).starts_with("ERR cannot combine"));
+    assert_eq!(digest(&mut c, "small"), before);
+    assert!(!exists(&mut c, "new"));
+    // An exact counter merges into any size.
+    let _: () = redis::cmd("LC.MERGE")
+        .arg(&["small", "e2"])
+        .query(&mut c)
+        .unwrap();
+    assert!(lc_count(&mut c, &["small"]) > 1_050);
+    // No source exists: OK, nothing created.
+    let _: () = redis::cmd("LC.MERGE")
+        .arg(&["none", "nothing"])
+        .query(&mut c)
+        .unwrap();
+    assert!(!exists(&mut c, "none"));
+    for args in [&["d"][..], &[]] {
+        let r = redis::cmd("LC.MERGE").arg(args).query::<()>(&mut c);
+        assert!(err_text(r).contains("wrong number of arguments"));
+    }
+    let r = redis::cmd("LC.COUNT").query::<i64>(&mut c);
+    assert!(err_text(r).contains("wrong number of arguments"));
+}
+
+#[test]
+fn wrongtype_both_ways() {
+    let server = Server::start();
+    let mut c = server.conn();
+    let _: () = redis::cmd("SET").arg(&["s", "v"]).query(&mut c).unwrap();
+    let _: () = redis::cmd("RPUSH").arg(&["l", "v"]).query(&mut c).unwrap();
+    lc_add(&mut c, "lc", &items("i", 0..10));
+    let wrong = "WRONGTYPE Operation against a key holding the wrong kind of value";
+    for other in ["s", "l"] {
+        let cases: Vec<Vec<&str>> = vec![
+            vec!["LC.ADD", other, "x"],
+            vec!["LC.ADD", other],
+            vec!["LC.RESERVE", other, "0.01", "100"],
+            vec!["LC.COUNT", other],
+            vec!["LC.COUNT", "lc", other],
+            vec!["LC.INFO", other],
+            vec!["LC.MERGE", other, "lc"],
+            vec!["LC.MERGE", "lc", other],
+            vec!["LC.LOADCHUNK", other, "x"],
+        ];
+        for case in cases {
+            let r = redis::cmd(case[0]).arg(&case[1..]).query::<Value>(&mut c);
+            assert_eq!(err_text(r), wrong, "{case:?}");
+        }
+    }
+    for case in [
+        &["GET", "lc"][..],
+        &["LPUSH", "lc", "x"],
+        &["PFCOUNT", "lc"],
+        &["INCR", "lc"],
+    ] {
+        let r = redis::cmd(case[0]).arg(&case[1..]).query::<Value>(&mut c);
+        assert_eq!(err_text(r), wrong, "{case:?}");
+    }
+    assert_eq!(lc_count(&mut c, &["lc"]), 10);
+
+    // Bloom filters: skipped only while the Bloom wing is a placeholder.
+    let bf = redis::cmd("BF.RESERVE")
+        .arg(&["bf", "0.01", "100"])
+        .query::<Value>(&mut c);
+    if let Err(e) = &bf {
+        if format!("{e}").contains("not implemented") {
+            eprintln!("BF.RESERVE not implemented yet: skipping the BF half");
+            return;
+        }
+    }
+    bf.unwrap();
+    for case in [
+        &["LC.ADD", "bf", "x"][..],
+        &["LC.COUNT", "bf"],
+        &["LC.INFO", "bf"],
+    ] {
+        let r = redis::cmd(case[0]).arg(&case[1..]).query::<Value>(&mut c);
+        assert_eq!(err_text(r), wrong, "{case:?}");
+    }
+    for case in [
+        &["BF.ADD", "lc", "x"][..],
+        &["BF.INFO", "lc"],
+        &["BF.EXISTS", "lc", "x"],
+    ] {
+        let r = redis::cmd(case[0]).arg(&case[1..]).query::<Value>(&mut c);
+        assert_eq!(err_text(r), wrong, "{case:?}");
+    }
+}
+
+/// The encoding of an empty counter (see src/lc/codec.rs).
+fn empty_encoding(capacity: u8, rate: f64, m: u16) -> Vec<u8> {
+    let mut v = vec![1, 1, 0, capacity];
+    v.extend_from_slice(&rate.to_le_bytes());
+    v.extend_from_slice(&[(m as u8) | 0x80, (m >> 7) as u8, 0]);
+    v
+}
+
+#[test]
+fn loadchunk_recreates_a_counter_and_validates_its_payload() {
+    let server = Server::start();
+    let mut c = server.conn();
+    // capacity 100 at 1% is 5,034 bits.
+    let payload = empty_encoding(100, 0.01, 5034);
+    let _: () = redis::cmd("LC.LOADCHUNK")
+        .arg("k")
+        .arg(&payload)
+        .query(&mut c)
+        .unwrap();
+    let _: () = redis::cmd("LC.RESERVE")
+        .arg(&["r", "0.01", "100"])
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(digest(&mut c, "k"), digest(&mut c, "r"));
+    assert_eq!(info_field(&mut c, "k", "Bits"), Value::Int(5034));
+    let again = redis::cmd("LC.LOADCHUNK")
+        .arg("k")
+        .arg(&payload)
+        .query::<()>(&mut c);
+    assert_eq!(err_text(again), "ERR item exists");
+    let mut bad = payload.clone();
+    bad.push(0);
+    let mut bad_version = payload.clone();
+    bad_version[0] = 9;
+    for (payload, reason) in [
+        (bad, "exact set length mismatch"),
+        (bad_version, "unknown encoding version"),
+        (b"garbage".to_vec(), "unknown encoding version"),
+        (Vec::new(), "truncated"),
+    ] {
+        let r = redis::cmd("LC.LOADCHUNK")
+            .arg("n")
+            .arg(&payload)
+            .query::<()>(&mut c);
+        assert_eq!(
+            err_text(r),
+            format!("ERR invalid counter encoding: {reason}")
+        );
+    }
+    let _: () = redis::cmd("CONFIG")
+        .arg(&["SET", "lcbloom.max-memory-per-key", "1024"])
+        .query(&mut c)
+        .unwrap();
+    // 16,000 bits take 2,000 bytes.
+    let big = empty_encoding(100, 0.01, 16_000);
+    let r = redis::cmd("LC.LOADCHUNK")
+        .arg("n")
+        .arg(&big)
+        .query::<()>(&mut c);
+    assert!(err_text(r).contains("bitmap size out of range"));
+    assert!(!exists(&mut c, "n"));
+}
+
+#[test]
+fn keyspace_notifications_for_writes_that_change_something() {
+    let server = Server::start();
+    let mut c = server.conn();
+    let _: () = redis::cmd("CONFIG")
+        .arg(&["SET", "notify-keyspace-events", "Ed"])
+        .query(&mut c)
+        .unwrap();
+    let mut sub = server.conn();
+    let mut pubsub = sub.as_pubsub();
+    pubsub.psubscribe("__keyevent@0__:lc.*").unwrap();
+    let mut next = || {
+        let msg = pubsub.get_message().unwrap();
+        let key: String = msg.get_payload().unwrap();
+        (msg.get_channel_name().to_string(), key)
+    };
+    let ev = |e: &str, k: &str| (format!("__keyevent@0__:{e}"), k.to_string());
+    let _: () = redis::cmd("LC.RESERVE")
+        .arg(&["r", "0.01", "100"])
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(next(), ev("lc.reserve", "r"));
+    lc_add(&mut c, "a", &items("i", 0..5));
+    assert_eq!(next(), ev("lc.add", "a"));
+    lc_add(&mut c, "a", &items("i", 0..5)); // no change: no event
+    lc_add(&mut c, "r", &items("i", 0..5));
+    assert_eq!(next(), ev("lc.add", "r"));
+    let _: () = redis::cmd("LC.MERGE")
+        .arg(&["m", "a"])
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(next(), ev("lc.merge", "m"));
+    let _: () = redis::cmd("LC.MERGE")
+        .arg(&["m", "a"])
+        .query(&mut c)
+        .unwrap(); // no change
+    lc_add(&mut c, "m", &["z".to_string()]);
+    assert_eq!(next(), ev("lc.add", "m"));
+}

@@ -1,0 +1,342 @@
+//! Linear counters survive every way Redis moves values: DEBUG RELOAD, RDB restart, DUMP/RESTORE,
+//! COPY, AOF rewrite without RDB preamble, AOF replay and replication to a replica loaded with
+//! other lc-* defaults — with identical counts and DEBUG DIGEST-VALUE.
+mod common;
+use common::*;
+use redis::Connection;
+use std::time::{Duration, Instant};
+
+fn items(prefix: &str, n: u32) -> Vec<String> {
+    (0..n).map(|i| format!("{prefix}{i}")).collect()
+}
+
+/// Counters in every state and body encoding: (key, count).
+fn populate(c: &mut Connection) -> Vec<String> {
+    let mut keys = Vec::new();
+    let _: () = redis::cmd("LC.RESERVE")
+        .arg(&["empty", "0.01", "50000"])
+        .query(c)
+        .unwrap();
+    keys.push("empty".to_string());
+    for (key, n) in [
+        ("exact", 100u32),
+        ("sparse", 1_000),
+        ("dense", 12_000),
+        ("full", 50_000),
+        ("over", 200_000),
+    ] {
+        for chunk in items(key, n).chunks(10_000) {
+            let _: i64 = redis::cmd("LC.ADD").arg(key).arg(chunk).query(c).unwrap();
+        }
+        keys.push(key.to_string());
+    }
+    let _: () = redis::cmd("LC.RESERVE")
+        .arg(&["small", "0.3", "7"])
+        .query(c)
+        .unwrap();
+    let _: i64 = redis::cmd("LC.ADD")
+        .arg("small")
+        .arg(items("s", 40))
+        .query(c)
+        .unwrap();
+    keys.push("small".to_string());
+    keys
+}
+
+fn snapshot(c: &mut Connection, keys: &[String]) -> Vec<(String, i64, String)> {
+    keys.iter()
+        .map(|k| {
+            let n: i64 = redis::cmd("LC.COUNT").arg(k).query(c).unwrap();
+            (k.clone(), n, digest(c, k))
+        })
+        .collect()
+}
+
+#[test]
+fn rdb_reload_restart_dump_restore_and_copy() {
+    let mut server = Server::start();
+    let mut c = server.conn();
+    let keys = populate(&mut c);
+    let before = snapshot(&mut c, &keys);
+    assert!(before.iter().all(|(_, _, d)| d.len() == 40));
+
+    let _: () = redis::cmd("DEBUG").arg("RELOAD").query(&mut c).unwrap();
+    assert_eq!(snapshot(&mut c, &keys), before, "DEBUG RELOAD");
+
+    for key in &keys {
+        let dump: Vec<u8> = redis::cmd("DUMP").arg(key).query(&mut c).unwrap();
+        let restored = format!("{key}:restored");
+        let _: () = redis::cmd("RESTORE")
+            .arg(&restored)
+            .arg(0)
+            .arg(&dump)
+            .query(&mut c)
+            .unwrap();
+        assert_eq!(
+            digest(&mut c, &restored),
+            digest(&mut c, key),
+            "RESTORE {key}"
+        );
+        let copied = format!("{key}:copied");
+        let ok: i64 = redis::cmd("COPY")
+            .arg(key)
+            .arg(&copied)
+            .query(&mut c)
+            .unwrap();
+        assert_eq!(ok, 1);
+        assert_eq!(digest(&mut c, &copied), digest(&mut c, key), "COPY {key}");
+        // The copy is deep: adding to it leaves the original alone ("over" and "small" are
+        // saturated: nothing changes them any more).
+        let added: i64 = redis::cmd("LC.ADD")
+            .arg(&copied)
+            .arg(items("new", 500))
+            .query(&mut c)
+            .unwrap();
+        assert_eq!(added > 0, key != "over" && key != "small", "{key}");
+        assert_eq!(
+            digest(&mut c, &copied) != digest(&mut c, key),
+            added > 0,
+            "COPY {key}"
+        );
+    }
+    let restored_digest = digest(&mut c, "full:restored");
+
+    // TTLs survive writes (they modify the value in place).
+    let _: i64 = redis::cmd("EXPIRE")
+        .arg(&["exact", "1000"])
+        .query(&mut c)
+        .unwrap();
+    let _: () = redis::cmd("LC.MERGE")
+        .arg(&["exact", "sparse"])
+        .query(&mut c)
+        .unwrap();
+    let _: i64 = redis::cmd("LC.ADD")
+        .arg(&["exact", "one more"])
+        .query(&mut c)
+        .unwrap();
+    let ttl: i64 = redis::cmd("TTL").arg("exact").query(&mut c).unwrap();
+    assert!(ttl > 900, "TTL {ttl}");
+    let before = snapshot(&mut c, &keys);
+
+    let _: () = redis::cmd("SAVE").query(&mut c).unwrap();
+    server.restart();
+    let mut c = server.conn();
+    assert_eq!(snapshot(&mut c, &keys), before, "restart from RDB");
+    assert_eq!(digest(&mut c, "full:restored"), restored_digest);
+    let ttl: i64 = redis::cmd("TTL").arg("exact").query(&mut c).unwrap();
+    assert!(ttl > 900, "TTL after restart {ttl}");
+}
+
+#[test]
+fn aof_rewrite_without_preamble_then_restart() {
+    let mut server = Server::builder()
+        .arg("appendonly", "yes")
+        .arg("aof-use-rdb-preamble", "no")
+        .arg("appendfsync", "always")
+        .start();
+    let mut c = server.conn();
+    let keys = populate(&mut c);
+    let before = snapshot(&mut c, &keys);
+    let _: String = redis::cmd("BGREWRITEAOF").query(&mut c).unwrap();
+    wait_aof_rewrite(&mut c);
+    let base = std::fs::read_dir(server.dir.join("appendonlydir"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.to_string_lossy().contains(".base.aof"))
+        .expect("a base AOF file");
+    let text = std::fs::read(&base).unwrap();
+    let loadchunks = text.windows(12).filter(|w| w == b"LC.LOADCHUNK").count();
+    assert_eq!(loadchunks, keys.len(), "one LC.LOADCHUNK per counter");
+    // Writes after the rewrite go to the incremental file, on top of the base.
+    let _: i64 = redis::cmd("LC.ADD")
+        .arg(&["exact", "after rewrite"])
+        .query(&mut c)
+        .unwrap();
+    let _: i64 = redis::cmd("LC.ADD")
+        .arg(&["fresh", "x", "y"])
+        .query(&mut c)
+        .unwrap();
+    let mut keys = keys;
+    keys.push("fresh".to_string());
+    let before_restart = snapshot(&mut c, &keys);
+    assert_ne!(before_restart[1], before[1]);
+    server.restart();
+    let mut c = server.conn();
+    assert_eq!(snapshot(&mut c, &keys), before_restart);
+}
+
+fn wait_link_up(replica: &mut Connection) {
+    let start = Instant::now();
+    loop {
+        let info: String = redis::cmd("INFO")
+            .arg("replication")
+            .query(replica)
+            .unwrap();
+        if info.contains("master_link_status:up") {
+            return;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "replica never synced"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn replica_and_aof_replay_with_other_defaults_hold_identical_values() {
+    let mut master = Server::builder()
+        .arg("appendonly", "yes")
+        .arg("appendfsync", "always")
+        .start();
+    let replica = Server::builder()
+        .module_arg("lc-error-rate", "0.05")
+        .module_arg("lc-capacity", "1000")
+        .start();
+    let mut m = master.conn();
+    let mut r = replica.conn();
+    // Some keys exist before the replica syncs (they travel in the RDB).
+    let _: i64 = redis::cmd("LC.ADD")
+        .arg("before")
+        .arg(items("b", 3_000))
+        .query(&mut m)
+        .unwrap();
+    let _: () = redis::cmd("REPLICAOF")
+        .arg("127.0.0.1")
+        .arg(master.port)
+        .query(&mut r)
+        .unwrap();
+    wait_link_up(&mut r);
+
+    // LC.ADD on missing keys: created with the master's defaults, also on the replica.
+    let _: i64 = redis::cmd("LC.ADD")
+        .arg("small")
+        .arg(items("s", 10))
+        .query(&mut m)
+        .unwrap();
+    let _: i64 = redis::cmd("LC.ADD")
+        .arg("big")
+        .arg(items("g", 5_000))
+        .query(&mut m)
+        .unwrap();
+    let _: i64 = redis::cmd("LC.ADD").arg("bare").query(&mut m).unwrap();
+    let _: i64 = redis::cmd("LC.ADD")
+        .arg("small")
+        .arg(items("s", 20))
+        .query(&mut m)
+        .unwrap();
+    let _: () = redis::cmd("LC.RESERVE")
+        .arg(&["reserved", "0.02", "7000"])
+        .query(&mut m)
+        .unwrap();
+    let _: i64 = redis::cmd("LC.ADD")
+        .arg("reserved")
+        .arg(items("r", 900))
+        .query(&mut m)
+        .unwrap();
+    let _: () = redis::cmd("LC.MERGE")
+        .arg(&["merged", "small", "big", "before"])
+        .query(&mut m)
+        .unwrap();
+    let _: () = redis::cmd("LC.MERGE")
+        .arg(&["reserved", "small"])
+        .query(&mut m)
+        .unwrap();
+    let keys: Vec<String> = ["before", "small", "big", "bare", "reserved", "merged"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let synced: i64 = redis::cmd("WAIT").arg(1).arg(5000).query(&mut m).unwrap();
+    assert_eq!(synced, 1);
+    let on_master = snapshot(&mut m, &keys);
+    assert_eq!(snapshot(&mut r, &keys), on_master);
+    let info: Vec<redis::Value> = redis::cmd("LC.INFO").arg("bare").query(&mut r).unwrap();
+    assert_eq!(info[1], redis::Value::Int(50_000), "the master's capacity");
+
+    let write = redis::cmd("LC.ADD")
+        .arg(&["small", "x"])
+        .query::<i64>(&mut r);
+    assert!(err_text(write).starts_with("READONLY"));
+
+    // AOF replay on a master restarted with other defaults builds the same values.
+    drop(replica);
+    master.restart_with_module_args(&[("lc-error-rate", "0.2"), ("lc-capacity", "10")]);
+    let mut m = master.conn();
+    assert_eq!(snapshot(&mut m, &keys), on_master);
+}
+
+/// CRC-64/Jones as DUMP payloads carry it (reflected, poly 0xad93d23594c935a9, init 0).
+fn crc64(bytes: &[u8]) -> u64 {
+    let mut crc = 0u64;
+    for &b in bytes {
+        crc ^= b as u64;
+        for _ in 0..8 {
+            crc = if crc & 1 == 1 {
+                (crc >> 1) ^ 0x95ac_9329_ac4b_c9b5
+            } else {
+                crc >> 1
+            };
+        }
+    }
+    crc
+}
+
+#[test]
+fn restore_of_mutated_payloads_never_crashes() {
+    assert_eq!(crc64(b"123456789"), 0xe9c6_d914_c4b8_d9ca);
+    let mut server = Server::start();
+    let mut c = server.conn();
+    let keys = populate(&mut c);
+    let mut rng = 0x1c_b100_u64;
+    let mut next = move || {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        rng
+    };
+    let (mut accepted, mut refused) = (0, 0);
+    for round in 0..3_000 {
+        let key = &keys[round % keys.len()];
+        let dump: Vec<u8> = redis::cmd("DUMP").arg(key).query(&mut c).unwrap();
+        // <value><2-byte RDB version><8-byte CRC>: mutate the value, then fix the CRC.
+        let mut value = dump[..dump.len() - 10].to_vec();
+        let version = &dump[dump.len() - 10..dump.len() - 8];
+        for _ in 0..1 + next() % 3 {
+            let at = (next() as usize) % value.len();
+            match next() % 3 {
+                0 => value[at] ^= 1 << (next() % 8),
+                1 => value[at] = next() as u8,
+                _ => {
+                    value.truncate(at.max(1));
+                }
+            }
+        }
+        value.extend_from_slice(version);
+        let crc = crc64(&value);
+        value.extend_from_slice(&crc.to_le_bytes());
+        let target = format!("mut:{round}");
+        match redis::cmd("RESTORE")
+            .arg(&target)
+            .arg(0)
+            .arg(&value)
+            .query::<()>(&mut c)
+        {
+            Ok(()) => {
+                accepted += 1;
+                // Whatever loaded must be usable.
+                let _: redis::Value = redis::cmd("LC.INFO").arg(&target).query(&mut c).unwrap();
+                let _: i64 = redis::cmd("LC.ADD")
+                    .arg(&[&target, "x"])
+                    .query(&mut c)
+                    .unwrap();
+                let _: i64 = redis::cmd("LC.COUNT").arg(&target).query(&mut c).unwrap();
+            }
+            Err(_) => refused += 1,
+        }
+    }
+    println!("mutated RESTOREs: {accepted} accepted, {refused} refused");
+    assert!(server.alive());
+    assert!(refused > 2_000);
+    let n: i64 = redis::cmd("LC.COUNT").arg("exact").query(&mut c).unwrap();
+    assert_eq!(n, 100);
+}
