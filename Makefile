@@ -27,7 +27,10 @@ deps-system:
 deps-python: $(VENV)/.installed
 
 $(VENV)/.installed: tests/py/requirements.txt
-	python3 -m venv $(VENV)
+	@# Debian's python3 needs python3-venv for this; install it only when venv creation fails.
+	python3 -m venv $(VENV) 2>/dev/null || { rm -rf $(VENV); \
+	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq python3-venv && \
+	  python3 -m venv $(VENV); }
 	$(PY) -m pip install -q --disable-pip-version-check -r tests/py/requirements.txt
 	touch $@
 
@@ -46,7 +49,7 @@ unit-test:
 	cargo test --release --lib
 
 integration-test:
-	cargo test --release --tests --test '*'
+	cargo test --release --test '*'
 
 py-test: deps-python
 	LCBLOOM_MODULE=$(CURDIR)/$(MODULE) $(PY) -m pytest -q tests/py

@@ -6,47 +6,54 @@
 //! in, so the system allocator serves instead. The switch happens once, in `RedisModule_Init`,
 //! before any Rust code of the module allocates, so no block crosses from one allocator to the
 //! other.
+//!
+//! Redis's allocator is jemalloc in Debian's redis-server but glibc malloc in some Valkey builds,
+//! which only guarantees 16-byte alignment. Layouts that need more (none of ours today) therefore
+//! always go to the system allocator: `dealloc` sees the same layout, so it picks the same side.
 
 use redis_module::raw;
 use std::alloc::{GlobalAlloc, Layout, System};
 
 pub struct ModuleAlloc;
 
-/// jemalloc aligns each size class to its size; rounding the size up to the alignment is how the
-/// redis-module crate gets aligned blocks from `RedisModule_Alloc`, and it is what we do too.
-fn rounded(layout: Layout) -> usize {
-    (layout.size() + layout.align() - 1) & !(layout.align() - 1)
+/// The alignment every malloc on x86-64 and aarch64 Linux guarantees.
+const MALLOC_ALIGN: usize = 16;
+
+/// Redis's allocator for ordinary layouts once the module is loaded, or `None` for the system one.
+fn redis_side<F>(layout: Layout, function: Option<F>) -> Option<F> {
+    if layout.align() <= MALLOC_ALIGN {
+        function
+    } else {
+        None
+    }
 }
 
 unsafe impl GlobalAlloc for ModuleAlloc {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        match raw::RedisModule_Alloc {
-            Some(alloc) => alloc(rounded(layout)).cast(),
+        match redis_side(layout, raw::RedisModule_Alloc) {
+            Some(alloc) => alloc(layout.size()).cast(),
             None => System.alloc(layout),
         }
     }
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
         // Calloc lets jemalloc hand out fresh zero pages for large filters instead of memset.
-        match raw::RedisModule_Calloc {
-            Some(calloc) => calloc(1, rounded(layout)).cast(),
+        match redis_side(layout, raw::RedisModule_Calloc) {
+            Some(calloc) => calloc(1, layout.size()).cast(),
             None => System.alloc_zeroed(layout),
         }
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        match raw::RedisModule_Free {
+        match redis_side(layout, raw::RedisModule_Free) {
             Some(free) => free(ptr.cast()),
             None => System.dealloc(ptr, layout),
         }
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        match raw::RedisModule_Realloc {
-            Some(realloc) => {
-                let new_layout = Layout::from_size_align_unchecked(new_size, layout.align());
-                realloc(ptr.cast(), rounded(new_layout)).cast()
-            }
+        match redis_side(layout, raw::RedisModule_Realloc) {
+            Some(realloc) => realloc(ptr.cast(), new_size).cast(),
             None => System.realloc(ptr, layout, new_size),
         }
     }
