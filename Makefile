@@ -67,3 +67,7 @@ demo: deps-python
 	for ex in message_summaries push_dedup billing_cycle; do \
 	  echo "== examples/$$ex.py"; LCBLOOM_PORT=$$port $(PY) examples/$$ex.py || exit 1; echo; \
 	done
+
+## Render docs/img/*.svg from the pure cores (src/bin/plots.rs; a few seconds in release).
+plots:
+	cargo run --release --bin plots -- docs/img
