@@ -84,3 +84,21 @@ bench-peer: deps-python
 clean:
 	cargo clean
 	rm -rf $(VENV)
+
+## ---- Examples and pictures (issue 7) -------------------------------------------------------
+.PHONY: demo plots
+
+## Run the three examples against a running server (`make run` in another terminal first):
+## port LCBLOOM_PORT, default $(PORT).
+demo: deps-python
+	@port=$${LCBLOOM_PORT:-$(PORT)}; \
+	if ! redis-cli -p $$port PING >/dev/null 2>&1; then \
+	  echo "no server on port $$port: start one with 'make run' in another terminal" \
+	       "(or set LCBLOOM_PORT)"; exit 1; fi; \
+	for ex in message_summaries push_dedup billing_cycle; do \
+	  echo "== examples/$$ex.py"; LCBLOOM_PORT=$$port $(PY) examples/$$ex.py || exit 1; echo; \
+	done
+
+## Render docs/img/*.svg from the pure cores (src/bin/plots.rs; a few seconds in release).
+plots:
+	cargo run --release --bin plots -- docs/img

@@ -5,6 +5,7 @@ read by, or failed for. Most messages go to small groups (counts must be exact),
 50,000 recipients (≤ 1% error is fine). Each counter is `LC.RESERVE key 0.01 50000`: exact up to
 ~250 recipients, about 2 KB once large. Messages of one class share a hash tag ({class:...}) so
 their union (`LC.COUNT` over several keys: distinct readers across the class) works in a cluster.
+`std err` is the counter's own estimate of its standard error (`LC.INFO`): 0 while it is exact.
 """
 import random
 
@@ -18,7 +19,8 @@ sizes = [12, 80, 250, 1_000, 10_000, 50_000]
 for key in r.scan_iter(f"{CLASS}:*"):
     r.delete(key)
 
-print(f"{'message':<10}{'kind':<11}{'exact':>8}{'LC.COUNT':>10}{'error':>9}{'bytes':>8}")
+print(f"{'message':<10}{'kind':<11}{'exact':>8}{'LC.COUNT':>10}{'error':>9}{'std err':>9}"
+      f"{'bytes':>8}")
 readers_by_message = []
 for n, size in enumerate(sizes, 1):
     recipients = [f"user:{rng.randrange(10**9)}" for _ in range(size)]
@@ -37,7 +39,10 @@ for n, size in enumerate(sizes, 1):
         exact = len(members)
         err = (count - exact) / exact if exact else 0.0
         size_bytes = r.memory_usage(key)
-        print(f"msg:{n:<6}{kind:<11}{exact:>8,}{count:>10,}{err:>+9.2%}{size_bytes:>8,}")
+        info = r.execute_command("LC.INFO", key)
+        std_err = float(dict(zip(info[::2], info[1::2]))[b"Standard error"])
+        print(f"msg:{n:<6}{kind:<11}{exact:>8,}{count:>10,}{err:>+9.2%}{std_err:>9.2%}"
+              f"{size_bytes:>8,}")
 
 read_keys = [f"{CLASS}:msg:{n}:read" for n in range(1, len(sizes) + 1)]
 union = r.execute_command("LC.COUNT", *read_keys)

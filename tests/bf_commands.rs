@@ -1,6 +1,6 @@
 //! BF.* commands against a real redis-server: replies in RESP2 and RESP3, every error path,
 //! scaling and non-scaling filters, WRONGTYPE both ways, MULTI/EXEC, Lua, EXPIRE, keyspace
-//! events, the Rust client's bloom API, and the memory limit.
+//! events, and the memory limit (the Rust client's bloom API: tests/client_rust.rs).
 mod common;
 use common::*;
 use redis::Value;
@@ -670,60 +670,6 @@ fn keyspace_events_for_writes_that_change_something() {
         ]
     );
     assert_eq!(events[4].1, "k2");
-}
-
-#[test]
-fn rust_client_bloom_api() {
-    use redis::bloom::{BloomFilterInfoType, BloomFilterInsertOptions, BloomFilterScalingOptions};
-    use redis::TypedCommands;
-    let server = Server::start();
-    for mut c in [server.conn(), server.conn3()] {
-        ok(&mut c, &["FLUSHALL"]);
-        c.bf_reserve("r", 0.01, 1000).unwrap();
-        assert!(c.bf_add("r", "a").unwrap());
-        assert!(!c.bf_add("r", "a").unwrap());
-        assert_eq!(c.bf_madd("r", &["a", "b"]).unwrap(), vec![false, true]);
-        assert!(c.bf_exists("r", "b").unwrap());
-        assert_eq!(c.bf_mexists("r", &["a", "x"]).unwrap(), vec![true, false]);
-        assert_eq!(c.bf_card("r").unwrap(), 2);
-        let info = c.bf_info("r").unwrap();
-        assert_eq!(*info["Capacity"], 1000.0);
-        assert_eq!(*info["Number of items inserted"], 2.0);
-        assert_eq!(
-            *c.bf_info_type("r", BloomFilterInfoType::Items).unwrap(),
-            2.0
-        );
-        assert_eq!(
-            *c.bf_info_type("r", BloomFilterInfoType::Expansion).unwrap(),
-            2.0
-        );
-        let opts = BloomFilterInsertOptions::default()
-            .capacity(10)
-            .error_rate(0.001)
-            .expansion(BloomFilterScalingOptions::NonScaling);
-        assert_eq!(
-            c.bf_insert_options("i", &["a", "b"], opts).unwrap(),
-            vec![true, true]
-        );
-        c.bf_reserve_options("o", 0.01, 10, BloomFilterScalingOptions::ExpansionRate(4))
-            .unwrap();
-        // SCANDUMP / LOADCHUNK through the client, into a new key.
-        let mut iterator = 0;
-        let mut chunks = Vec::new();
-        loop {
-            let chunk = c.bf_scandump("r", iterator).unwrap();
-            if chunk.iterator == 0 {
-                break;
-            }
-            iterator = chunk.iterator;
-            chunks.push(chunk);
-        }
-        assert!(chunks.len() >= 2);
-        for chunk in chunks {
-            c.bf_loadchunk("copy", chunk).unwrap();
-        }
-        assert_eq!(digest(&mut c, "copy"), digest(&mut c, "r"));
-    }
 }
 
 #[test]

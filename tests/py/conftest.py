@@ -25,10 +25,11 @@ def free_port():
 
 
 class RedisProcess:
-    def __init__(self, extra_args=(), module_args=()):
+    def __init__(self, extra_args=(), module_args=(), port=None):
+        """On `port` (one attempt) or on a free port (up to five)."""
         self.dir = tempfile.mkdtemp(prefix="lcbloom-py-")
-        for _ in range(5):
-            self.port = free_port()
+        for _ in range(1 if port else 5):
+            self.port = port or free_port()
             self.proc = subprocess.Popen(
                 [SERVER, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
                  "--dir", self.dir, "--logfile", "server.log", "--enable-debug-command", "yes",

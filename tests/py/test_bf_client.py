@@ -112,3 +112,94 @@ def test_wrongtype(r):
         r.bf().exists("s", "a")
     with pytest.raises(redis.ResponseError, match="WRONGTYPE"):
         r.bf().card("s")
+
+
+def is_resp3(r):
+    return r.get_connection_kwargs().get("protocol") in (3, "3")
+
+
+def test_reserve_alias_and_options(r):
+    bf = r.bf()
+    assert bf.reserve("a", 0.001, 100) is True
+    assert bf.create("b", 0.01, 100, expansion=8) is True
+    assert bf.create("c", 0.01, 100, noScale=True) is True
+    assert info_dict(bf.info("b"))["Expansion rate"] == 8
+    assert info_dict(bf.info("c"))["Expansion rate"] is None
+    # a lower error rate takes more bits per item
+    assert info_dict(bf.info("a"))["Size"] > info_dict(bf.info("c"))["Size"]
+    with pytest.raises(redis.ResponseError, match="bad error rate"):
+        bf.create("d", "x", 100)
+    with pytest.raises(redis.ResponseError, match=r"0 < error rate range < 1"):
+        bf.create("d", 1.5, 100)
+    with pytest.raises(redis.ResponseError, match="capacity should be larger than 0"):
+        bf.create("d", 0.01, 0)
+    assert r.exists("d") == 0
+
+
+def test_insert_every_option(r):
+    bf = r.bf()
+    # each option on its own, then all of them; creation options shape the new filter
+    assert bf.insert("cap", ["a"], capacity=321) == [1]
+    assert info_dict(bf.info("cap"))["Capacity"] == 321
+    assert bf.insert("err", ["a"], error=0.0001) == [1]
+    default = info_dict(bf.insert("dflt", ["a"]) and bf.info("dflt"))
+    assert info_dict(bf.info("err"))["Size"] > default["Size"]
+    assert default["Capacity"] == 100 and default["Expansion rate"] == 2
+    assert bf.insert("exp", ["a", "b"], expansion=5) == [1, 1]
+    assert info_dict(bf.info("exp"))["Expansion rate"] == 5
+    assert bf.insert("ns", ["a"], noScale=True) == [1]
+    assert info_dict(bf.info("ns"))["Expansion rate"] is None
+    assert bf.insert("all", ["x", "y", "x"], capacity=50, error=0.001, expansion=3) == [1, 1, 0]
+    info = info_dict(bf.info("all"))
+    assert (info["Capacity"], info["Expansion rate"], info["Number of items inserted"]) == (50, 3, 2)
+    # NOCREATE on an existing key adds; options are ignored for an existing key
+    assert bf.insert("all", ["z"], noCreate=True, capacity=9999) == [1]
+    assert info_dict(bf.info("all"))["Capacity"] == 50
+    replies = bf.insert("all", ["z", "w"])
+    assert replies == ([False, True] if is_resp3(r) else [0, 1])
+
+
+def test_info_single_field(r):
+    bf = r.bf()
+    bf.create("f", 0.01, 1000, expansion=4)
+    bf.madd("f", "a", "b", "c")
+    full = info_dict(bf.info("f"))
+    names = {"CAPACITY": "Capacity", "SIZE": "Size", "FILTERS": "Number of filters",
+             "ITEMS": "Number of items inserted", "EXPANSION": "Expansion rate"}
+    # raw replies: a client without the BFInfo callback that r.bf() installs on r
+    raw = redis.Redis(connection_pool=r.connection_pool)
+    for field, name in names.items():
+        reply = raw.execute_command("BF.INFO", "f", field.lower())
+        if is_resp3(r):
+            assert reply == {name.encode(): full[name]} or reply == {name: full[name]}
+        else:
+            assert reply == [full[name]]
+    with pytest.raises(redis.ResponseError, match="Invalid information value"):
+        r.execute_command("BF.INFO", "f", "NOPE")
+
+
+def test_mexists_missing_key_and_booleans(r):
+    bf = r.bf()
+    assert bf.mexists("missing", "a", "b") == [0, 0]
+    bf.madd("k", "a")
+    got = bf.mexists("k", "a", "b")
+    assert got == [1, 0]
+    if is_resp3(r):
+        assert got == [True, False] and all(isinstance(v, bool) for v in got)
+
+
+def test_scandump_chunks_of_a_big_filter(r):
+    bf = r.bf()
+    bf.create("big", 0.001, 2_000_000)  # ~3.6 MB: header + one chunk
+    bf.madd("big", *[f"i{n}" for n in range(1000)])
+    chunks, it = [], 0
+    while True:
+        it, data = bf.scandump("big", it)
+        if it == 0:
+            break
+        chunks.append((it, data))
+    assert len(chunks) >= 2 and sum(len(d) for _, d in chunks) > 3_000_000
+    for it, data in chunks:
+        assert bf.loadchunk("copy", it, data) in (b"OK", "OK", True)
+    assert bf.mexists("copy", "i0", "i999") == [1, 1]
+    assert info_dict(bf.info("copy")) == info_dict(bf.info("big"))
