@@ -6,9 +6,14 @@ VENV := .venv
 PY := $(VENV)/bin/python
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT_PACKAGES := redis-server redis-tools libclang-dev
+# Property tests and fuzz drivers use fixed seeds (override on the command line to explore).
+PROPTEST_RNG_SEED ?= 6
+export PROPTEST_RNG_SEED
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS := bf_value bf_loadchunk lc_value
 
 .PHONY: all build run test unit-test integration-test py-test deps deps-system deps-python clean
-.PHONY: valkey test-valkey redisbloom bench bench-peer
+.PHONY: valkey test-valkey redisbloom bench bench-peer fuzz
 
 all: build
 
@@ -80,6 +85,20 @@ bench: deps build
 
 bench-peer: deps-python
 	$(MAKE) bench PEER_MODULE=$$(realpath "$$(scripts/fetch-tool.sh redisbloom)")
+
+## Fuzz every decoder for FUZZ_SECONDS each: cargo fuzz (libFuzzer) on a nightly toolchain,
+## installing cargo-fuzz if needed; without nightly, the stable mutation driver instead.
+fuzz:
+	@if rustup toolchain list 2>/dev/null | grep -q '^nightly' || \
+	    rustup toolchain install nightly --profile minimal >/dev/null 2>&1; then \
+	  command -v cargo-fuzz >/dev/null || cargo install -q --locked cargo-fuzz || exit 1; \
+	  for t in $(FUZZ_TARGETS); do \
+	    cargo +nightly fuzz run $$t -- -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=4096 || exit 1; \
+	  done; \
+	else \
+	  echo "no nightly toolchain: running the stable fuzz driver for $(FUZZ_SECONDS)s per decoder"; \
+	  FUZZ_SECONDS=$(FUZZ_SECONDS) cargo test --release --test fuzz_stable -- --nocapture --test-threads=1; \
+	fi
 
 clean:
 	cargo clean

@@ -11,6 +11,10 @@
 use redis_module::{raw, Context, RedisError, RedisResult, RedisString, RedisValue};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
+// The boundary is only as good as unwinding: with `panic = "abort"` it would catch nothing.
+#[cfg(not(panic = "unwind"))]
+compile_error!("lcbloom must be built with panic = \"unwind\" (see the release profile)");
+
 /// Runs a command handler, turning a panic into an error reply.
 pub fn guard(
     ctx: &Context,
@@ -20,7 +24,7 @@ pub fn guard(
     match catch_unwind(AssertUnwindSafe(|| handler(ctx, args))) {
         Ok(result) => result,
         Err(panic) => {
-            ctx.log_warning(&format!(
+            log_warning(&format!(
                 "lcbloom: internal error in a command: {}",
                 panic_message(&panic)
             ));
@@ -56,8 +60,19 @@ fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> String {
 }
 
 /// Logs without a context (type callbacks have only an IO handle).
+///
+/// The crate hands the text to `RedisModule_Log` as its printf *format* and through
+/// `CString::new(..).unwrap()`: a `%` would read garbage varargs and a NUL would panic outside
+/// any boundary, and a panic message may quote anything. Both are escaped here. Outside
+/// redis-server (unit tests) the text goes to stderr.
 pub fn log_warning(message: &str) {
-    redis_module::logging::log_warning(message);
+    let safe = message.replace('%', "%%").replace('\0', "\\0");
+    // SAFETY: a plain read of a function pointer Redis sets once, before any callback runs.
+    if unsafe { raw::RedisModule_Log }.is_some() {
+        redis_module::logging::log_warning(&safe);
+    } else {
+        eprintln!("{safe}");
+    }
 }
 
 /// A map reply with a fixed field order: a RESP3 map, or a flat array under RESP2.
@@ -69,4 +84,23 @@ pub fn reply_ordered_map(ctx: &Context, fields: Vec<(&str, RedisValue)>) -> Redi
         ctx.reply(Ok(value));
     }
     Ok(RedisValue::NoReply)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_panicking_callback_returns_its_fallback() {
+        let value: *mut u8 = guard_callback("test", std::ptr::null_mut(), || {
+            let bytes: &[u8] = &[];
+            // An out-of-bounds index: the kind of bug the boundary exists for.
+            &bytes[usize::from(bytes.is_empty()) * 7] as *const u8 as *mut u8
+        });
+        assert!(value.is_null());
+        // Formatted panics, and messages that would break a C format string, are logged too.
+        let n: u32 = guard_callback("test", 0, || panic!("bad %s %n \0 {}", 42));
+        assert_eq!(n, 0);
+        assert_eq!(guard_callback("test", 0, || 5), 5);
+    }
 }

@@ -55,6 +55,7 @@ redis_module! {
             ["bf-expansion-factor", &config::BF_EXPANSION, config::DEFAULT_BF_EXPANSION, 0, config::MAX_EXPANSION, ConfigurationFlags::DEFAULT, None],
             ["lc-capacity", &config::LC_CAPACITY, config::DEFAULT_LC_CAPACITY, 1, config::MAX_CAPACITY, ConfigurationFlags::DEFAULT, None],
             ["max-memory-per-key", &config::MAX_MEMORY_PER_KEY, config::DEFAULT_MAX_MEMORY_PER_KEY, config::MIN_MAX_MEMORY_PER_KEY, i64::MAX, ConfigurationFlags::MEMORY, None],
+            ["max-items-per-command", &config::MAX_ITEMS_PER_COMMAND, config::DEFAULT_MAX_ITEMS_PER_COMMAND, 1, i64::MAX, ConfigurationFlags::DEFAULT, None],
         ],
         string: [
             ["bf-error-rate", &config::BF_ERROR_RATE, "0.01", ConfigurationFlags::DEFAULT, None],

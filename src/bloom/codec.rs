@@ -452,5 +452,41 @@ mod tests {
                 prop_assert_eq!(encode(&back), bytes);
             }
         }
+
+        #[test]
+        fn mutated_headers_never_panic(
+            c in arb_chain(),
+            edits in prop::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 1..4),
+        ) {
+            let mut bytes = encode_header(&c);
+            for (at, value) in edits {
+                let i = at.index(bytes.len());
+                bytes[i] = value;
+            }
+            if let Ok(header) = decode_header(&bytes, LIMIT) {
+                prop_assert_eq!(encode_header(&header.into_chain().unwrap()), bytes);
+            }
+        }
+
+        /// `BF.LOADCHUNK` after a valid header: chunks at any offset, of any content.
+        #[test]
+        fn chunks_anywhere_never_panic(
+            c in arb_chain(),
+            chunks in prop::collection::vec(
+                (any::<u64>(), any::<bool>(), prop::collection::vec(any::<u8>(), 0..80)),
+                1..8,
+            ),
+        ) {
+            let mut copy = decode_header(&encode_header(&c), LIMIT).unwrap().into_chain().unwrap();
+            let total = c.data_bytes();
+            for (offset, near, bytes) in chunks {
+                let offset = if near { offset % (total + 8) } else { offset };
+                let before = copy.clone();
+                if write_data(&mut copy, offset, &bytes).is_err() {
+                    prop_assert_eq!(&copy, &before);
+                }
+            }
+            prop_assert_eq!(decode(&encode(&copy), LIMIT).unwrap(), copy);
+        }
     }
 }

@@ -21,7 +21,7 @@ use super::chain::Chain;
 use super::codec;
 use super::datatype::BLOOM_TYPE;
 use crate::args::{is_keyword, parse_f64, parse_i64};
-use crate::config::{bf_defaults, max_memory_per_key, MAX_EXPANSION};
+use crate::config::{bf_defaults, check_item_count, memory_limit, MAX_EXPANSION};
 use crate::ffi::reply_ordered_map;
 use crate::hashing::hash_item;
 use redis_module::key::{RedisKey, RedisKeyWritable};
@@ -52,14 +52,9 @@ impl Create {
         }
     }
 
-    fn build(&self) -> Result<Chain, RedisError> {
-        Chain::new(
-            self.rate,
-            self.capacity,
-            self.expansion,
-            max_memory_per_key(),
-        )
-        .map_err(|e| RedisError::String(e.message()))
+    fn build(&self, limit: u64) -> Result<Chain, RedisError> {
+        Chain::new(self.rate, self.capacity, self.expansion, limit)
+            .map_err(|e| RedisError::String(e.message()))
     }
 
     /// `CAPACITY c ERROR e EXPANSION x` or `... NONSCALING`, as `BF.INSERT` takes them.
@@ -107,8 +102,15 @@ fn parse_expansion(arg: Option<&RedisString>) -> Result<u32, RedisError> {
 }
 
 fn unknown_argument(arg: &RedisString) -> RedisError {
-    let text = String::from_utf8_lossy(arg.as_slice());
-    let text: String = text.chars().take(64).collect();
+    // Quoted as escaped ASCII: the reply's bytes reach the client as they are, and a client
+    // fails to parse an error line that is not valid UTF-8 (found by tests/hostile.rs).
+    let text: String = arg
+        .as_slice()
+        .iter()
+        .take(64)
+        .flat_map(|b| std::ascii::escape_default(*b))
+        .map(char::from)
+        .collect();
     RedisError::String(format!("ERR unknown argument '{text}'"))
 }
 
@@ -192,7 +194,7 @@ pub fn reserve(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     if write_chain(&key)?.is_some() {
         return Err(RedisError::Str(ITEM_EXISTS));
     }
-    key.set_value(&BLOOM_TYPE, create.build()?)?;
+    key.set_value(&BLOOM_TYPE, create.build(memory_limit(ctx))?)?;
     // BF.RESERVE key rate capacity EXPANSION x|NONSCALING: the expansion spelled out.
     let mut options = vec![rate.to_string(), capacity.to_string()];
     options.extend(create.insert_options().split_off(4));
@@ -315,14 +317,15 @@ fn add_items(
     create: Option<Create>,
     multi: bool,
 ) -> RedisResult {
+    check_item_count(ctx, items.len())?;
     let key = ctx.open_key_writable(name);
-    let limit = max_memory_per_key();
+    let limit = memory_limit(ctx);
     let mut fresh = None;
     let chain = match write_chain(&key)? {
         Some(chain) => chain,
         None => {
             let create = create.ok_or(RedisError::Str(NOT_FOUND))?;
-            &mut fresh.insert((create, create.build()?)).1
+            &mut fresh.insert((create, create.build(limit)?)).1
         }
     };
     let mut results = Vec::with_capacity(items.len());
@@ -379,6 +382,7 @@ pub fn mexists(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     if args.len() < 3 {
         return Err(RedisError::WrongArity);
     }
+    check_item_count(ctx, args.len() - 2)?;
     let key = ctx.open_key(&args[1]);
     let chain = read_chain(&key)?;
     Ok(RedisValue::Array(
@@ -494,7 +498,7 @@ pub fn loadchunk(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         if existing.is_some() {
             return Err(RedisError::Str(ITEM_EXISTS));
         }
-        let header = codec::decode_header(data, max_memory_per_key()).map_err(codec_error)?;
+        let header = codec::decode_header(data, memory_limit(ctx)).map_err(codec_error)?;
         key.set_value(&BLOOM_TYPE, header.into_chain().map_err(codec_error)?)?;
     } else {
         let chain = existing.ok_or(RedisError::Str(NOT_FOUND))?;

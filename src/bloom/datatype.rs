@@ -6,9 +6,9 @@
 //!   most `codec::CHUNK_BYTES` each (so neither save nor load needs a second copy of a large
 //!   filter). Loading validates the header before allocating, then requires the strings to
 //!   fill the data exactly; any error (or an I/O error, see `HANDLE_IO_ERRORS` in lib.rs)
-//!   returns null and Redis reports "Bad data format". The loader does not apply
-//!   `max-memory-per-key`: a value saved under a higher limit must still load after the limit
-//!   is lowered (the allocation is still fallible, and the stream must hold every byte).
+//!   returns null and Redis reports "Bad data format". `max-memory-per-key` applies to
+//!   `RESTORE` only, not while the server loads its own files or a replica syncs
+//!   (`config::memory_limit`): a value saved under a higher limit still loads, with a warning.
 //! * AOF rewrite (used when `aof-use-rdb-preamble no`): `BF.LOADCHUNK key 1 <header>` then one
 //!   `BF.LOADCHUNK key <iterator> <chunk>` per data chunk, exactly what `BF.SCANDUMP` returns.
 //! * Digest: the encoding itself, so `DEBUG DIGEST-VALUE` is equal iff the values are identical.
@@ -16,8 +16,9 @@
 
 use super::chain::Chain;
 use super::codec;
+use crate::config::{memory_limit, note_loaded_size};
 use crate::ffi::{guard_callback, log_warning};
-use redis_module::{native_types::RedisType, raw};
+use redis_module::{native_types::RedisType, raw, Context};
 use std::os::raw::{c_char, c_int, c_void};
 use std::ptr::null_mut;
 
@@ -68,8 +69,14 @@ unsafe extern "C" fn rdb_load(rdb: *mut raw::RedisModuleIO, encver: c_int) -> *m
             ));
             return null_mut();
         }
-        match load(rdb) {
-            Ok(chain) => Box::into_raw(Box::new(chain)).cast(),
+        let limit = memory_limit(&Context::new(raw::RedisModule_GetContextFromIO.unwrap()(
+            rdb,
+        )));
+        match load(rdb, limit) {
+            Ok(chain) => {
+                note_loaded_size("Bloom filter", chain.memory_bytes());
+                Box::into_raw(Box::new(chain)).cast()
+            }
             Err(why) => {
                 log_warning(&format!("lcbloom: refusing a Bloom filter from RDB: {why}"));
                 null_mut()
@@ -78,9 +85,9 @@ unsafe extern "C" fn rdb_load(rdb: *mut raw::RedisModuleIO, encver: c_int) -> *m
     })
 }
 
-fn load(rdb: *mut raw::RedisModuleIO) -> Result<Chain, &'static str> {
+fn load(rdb: *mut raw::RedisModuleIO, limit: u64) -> Result<Chain, &'static str> {
     let header = raw::load_string_buffer(rdb).map_err(|_| "short read")?;
-    let header = codec::decode_header(header.as_ref(), u64::MAX).map_err(|e| e.0)?;
+    let header = codec::decode_header(header.as_ref(), limit).map_err(|e| e.0)?;
     let total = header.data_bytes();
     let mut chain = header.into_chain().map_err(|e| e.0)?;
     let mut offset = 0u64;

@@ -14,7 +14,7 @@ use super::codec;
 use super::counter::{Counter, LcError};
 use super::datatype::LC_TYPE;
 use crate::args::{parse_in_range, parse_rate};
-use crate::config::{lc_defaults, max_memory_per_key, MAX_CAPACITY};
+use crate::config::{check_item_count, lc_defaults, memory_limit, MAX_CAPACITY};
 use crate::ffi::reply_ordered_map;
 use redis_module::{
     key::RedisKey, Context, NotifyEvent, RedisError, RedisResult, RedisString, RedisValue,
@@ -58,7 +58,7 @@ pub fn reserve(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     {
         return Err(RedisError::Str("ERR item exists"));
     }
-    let counter = Counter::reserve(rate, capacity, max_memory_per_key()).map_err(core_error)?;
+    let counter = Counter::reserve(rate, capacity, memory_limit(ctx)).map_err(core_error)?;
     key.set_value(&LC_TYPE, counter)?;
     ctx.replicate_verbatim();
     notify(ctx, "lc.reserve", key_name);
@@ -80,6 +80,7 @@ pub fn add(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         return Err(RedisError::WrongArity);
     }
     let (key_name, items) = (&args[1], &args[2..]);
+    check_item_count(ctx, items.len())?;
     let key = ctx.open_key_writable(key_name);
     let changed = match key.get_value::<Counter>(&LC_TYPE).map_err(wrong_type)? {
         Some(counter) => {
@@ -93,7 +94,7 @@ pub fn add(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         None => {
             let (rate, capacity) = lc_defaults();
             let mut counter =
-                Counter::reserve(rate, capacity, max_memory_per_key()).map_err(core_error)?;
+                Counter::reserve(rate, capacity, memory_limit(ctx)).map_err(core_error)?;
             let changed = add_items(&mut counter, items)?;
             key.set_value(&LC_TYPE, counter)?;
             // f64's Display is the shortest text that parses back to the same value.
@@ -109,6 +110,13 @@ pub fn add(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         }
     };
     Ok(RedisValue::Integer(changed))
+}
+
+/// Each key name once, in first-seen order: a union does not change when a key repeats, and
+/// reading it once bounds a command's work by the data it names, whatever its length.
+fn distinct(names: &[RedisString]) -> Vec<&RedisString> {
+    let mut seen = std::collections::HashSet::new();
+    names.iter().filter(|n| seen.insert(n.as_slice())).collect()
 }
 
 /// The counters stored at `keys` (missing keys skipped); WRONGTYPE for another type.
@@ -127,7 +135,11 @@ pub fn count(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     if args.len() < 2 {
         return Err(RedisError::WrongArity);
     }
-    let keys: Vec<RedisKey> = args[1..].iter().map(|k| ctx.open_key(k)).collect();
+    check_item_count(ctx, args.len() - 1)?;
+    let keys: Vec<RedisKey> = distinct(&args[1..])
+        .into_iter()
+        .map(|k| ctx.open_key(k))
+        .collect();
     let counters = read_counters(&keys)?;
     let n = Counter::union_count(&counters).map_err(core_error)?;
     Ok(RedisValue::Integer(n as i64))
@@ -143,14 +155,15 @@ pub fn merge(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     if args.len() < 3 {
         return Err(RedisError::WrongArity);
     }
+    check_item_count(ctx, args.len() - 2)?;
     let dest_name = &args[1];
     let dest_key = ctx.open_key_writable(dest_name);
     let dest = dest_key
         .get_value::<Counter>(&LC_TYPE)
         .map_err(wrong_type)?;
     // The destination absorbing itself is a no-op; skipping it also avoids aliasing its value.
-    let source_keys: Vec<RedisKey> = args[2..]
-        .iter()
+    let source_keys: Vec<RedisKey> = distinct(&args[2..])
+        .into_iter()
         .filter(|k| k.as_slice() != dest_name.as_slice())
         .map(|k| ctx.open_key(k))
         .collect();
@@ -233,7 +246,7 @@ pub fn loadchunk(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     {
         return Err(RedisError::Str("ERR item exists"));
     }
-    let counter = codec::decode(payload.as_slice(), max_memory_per_key())
+    let counter = codec::decode(payload.as_slice(), memory_limit(ctx))
         .map_err(|e| RedisError::String(format!("ERR invalid counter encoding: {e}")))?;
     key.set_value(&LC_TYPE, counter)?;
     ctx.replicate_verbatim();

@@ -8,9 +8,9 @@
 
 use super::codec;
 use super::counter::Counter;
-use crate::config::max_memory_per_key;
+use crate::config::{memory_limit, note_loaded_size};
 use crate::ffi::{guard_callback, log_warning};
-use redis_module::{native_types::RedisType, raw};
+use redis_module::{native_types::RedisType, raw, Context};
 use std::os::raw::{c_char, c_int, c_void};
 use std::ptr::null_mut;
 
@@ -63,8 +63,15 @@ unsafe extern "C" fn rdb_load(rdb: *mut raw::RedisModuleIO, encver: c_int) -> *m
         if raw::is_io_error(rdb) {
             return null_mut();
         }
-        match codec::decode(buffer.as_ref(), max_memory_per_key()) {
-            Ok(counter) => Box::into_raw(Box::new(counter)).cast(),
+        // `max-memory-per-key` binds RESTORE, not the server's own files (config::memory_limit).
+        let limit = memory_limit(&Context::new(raw::RedisModule_GetContextFromIO.unwrap()(
+            rdb,
+        )));
+        match codec::decode(buffer.as_ref(), limit) {
+            Ok(counter) => {
+                note_loaded_size("linear counter", counter.memory_usage() as u64);
+                Box::into_raw(Box::new(counter)).cast()
+            }
             Err(e) => {
                 log_warning(&format!("lcbloom: rejected a linear counter: {e}"));
                 null_mut()

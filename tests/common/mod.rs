@@ -9,6 +9,8 @@
 //!   here ever talks to a port it did not start.
 #![allow(dead_code)]
 
+pub mod fuzz;
+
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

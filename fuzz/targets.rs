@@ -1,0 +1,89 @@
+//! The decoder checks shared by the `cargo fuzz` targets (`fuzz_targets/*.rs`) and the stable
+//! fuzz driver (`tests/fuzz_stable.rs`, run by `make test`, and by `make fuzz` where no nightly
+//! toolchain is available). Each takes arbitrary bytes and panics only on a real bug: a decoder
+//! that panics, or a value that decodes but does not re-encode to the same bytes.
+#![allow(dead_code)]
+
+use lcbloom::bloom::codec as bf;
+use lcbloom::hashing::hash_item;
+use lcbloom::lc::codec as lc;
+
+/// The byte budget given to decoders: large enough for every interesting shape, small enough
+/// that a hostile header cannot make a fuzzing run allocate much.
+pub const LIMIT: u64 = 1 << 22;
+
+/// An RDB / DUMP value of a Bloom filter (header then data).
+pub fn bf_value(data: &[u8]) {
+    if let Ok(mut chain) = bf::decode(data, LIMIT) {
+        assert_eq!(
+            bf::encode(&chain),
+            data,
+            "a decoded filter re-encodes identically"
+        );
+        // A decoded filter must be usable: lookups, adds and scaling within the limit.
+        for i in 0..4u32 {
+            let h = hash_item(&i.to_le_bytes());
+            let _ = chain.contains(&h);
+            let _ = chain.add(&h, LIMIT);
+        }
+        let again = bf::encode(&chain);
+        assert_eq!(bf::decode(&again, u64::MAX).as_ref(), Ok(&chain));
+    }
+}
+
+/// A `BF.LOADCHUNK` session: a header (length in the first two bytes), then chunks, each a
+/// 4-byte little-endian offset, a 2-byte length and that many bytes (truncated at the end).
+pub fn bf_loadchunk(data: &[u8]) {
+    let Some((len, rest)) = data.split_first_chunk::<2>() else {
+        return;
+    };
+    let len = (u16::from_le_bytes(*len) as usize).min(rest.len());
+    let (header, mut rest) = rest.split_at(len);
+    let Ok(header) = bf::decode_header(header, LIMIT) else {
+        return;
+    };
+    let total = header.data_bytes();
+    let Ok(mut chain) = header.into_chain() else {
+        return;
+    };
+    while let Some((head, tail)) = rest.split_first_chunk::<6>() {
+        let offset = u32::from_le_bytes([head[0], head[1], head[2], head[3]]) as u64;
+        let len = (u16::from_le_bytes([head[4], head[5]]) as usize).min(tail.len());
+        let (chunk, tail) = tail.split_at(len);
+        let before = bf::encode(&chain);
+        match bf::write_data(&mut chain, offset, chunk) {
+            Ok(()) => assert!(offset + chunk.len() as u64 <= total),
+            Err(_) => assert_eq!(
+                bf::encode(&chain),
+                before,
+                "a refused chunk changes nothing"
+            ),
+        }
+        rest = tail;
+    }
+    let bytes = bf::encode(&chain);
+    assert_eq!(bf::decode(&bytes, u64::MAX).as_ref(), Ok(&chain));
+}
+
+/// An RDB / DUMP / `LC.LOADCHUNK` value of a linear counter.
+pub fn lc_value(data: &[u8]) {
+    if let Ok(mut counter) = lc::decode(data, LIMIT) {
+        assert_eq!(
+            lc::encode(&counter),
+            data,
+            "a decoded counter re-encodes identically"
+        );
+        let _ = (
+            counter.count(),
+            counter.standard_error(),
+            counter.bits_set(),
+        );
+        let copy = counter.clone();
+        let _ = lcbloom::lc::counter::Counter::union_count(&[&copy, &counter]);
+        for i in 0..4u32 {
+            let _ = counter.add(&i.to_le_bytes());
+        }
+        let again = lc::encode(&counter);
+        assert_eq!(lc::decode(&again, u64::MAX).as_ref(), Ok(&counter));
+    }
+}

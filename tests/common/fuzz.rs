@@ -1,0 +1,120 @@
+//! Randomness and payload helpers for the fuzzing tests: a seedable RNG, byte mutations, and
+//! DUMP payload framing with its CRC-64.
+
+/// xorshift64*: tiny, seedable, good enough to pick mutations.
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn seeded(seed: u64) -> Self {
+        Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1)
+    }
+
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    /// Uniform in `0..n` (0 when n is 0).
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next() % n.max(1) as u64) as usize
+    }
+
+    pub fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
+        &items[self.below(items.len())]
+    }
+
+    pub fn bytes(&mut self, len: usize) -> Vec<u8> {
+        (0..len).map(|_| self.next() as u8).collect()
+    }
+}
+
+/// Values that sit on boundaries decoders check.
+const INTERESTING: [u64; 12] = [
+    0,
+    1,
+    2,
+    7,
+    8,
+    63,
+    64,
+    0x7f,
+    0x80,
+    u32::MAX as u64,
+    1 << 48,
+    u64::MAX,
+];
+
+/// One to four random edits of `input`: bit flips, byte writes, inserts, deletes, truncation,
+/// boundary values, splices from another corpus entry, random tails.
+pub fn mutate(rng: &mut Rng, input: &[u8], corpus: &[Vec<u8>]) -> Vec<u8> {
+    let mut bytes = input.to_vec();
+    for _ in 0..1 + rng.below(4) {
+        let at = rng.below(bytes.len() + 1);
+        match rng.below(8) {
+            0 if at < bytes.len() => bytes[at] ^= 1 << rng.below(8),
+            1 if at < bytes.len() => bytes[at] = rng.next() as u8,
+            2 => bytes.insert(at, rng.next() as u8),
+            3 if at < bytes.len() => {
+                bytes.remove(at);
+            }
+            4 => bytes.truncate(at),
+            5 => {
+                let width = 1 << rng.below(4);
+                let value = INTERESTING[rng.below(INTERESTING.len())].to_le_bytes();
+                for (i, b) in value[..width].iter().enumerate() {
+                    if let Some(slot) = bytes.get_mut(at + i) {
+                        *slot = *b;
+                    }
+                }
+            }
+            6 if !corpus.is_empty() => {
+                let other = rng.pick(corpus);
+                let from = rng.below(other.len());
+                let len = rng.below(other.len() - from + 1);
+                bytes.splice(at..at, other[from..from + len].iter().copied());
+            }
+            _ => {
+                let len = rng.below(16);
+                bytes.extend(rng.bytes(len));
+            }
+        }
+    }
+    bytes
+}
+
+/// CRC-64/Jones (reflected, polynomial 0xad93d23594c935a9), as Redis checks DUMP payloads.
+pub fn crc64(data: &[u8]) -> u64 {
+    let mut crc = 0u64;
+    for &b in data {
+        crc ^= b as u64;
+        for _ in 0..8 {
+            crc = if crc & 1 != 0 {
+                (crc >> 1) ^ 0x95ac_9329_ac4b_c9b5
+            } else {
+                crc >> 1
+            };
+        }
+    }
+    crc
+}
+
+/// Splits a DUMP payload into its value bytes and its 2-byte RDB version.
+pub fn split_dump(payload: &[u8]) -> (Vec<u8>, [u8; 2]) {
+    let n = payload.len();
+    assert!(n > 10, "a DUMP payload ends with version and CRC");
+    (
+        payload[..n - 10].to_vec(),
+        [payload[n - 10], payload[n - 9]],
+    )
+}
+
+/// A DUMP payload for `value`: value, RDB version, CRC-64 of both, little-endian.
+pub fn dump_payload(value: &[u8], version: [u8; 2]) -> Vec<u8> {
+    let mut out = value.to_vec();
+    out.extend_from_slice(&version);
+    let crc = crc64(&out);
+    out.extend_from_slice(&crc.to_le_bytes());
+    out
+}

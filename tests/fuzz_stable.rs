@@ -1,0 +1,140 @@
+//! A fuzzer on the stable toolchain: mutated encodings into every decoder (`fuzz/targets.rs`,
+//! the same checks the `cargo fuzz` targets run).
+//!
+//! `make test` runs a fixed number of iterations per decoder with a fixed seed; `make fuzz`
+//! runs it for `FUZZ_SECONDS` per decoder when no nightly toolchain can run `cargo fuzz`.
+//! Environment: `FUZZ_SECONDS` (time per decoder, instead of `FUZZ_ITERATIONS`, default
+//! 50,000), `FUZZ_SEED` (default 1). A failure prints the input as hex.
+
+mod common;
+#[path = "../fuzz/targets.rs"]
+mod targets;
+
+use common::fuzz::{mutate, Rng};
+use lcbloom::bloom::chain::Chain;
+use lcbloom::bloom::codec as bf;
+use lcbloom::hashing::hash_item;
+use lcbloom::lc::codec as lc;
+use lcbloom::lc::counter::Counter;
+use std::time::{Duration, Instant};
+
+fn chain(p: f64, capacity: u64, expansion: u32, items: u64) -> Chain {
+    let mut c = Chain::new(p, capacity, expansion, targets::LIMIT).unwrap();
+    for i in 0..items {
+        let _ = c.add(&hash_item(&i.to_le_bytes()), targets::LIMIT);
+    }
+    c
+}
+
+fn chains() -> Vec<Chain> {
+    vec![
+        chain(0.01, 1, 0, 0),
+        chain(0.01, 1, 0, 1),
+        chain(0.1, 10, 2, 35),
+        chain(0.001, 100, 0, 80),
+        chain(0.5, 3, 1, 20),
+        chain(0.01, 50, 4, 400),
+    ]
+}
+
+fn counters() -> Vec<Counter> {
+    let mut out = Vec::new();
+    for (rate, capacity, items) in [
+        (0.01, 50_000, 0),
+        (0.01, 50_000, 10),
+        (0.01, 1_000, 100),
+        (0.3, 10, 30),
+        (0.01, 1_000, 2_000),
+        (0.05, 5_000, 3_000),
+        (0.1, 100, 5_000),
+    ] {
+        let mut c = Counter::reserve(rate, capacity, targets::LIMIT).unwrap();
+        for i in 0..items {
+            c.add(format!("item:{i}").as_bytes()).unwrap();
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// `BF.LOADCHUNK` sessions in the format of `targets::bf_loadchunk`: a whole dump, in pieces.
+fn loadchunk_sessions() -> Vec<Vec<u8>> {
+    chains()
+        .iter()
+        .map(|c| {
+            let header = bf::encode_header(c);
+            let mut out = (header.len() as u16).to_le_bytes().to_vec();
+            out.extend_from_slice(&header);
+            let data = &bf::encode(c)[header.len()..];
+            for (i, piece) in data.chunks(24).enumerate() {
+                out.extend_from_slice(&((i * 24) as u32).to_le_bytes());
+                out.extend_from_slice(&(piece.len() as u16).to_le_bytes());
+                out.extend_from_slice(piece);
+            }
+            out
+        })
+        .collect()
+}
+
+/// Runs `target` on the seeds, then on mutations of them; returns how many inputs ran.
+fn fuzz(name: &str, seeds: Vec<Vec<u8>>, target: fn(&[u8])) -> u64 {
+    let seed: u64 = std::env::var("FUZZ_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1);
+    let budget = std::env::var("FUZZ_SECONDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .map(Duration::from_secs);
+    let iterations: u64 = std::env::var("FUZZ_ITERATIONS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(50_000);
+    let mut rng = Rng::seeded(seed);
+    let start = Instant::now();
+    let mut corpus = seeds;
+    let mut ran = 0u64;
+    for s in &corpus {
+        target(s);
+    }
+    loop {
+        let done = match budget {
+            Some(budget) => start.elapsed() >= budget,
+            None => ran >= iterations,
+        };
+        if done {
+            break;
+        }
+        let parent = rng.below(corpus.len());
+        let input = mutate(&mut rng, &corpus[parent], &corpus);
+        let result = std::panic::catch_unwind(|| target(&input));
+        if result.is_err() {
+            let hex: String = input.iter().map(|b| format!("{b:02x}")).collect();
+            panic!("{name}: input #{ran} (seed {seed}) failed: {hex}");
+        }
+        // Keep some mutants as parents: deeper mutations reach further into the formats.
+        if corpus.len() < 512 && rng.below(8) == 0 {
+            corpus.push(input);
+        }
+        ran += 1;
+    }
+    println!("{name}: {ran} mutated inputs, no failure");
+    ran
+}
+
+#[test]
+fn bloom_values() {
+    let seeds = chains().iter().map(bf::encode).collect();
+    assert!(fuzz("bf_value", seeds, targets::bf_value) > 0);
+}
+
+#[test]
+fn bloom_loadchunk_sessions() {
+    assert!(fuzz("bf_loadchunk", loadchunk_sessions(), targets::bf_loadchunk) > 0);
+}
+
+#[test]
+fn counter_values() {
+    let seeds = counters().iter().map(lc::encode).collect();
+    assert!(fuzz("lc_value", seeds, targets::lc_value) > 0);
+}

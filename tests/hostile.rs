@@ -1,0 +1,484 @@
+//! Hostile input through a real server (fixed seed): tens of thousands of random BF/LC
+//! commands with hostile arguments, thousands of RESTOREs of mutated DUMP payloads with a valid
+//! CRC, thousands of BF.LOADCHUNK / LC.LOADCHUNK calls with mutated headers, chunks and
+//! offsets. Every call must get an answer; afterwards the server must be alive, serve correct
+//! results on fresh keys, and survive DEBUG RELOAD with whatever mutated values it accepted.
+
+mod common;
+
+use common::fuzz::{dump_payload, mutate, split_dump, Rng};
+use common::*;
+use redis::Value;
+
+const SEED: u64 = 0x6c63_626c_6f6f_6d06;
+/// Bytes before a module value's own data in a DUMP: type byte, 0x81, 8-byte module id.
+const FRAME: usize = 10;
+
+/// Sends one command; Ok(true) for a value, Ok(false) for an error reply, Err if no answer.
+fn send(c: &mut redis::Connection, args: &[Vec<u8>]) -> Result<bool, String> {
+    let mut cmd = redis::cmd(std::str::from_utf8(&args[0]).unwrap());
+    for a in &args[1..] {
+        cmd.arg(a.as_slice());
+    }
+    match cmd.query::<Value>(c) {
+        Ok(_) => Ok(true),
+        Err(e) if e.code().is_some() => Ok(false),
+        Err(e) => Err(format!("no answer: {e}")),
+    }
+}
+
+fn ok(c: &mut redis::Connection, args: &[&str]) -> Value {
+    let mut cmd = redis::cmd(args[0]);
+    for a in &args[1..] {
+        cmd.arg(*a);
+    }
+    cmd.query(c)
+        .unwrap_or_else(|e| panic!("{args:?} failed: {e}"))
+}
+
+/// Tallies answers by kind.
+#[derive(Default, Debug)]
+struct Tally {
+    sent: u64,
+    values: u64,
+    errors: u64,
+}
+
+impl Tally {
+    fn record(&mut self, what: &str, args: &[Vec<u8>], answer: Result<bool, String>) -> bool {
+        self.sent += 1;
+        match answer {
+            Ok(true) => {
+                self.values += 1;
+                true
+            }
+            Ok(false) => {
+                self.errors += 1;
+                false
+            }
+            Err(e) => {
+                let shown: Vec<String> = args
+                    .iter()
+                    .map(|a| String::from_utf8_lossy(&a[..a.len().min(80)]).into_owned())
+                    .collect();
+                panic!("{what}: {e}; command {shown:?}");
+            }
+        }
+    }
+}
+
+const COMMANDS: [&str; 16] = [
+    "BF.RESERVE",
+    "BF.ADD",
+    "BF.MADD",
+    "BF.INSERT",
+    "BF.EXISTS",
+    "BF.MEXISTS",
+    "BF.INFO",
+    "BF.CARD",
+    "BF.SCANDUMP",
+    "BF.LOADCHUNK",
+    "LC.RESERVE",
+    "LC.ADD",
+    "LC.COUNT",
+    "LC.MERGE",
+    "LC.INFO",
+    "LC.LOADCHUNK",
+];
+
+const KEYS: [&str; 12] = [
+    "bf:a",
+    "bf:b",
+    "bf:c",
+    "lc:a",
+    "lc:b",
+    "lc:c",
+    "string",
+    "list",
+    "missing",
+    "",
+    "k\0\x01",
+    "\u{1F600}",
+];
+
+const WORDS: [&str; 44] = [
+    "0",
+    "1",
+    "-1",
+    "2",
+    "0.5",
+    "0.01",
+    "1e-15",
+    "1e-16",
+    "1e-300",
+    "0.999999999",
+    "1",
+    "1.0",
+    "nan",
+    "NaN",
+    "inf",
+    "-inf",
+    "+inf",
+    "1e308",
+    "-0",
+    " 1",
+    "1 ",
+    "0x10",
+    "100",
+    "1000",
+    "32768",
+    "32769",
+    "1125899906842624",
+    "9223372036854775807",
+    "-9223372036854775808",
+    "18446744073709551616",
+    "99999999999999999999999",
+    "CAPACITY",
+    "ERROR",
+    "EXPANSION",
+    "NONSCALING",
+    "NOCREATE",
+    "ITEMS",
+    "items",
+    "SIZE",
+    "FILTERS",
+    "EXPANSIONS",
+    "FOO",
+    "",
+    "item",
+];
+
+fn hostile_arg(rng: &mut Rng) -> Vec<u8> {
+    match rng.below(100) {
+        0 => {
+            // Megabyte-long: as an item, a number, a keyword or a payload, all must be refused
+            // or handled.
+            let fill = *rng.pick(&[b'x', b'9', 0u8, 0xff]);
+            vec![fill; 1 << 20]
+        }
+        1..=10 => {
+            let len = rng.below(64);
+            rng.bytes(len)
+        }
+        11..=20 => format!("item:{}", rng.below(5000)).into_bytes(),
+        21..=25 => rng.pick(&KEYS).as_bytes().to_vec(),
+        _ => rng.pick(&WORDS).as_bytes().to_vec(),
+    }
+}
+
+fn random_command(rng: &mut Rng) -> Vec<Vec<u8>> {
+    let mut args = vec![rng.pick(&COMMANDS).as_bytes().to_vec()];
+    if rng.below(20) != 0 {
+        args.push(rng.pick(&KEYS).as_bytes().to_vec());
+    }
+    let n = match rng.below(10) {
+        0 => 0,
+        1..=7 => rng.below(6),
+        _ => rng.below(40),
+    };
+    args.extend((0..n).map(|_| hostile_arg(rng)));
+    args
+}
+
+/// Keys of other types, and module keys of both kinds, for WRONGTYPE paths.
+fn seed_keys(c: &mut redis::Connection) {
+    ok(c, &["SET", "string", "v"]);
+    ok(c, &["RPUSH", "list", "a", "b"]);
+    ok(c, &["BF.RESERVE", "bf:a", "0.01", "100"]);
+    ok(c, &["BF.RESERVE", "bf:b", "0.1", "10", "NONSCALING"]);
+    ok(c, &["LC.RESERVE", "lc:a", "0.01", "1000"]);
+    ok(c, &["LC.ADD", "lc:b", "x", "y"]);
+}
+
+/// Values of every shape whose DUMPs and dumps seed the mutations.
+fn seed_values(c: &mut redis::Connection) -> Vec<&'static str> {
+    ok(c, &["BF.RESERVE", "s:bf-small", "0.5", "1", "NONSCALING"]);
+    ok(
+        c,
+        &["BF.RESERVE", "s:bf-fixed", "0.01", "200", "NONSCALING"],
+    );
+    ok(
+        c,
+        &["BF.RESERVE", "s:bf-scaled", "0.1", "10", "EXPANSION", "2"],
+    );
+    ok(c, &["LC.RESERVE", "s:lc-exact", "0.01", "1000"]);
+    ok(c, &["LC.RESERVE", "s:lc-sparse", "0.01", "50000"]);
+    ok(c, &["LC.RESERVE", "s:lc-dense", "0.05", "2000"]);
+    ok(c, &["LC.RESERVE", "s:lc-full", "0.1", "100"]);
+    let mut items = vec!["MADD".to_string()];
+    items.extend((0..150).map(|i| format!("i{i}")));
+    for (key, n) in [
+        ("s:bf-fixed", 150),
+        ("s:bf-scaled", 100),
+        ("s:lc-exact", 10),
+        ("s:lc-sparse", 400),
+        ("s:lc-dense", 1000),
+        ("s:lc-full", 3000),
+    ] {
+        let items: Vec<String> = (0..n).map(|i| format!("i{i}")).collect();
+        let cmd = if key.starts_with("s:bf") {
+            "BF.MADD"
+        } else {
+            "LC.ADD"
+        };
+        let mut q = redis::cmd(cmd);
+        q.arg(key).arg(&items);
+        let _: Value = q.query(c).unwrap();
+    }
+    vec![
+        "s:bf-small",
+        "s:bf-fixed",
+        "s:bf-scaled",
+        "s:lc-exact",
+        "s:lc-sparse",
+        "s:lc-dense",
+        "s:lc-full",
+    ]
+}
+
+/// The whole BF.SCANDUMP of a key: header, then (iterator, chunk) pairs.
+fn scandump(c: &mut redis::Connection, key: &str) -> (Vec<u8>, Vec<(i64, Vec<u8>)>) {
+    let (mut it, header): (i64, Vec<u8>) =
+        redis::cmd("BF.SCANDUMP").arg(key).arg(0).query(c).unwrap();
+    let mut chunks = Vec::new();
+    loop {
+        let (next, data): (i64, Vec<u8>) =
+            redis::cmd("BF.SCANDUMP").arg(key).arg(it).query(c).unwrap();
+        if next == 0 {
+            return (header, chunks);
+        }
+        chunks.push((next, data));
+        it = next;
+    }
+}
+
+/// The counter's encoding inside the RDB value of a linear counter (what LC.LOADCHUNK takes):
+/// the frame (type byte, module id), string opcode 5, RDB length, the bytes (uncompressed: the
+/// server runs with `rdbcompression no`), EOF opcode.
+fn lc_encoding(value: &[u8]) -> Vec<u8> {
+    assert_eq!(value[FRAME], 5, "a module string opcode");
+    let len_byte = value[FRAME + 1];
+    let (len, at) = match len_byte >> 6 {
+        0 => ((len_byte & 0x3f) as usize, FRAME + 2),
+        1 => (
+            (((len_byte & 0x3f) as usize) << 8) | value[FRAME + 2] as usize,
+            FRAME + 3,
+        ),
+        _ => {
+            assert_eq!(len_byte, 0x80, "a 32-bit length");
+            let len = u32::from_be_bytes(value[FRAME + 2..FRAME + 6].try_into().unwrap());
+            (len as usize, FRAME + 6)
+        }
+    };
+    assert_eq!(value.len(), at + len + 1, "one string, then EOF");
+    value[at..at + len].to_vec()
+}
+
+/// Uses a key that may hold a just-accepted hostile value: every call must answer.
+fn exercise(c: &mut redis::Connection, tally: &mut Tally, key: &[u8]) {
+    for cmd in [
+        &["BF.EXISTS", "x"][..],
+        &["BF.ADD", "new-item"],
+        &["BF.MADD", "a", "b", "c", "d", "e", "f", "g", "h"],
+        &["BF.INFO"],
+        &["BF.CARD"],
+        &["BF.SCANDUMP", "0"],
+        &["BF.SCANDUMP", "1"],
+        &["LC.COUNT"],
+        &["LC.ADD", "a", "b", "c"],
+        &["LC.INFO"],
+        &["MEMORY", "USAGE"],
+    ] {
+        let mut args = vec![cmd[0].as_bytes().to_vec(), key.to_vec()];
+        args.extend(cmd[1..].iter().map(|a| a.as_bytes().to_vec()));
+        let answer = send(c, &args);
+        tally.record("exercising an accepted value", &args, answer);
+    }
+    let args = vec![b"COPY".to_vec(), key.to_vec(), [key, b":copy"].concat()];
+    let answer = send(c, &args);
+    tally.record("COPY", &args, answer);
+    let args = vec![b"LC.MERGE".to_vec(), b"merged".to_vec(), key.to_vec()];
+    let answer = send(c, &args);
+    tally.record("LC.MERGE", &args, answer);
+}
+
+#[test]
+fn hostile_commands_payloads_and_chunks() {
+    // Small per-key limit: hostile sizes are refused quickly. No compression in DUMP payloads:
+    // mutations land in the module's bytes, not in LZF framing.
+    let server = Server::builder()
+        .arg("rdbcompression", "no")
+        .module_arg("max-memory-per-key", "8388608")
+        .start();
+    let mut c = server.conn();
+    let mut rng = Rng::seeded(SEED);
+    seed_keys(&mut c);
+
+    // 1. Random commands with hostile arguments.
+    let mut commands = Tally::default();
+    for i in 0..50_000 {
+        let args = random_command(&mut rng);
+        let answer = send(&mut c, &args);
+        commands.record("command", &args, answer);
+        if i % 10_000 == 9_999 {
+            // Keys fill up and stop exercising creation paths: start over now and then.
+            ok(&mut c, &["FLUSHALL"]);
+            seed_keys(&mut c);
+        }
+    }
+
+    // 2. RESTORE of mutated DUMP payloads carrying a valid CRC.
+    let sources = seed_values(&mut c);
+    let mut corpus = Vec::new();
+    let mut version = [0u8; 2];
+    for key in &sources {
+        let dump: Vec<u8> = redis::cmd("DUMP").arg(*key).query(&mut c).unwrap();
+        let (value, v) = split_dump(&dump);
+        version = v;
+        corpus.push(value);
+    }
+    let mut restores = Tally::default();
+    let mut exercised = Tally::default();
+    for i in 0..5_000 {
+        let base = rng.pick(&corpus).clone();
+        let mut value = mutate(&mut rng, &base, &corpus);
+        // Keep the type byte and module id intact most of the time, so that mutations reach
+        // the module's decoder rather than Redis's own framing checks.
+        if rng.below(4) != 0 && value.len() >= FRAME {
+            value[..FRAME].copy_from_slice(&base[..FRAME]);
+        }
+        let key = format!("r:{i}").into_bytes();
+        let args = vec![
+            b"RESTORE".to_vec(),
+            key.clone(),
+            b"0".to_vec(),
+            dump_payload(&value, version),
+        ];
+        let answer = send(&mut c, &args);
+        if restores.record("RESTORE", &args, answer) {
+            exercise(&mut c, &mut exercised, &key);
+        }
+    }
+
+    // 3. BF.LOADCHUNK sessions: a (sometimes mutated) header, then valid, mutated and
+    //    misplaced chunks; and LC.LOADCHUNK of mutated encodings.
+    let mut dumps = Vec::new();
+    for key in sources.iter().filter(|k| k.starts_with("s:bf")) {
+        dumps.push(scandump(&mut c, key));
+    }
+    let headers: Vec<Vec<u8>> = dumps.iter().map(|(h, _)| h.clone()).collect();
+    let mut chunks = Tally::default();
+    let mut sessions = 0;
+    while chunks.sent < 6_000 {
+        sessions += 1;
+        let key = format!("l:{sessions}").into_bytes();
+        let (header, parts) = rng.pick(&dumps).clone();
+        let header = if rng.below(5) == 0 {
+            mutate(&mut rng, &header, &headers)
+        } else {
+            header
+        };
+        let args = vec![b"BF.LOADCHUNK".to_vec(), key.clone(), b"1".to_vec(), header];
+        let answer = send(&mut c, &args);
+        if !chunks.record("BF.LOADCHUNK header", &args, answer) {
+            continue;
+        }
+        for _ in 0..1 + rng.below(6) {
+            let (iterator, data) = if parts.is_empty() {
+                (rng.next() as i64, rng.bytes(8))
+            } else {
+                rng.pick(&parts).clone()
+            };
+            let (iterator, data) = match rng.below(6) {
+                0 => (iterator, data),
+                1 => (iterator, mutate(&mut rng, &data, &[])),
+                2 => (iterator + rng.below(17) as i64 - 8, data),
+                3 => (*rng.pick(&[0, -1, 2, i64::MAX, i64::MIN]), data),
+                4 => {
+                    let cut = rng.below(data.len() + 1);
+                    (iterator - cut as i64, data[..data.len() - cut].to_vec())
+                }
+                _ => {
+                    let len = rng.below(64);
+                    (rng.below(4096) as i64, rng.bytes(len))
+                }
+            };
+            let args = vec![
+                b"BF.LOADCHUNK".to_vec(),
+                key.clone(),
+                iterator.to_string().into_bytes(),
+                data,
+            ];
+            let answer = send(&mut c, &args);
+            chunks.record("BF.LOADCHUNK chunk", &args, answer);
+        }
+        exercise(&mut c, &mut exercised, &key);
+    }
+    let mut lc_corpus = Vec::new();
+    for key in sources.iter().filter(|k| k.starts_with("s:lc")) {
+        let dump: Vec<u8> = redis::cmd("DUMP").arg(*key).query(&mut c).unwrap();
+        lc_corpus.push(lc_encoding(&split_dump(&dump).0));
+    }
+    let mut lc_chunks = Tally::default();
+    for i in 0..2_000 {
+        let key = format!("m:{i}").into_bytes();
+        let base = rng.pick(&lc_corpus).clone();
+        let payload = mutate(&mut rng, &base, &lc_corpus);
+        let args = vec![b"LC.LOADCHUNK".to_vec(), key.clone(), payload];
+        let answer = send(&mut c, &args);
+        if lc_chunks.record("LC.LOADCHUNK", &args, answer) {
+            exercise(&mut c, &mut exercised, &key);
+        }
+    }
+
+    println!("random commands: {commands:?}");
+    println!("RESTOREs of mutated payloads: {restores:?}");
+    println!("BF.LOADCHUNK calls ({sessions} sessions): {chunks:?}");
+    println!("LC.LOADCHUNK calls: {lc_chunks:?}");
+    println!("calls on accepted hostile values: {exercised:?}");
+    assert!(commands.values > 1_000 && commands.errors > 1_000);
+    assert!(restores.errors > 0 && chunks.errors > 0 && lc_chunks.errors > 0);
+
+    // 4. The server is alive, survives a reload with every accepted value, and still serves
+    //    correct results.
+    let mut server = server;
+    assert!(server.alive());
+    let before: String = redis::cmd("DEBUG").arg("DIGEST").query(&mut c).unwrap();
+    ok(&mut c, &["DEBUG", "RELOAD"]);
+    let after: String = redis::cmd("DEBUG").arg("DIGEST").query(&mut c).unwrap();
+    assert_eq!(before, after, "DEBUG RELOAD changed the dataset");
+    check_fresh_keys(&mut c);
+    assert!(server.alive());
+}
+
+/// A fresh filter and counter behave as they should.
+fn check_fresh_keys(c: &mut redis::Connection) {
+    ok(c, &["BF.RESERVE", "fresh:bf", "0.01", "1000"]);
+    let items: Vec<String> = (0..1000).map(|i| format!("member:{i}")).collect();
+    let _: Value = redis::cmd("BF.MADD")
+        .arg("fresh:bf")
+        .arg(&items)
+        .query(c)
+        .unwrap();
+    let found: Vec<bool> = redis::cmd("BF.MEXISTS")
+        .arg("fresh:bf")
+        .arg(&items)
+        .query(c)
+        .unwrap();
+    assert!(found.iter().all(|f| *f), "a member is missing");
+    let others: Vec<String> = (0..10_000).map(|i| format!("other:{i}")).collect();
+    let hits: Vec<bool> = redis::cmd("BF.MEXISTS")
+        .arg("fresh:bf")
+        .arg(&others)
+        .query(c)
+        .unwrap();
+    let fp = hits.iter().filter(|h| **h).count();
+    assert!(fp < 300, "{fp} false positives in 10,000 at 1%");
+    let _: Value = redis::cmd("LC.ADD")
+        .arg("fresh:lc")
+        .arg(&others)
+        .query(c)
+        .unwrap();
+    let n: i64 = redis::cmd("LC.COUNT").arg("fresh:lc").query(c).unwrap();
+    assert!((9_500..=10_500).contains(&n), "LC.COUNT {n} for 10,000");
+}

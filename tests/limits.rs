@@ -1,0 +1,384 @@
+//! Resource limits through a real server: `max-memory-per-key` (and when it does not apply),
+//! `max-items-per-command`, `deny-oom` under `maxmemory`, read-only ACL users, and memory that
+//! returns to its baseline after thousands of keys come and go.
+
+mod common;
+
+use common::*;
+use redis::Value;
+
+fn ok(c: &mut redis::Connection, args: &[&str]) -> Value {
+    let mut cmd = redis::cmd(args[0]);
+    for a in &args[1..] {
+        cmd.arg(*a);
+    }
+    cmd.query(c)
+        .unwrap_or_else(|e| panic!("{args:?} failed: {e}"))
+}
+
+fn try_cmd(c: &mut redis::Connection, args: &[&str]) -> redis::RedisResult<Value> {
+    let mut cmd = redis::cmd(args[0]);
+    for a in &args[1..] {
+        cmd.arg(*a);
+    }
+    cmd.query(c)
+}
+
+fn used_memory(c: &mut redis::Connection) -> i64 {
+    let info: String = redis::cmd("INFO").arg("memory").query(c).unwrap();
+    info.lines()
+        .find_map(|l| l.strip_prefix("used_memory:"))
+        .and_then(|v| v.trim().parse().ok())
+        .expect("used_memory in INFO")
+}
+
+fn items(prefix: &str, n: usize) -> Vec<String> {
+    (0..n).map(|i| format!("{prefix}{i}")).collect()
+}
+
+/// A filter and a counter of about 90 KB each.
+fn make_big_values(c: &mut redis::Connection) {
+    ok(c, &["BF.RESERVE", "bf", "0.001", "50000", "NONSCALING"]);
+    ok(c, &["LC.RESERVE", "lc", "0.001", "100000"]);
+    let _: Value = redis::cmd("BF.MADD")
+        .arg("bf")
+        .arg(items("x", 1000))
+        .query(c)
+        .unwrap();
+    let _: Value = redis::cmd("LC.ADD")
+        .arg("lc")
+        .arg(items("x", 20_000))
+        .query(c)
+        .unwrap();
+}
+
+#[test]
+fn memory_limit_binds_clients_and_restore_but_not_loading() {
+    let mut server = Server::start();
+    let mut c = server.conn();
+    make_big_values(&mut c);
+    let (bf_digest, lc_digest) = (digest(&mut c, "bf"), digest(&mut c, "lc"));
+    let bf_dump: Vec<u8> = redis::cmd("DUMP").arg("bf").query(&mut c).unwrap();
+    let lc_dump: Vec<u8> = redis::cmd("DUMP").arg("lc").query(&mut c).unwrap();
+    ok(&mut c, &["SAVE"]);
+
+    // Lowered below both values: the server's own files still load them (with a warning)...
+    server.restart_with_module_args(&[("max-memory-per-key", "65536")]);
+    let mut c = server.conn();
+    assert_eq!(digest(&mut c, "bf"), bf_digest);
+    assert_eq!(digest(&mut c, "lc"), lc_digest);
+    ok(&mut c, &["DEBUG", "RELOAD"]);
+    assert_eq!(digest(&mut c, "bf"), bf_digest);
+    assert_eq!(digest(&mut c, "lc"), lc_digest);
+    assert!(server
+        .log()
+        .contains("more than max-memory-per-key (65536); kept"));
+
+    // ... but RESTORE, a client's request, is refused, and creates nothing.
+    for (key, dump) in [("bf2", &bf_dump), ("lc2", &lc_dump)] {
+        let refused = redis::cmd("RESTORE")
+            .arg(key)
+            .arg(0)
+            .arg(dump.as_slice())
+            .query::<Value>(&mut c);
+        assert!(err_text(refused).contains("Bad data format"));
+        assert_eq!(ok(&mut c, &["EXISTS", key]), Value::Int(0));
+    }
+    // As are new keys of that size, by every command that creates one.
+    for args in [
+        &["BF.RESERVE", "n", "0.001", "100000"][..],
+        &[
+            "BF.INSERT",
+            "n",
+            "CAPACITY",
+            "100000",
+            "ERROR",
+            "0.001",
+            "ITEMS",
+            "a",
+        ],
+        &["LC.RESERVE", "n", "0.001", "1000000"],
+    ] {
+        let refused = err_text(try_cmd(&mut c, args));
+        assert!(
+            refused.contains("max-memory-per-key"),
+            "{args:?}: {refused}"
+        );
+        assert_eq!(ok(&mut c, &["EXISTS", "n"]), Value::Int(0));
+    }
+    ok(
+        &mut c,
+        &["CONFIG", "SET", "lcbloom.bf-initial-size", "100000"],
+    );
+    ok(
+        &mut c,
+        &["CONFIG", "SET", "lcbloom.lc-capacity", "10000000"],
+    );
+    for args in [
+        &["BF.ADD", "n", "a"][..],
+        &["BF.MADD", "n", "a"],
+        &["LC.ADD", "n", "a"],
+    ] {
+        let refused = err_text(try_cmd(&mut c, args));
+        assert!(
+            refused.contains("max-memory-per-key"),
+            "{args:?}: {refused}"
+        );
+        assert_eq!(ok(&mut c, &["EXISTS", "n"]), Value::Int(0));
+    }
+    let (_, header): (i64, Vec<u8>) = redis::cmd("BF.SCANDUMP")
+        .arg("bf")
+        .arg(0)
+        .query(&mut c)
+        .unwrap();
+    let refused = redis::cmd("BF.LOADCHUNK")
+        .arg("n")
+        .arg(1)
+        .arg(header)
+        .query::<Value>(&mut c);
+    assert!(err_text(refused).contains("max-memory-per-key"));
+    assert_eq!(ok(&mut c, &["EXISTS", "n"]), Value::Int(0));
+}
+
+#[test]
+fn a_filter_that_would_outgrow_the_limit_stays_intact() {
+    let server = Server::builder()
+        .module_arg("max-memory-per-key", "4096")
+        .start();
+    let mut c = server.conn();
+    ok(
+        &mut c,
+        &["BF.RESERVE", "f", "0.01", "100", "EXPANSION", "4"],
+    );
+    let mut added = Vec::new();
+    let refused = loop {
+        let item = format!("i{}", added.len());
+        match try_cmd(&mut c, &["BF.ADD", "f", &item]) {
+            Ok(_) => added.push(item),
+            Err(e) => break err_text::<()>(Err(e)),
+        }
+        assert!(added.len() < 100_000, "never refused");
+    };
+    assert!(refused.contains("max-memory-per-key"), "{refused}");
+    let before = digest(&mut c, "f");
+    assert!(try_cmd(&mut c, &["BF.ADD", "f", "another"]).is_err());
+    assert_eq!(
+        digest(&mut c, "f"),
+        before,
+        "a refused add changed the filter"
+    );
+    let found: Vec<bool> = redis::cmd("BF.MEXISTS")
+        .arg("f")
+        .arg(&added)
+        .query(&mut c)
+        .unwrap();
+    assert!(found.iter().all(|f| *f));
+    let size: Vec<i64> = redis::cmd("BF.INFO")
+        .arg("f")
+        .arg("SIZE")
+        .query(&mut c)
+        .unwrap();
+    assert!(size[0] <= 4096, "{size:?}");
+}
+
+#[test]
+fn item_limit_per_command_except_when_replaying() {
+    let mut server = Server::builder().arg("appendonly", "yes").start();
+    let mut c = server.conn();
+    let ten = items("i", 10);
+    let _: Value = redis::cmd("BF.MADD")
+        .arg("bf")
+        .arg(&ten)
+        .query(&mut c)
+        .unwrap();
+    let _: Value = redis::cmd("LC.ADD")
+        .arg("lc")
+        .arg(&ten)
+        .query(&mut c)
+        .unwrap();
+    let digests = (digest(&mut c, "bf"), digest(&mut c, "lc"));
+
+    // The AOF holds commands of 10 items; replaying them under a limit of 5 must not lose them.
+    server.restart_with_module_args(&[("max-items-per-command", "5")]);
+    let mut c = server.conn();
+    assert_eq!((digest(&mut c, "bf"), digest(&mut c, "lc")), digests);
+
+    let six = items("j", 6);
+    let five = items("j", 5);
+    for cmd in ["BF.MADD", "BF.MEXISTS", "LC.ADD"] {
+        let refused = redis::cmd(cmd).arg("bf2").arg(&six).query::<Value>(&mut c);
+        assert!(
+            err_text(refused).contains("max-items-per-command (5)"),
+            "{cmd}"
+        );
+        let _: Value = redis::cmd(cmd)
+            .arg(format!("{cmd}:ok"))
+            .arg(&five)
+            .query(&mut c)
+            .unwrap();
+    }
+    let refused = redis::cmd("BF.INSERT")
+        .arg("bf2")
+        .arg("ITEMS")
+        .arg(&six)
+        .query::<Value>(&mut c);
+    assert!(err_text(refused).contains("max-items-per-command"));
+    let keys = ["lc", "lc", "lc", "lc", "lc", "lc"];
+    assert!(
+        err_text(redis::cmd("LC.COUNT").arg(&keys).query::<Value>(&mut c))
+            .contains("max-items-per-command")
+    );
+    assert!(err_text(
+        redis::cmd("LC.MERGE")
+            .arg("d")
+            .arg(&keys)
+            .query::<Value>(&mut c)
+    )
+    .contains("max-items-per-command"));
+    assert_eq!(ok(&mut c, &["EXISTS", "bf2", "d"]), Value::Int(0));
+    // A repeated key is read once: the count is that of the key.
+    assert_eq!(
+        redis::cmd("LC.COUNT")
+            .arg(&keys[..5])
+            .query::<i64>(&mut c)
+            .unwrap(),
+        10
+    );
+}
+
+const WRITES: [&[&str]; 10] = [
+    &["BF.RESERVE", "new", "0.01", "100"],
+    &["BF.ADD", "bf", "a"],
+    &["BF.MADD", "bf", "a", "b"],
+    &["BF.INSERT", "bf", "ITEMS", "a"],
+    &["BF.LOADCHUNK", "bf", "9", "abcdefgh"],
+    &["LC.RESERVE", "new", "0.01", "100"],
+    &["LC.ADD", "lc", "a"],
+    &["LC.MERGE", "lc", "lc"],
+    &["LC.LOADCHUNK", "new", "x"],
+    &["LC.ADD", "new"],
+];
+
+const READS: [&[&str]; 7] = [
+    &["BF.EXISTS", "bf", "x0"],
+    &["BF.MEXISTS", "bf", "x0", "y"],
+    &["BF.INFO", "bf"],
+    &["BF.CARD", "bf"],
+    &["BF.SCANDUMP", "bf", "0"],
+    &["LC.COUNT", "lc"],
+    &["LC.INFO", "lc"],
+];
+
+#[test]
+fn maxmemory_refuses_writes_with_oom_and_serves_reads() {
+    let server = Server::start();
+    let mut c = server.conn();
+    make_big_values(&mut c);
+    // Well above a 1 MB maxmemory whatever the server's own baseline.
+    ok(&mut c, &["SET", "ballast", &"x".repeat(2 << 20)]);
+    ok(&mut c, &["CONFIG", "SET", "maxmemory-policy", "noeviction"]);
+    ok(&mut c, &["CONFIG", "SET", "maxmemory", "1mb"]);
+    for args in WRITES {
+        let refused = err_text(try_cmd(&mut c, args));
+        assert!(refused.starts_with("OOM"), "{args:?}: {refused}");
+    }
+    assert_eq!(ok(&mut c, &["EXISTS", "new"]), Value::Int(0));
+    for args in READS {
+        try_cmd(&mut c, args).unwrap_or_else(|e| panic!("{args:?}: {e}"));
+    }
+    assert_eq!(ok(&mut c, &["BF.EXISTS", "bf", "x0"]), Value::Int(1));
+}
+
+#[test]
+fn a_read_only_acl_user_gets_noperm_for_every_write() {
+    let server = Server::start();
+    let mut admin = server.conn();
+    make_big_values(&mut admin);
+    ok(
+        &mut admin,
+        &[
+            "ACL",
+            "SETUSER",
+            "reader",
+            "on",
+            ">secret",
+            "~*",
+            "+bf.exists",
+            "+bf.mexists",
+            "+bf.info",
+            "+bf.card",
+            "+lc.count",
+            "+lc.info",
+        ],
+    );
+    let url = format!("redis://reader:secret@127.0.0.1:{}/", server.port);
+    let mut c = redis::Client::open(url).unwrap().get_connection().unwrap();
+    for args in WRITES {
+        let refused = err_text(try_cmd(&mut c, args));
+        assert!(refused.starts_with("NOPERM"), "{args:?}: {refused}");
+    }
+    for args in READS.iter().filter(|a| a[0] != "BF.SCANDUMP") {
+        try_cmd(&mut c, args).unwrap_or_else(|e| panic!("{args:?}: {e}"));
+    }
+    assert_eq!(ok(&mut admin, &["EXISTS", "new"]), Value::Int(0));
+}
+
+/// Creates, grows, copies, restores and deletes `n` keys of each type.
+fn churn(c: &mut redis::Connection, n: usize) {
+    for i in 0..n {
+        let (bf, lc) = (format!("bf:{i}"), format!("lc:{i}"));
+        ok(c, &["BF.RESERVE", &bf, "0.01", "10", "EXPANSION", "2"]);
+        let _: Value = redis::cmd("BF.MADD")
+            .arg(&bf)
+            .arg(items("x", 50))
+            .query(c)
+            .unwrap();
+        ok(c, &["LC.RESERVE", &lc, "0.01", "5000"]);
+        let _: Value = redis::cmd("LC.ADD")
+            .arg(&lc)
+            .arg(items("x", 200))
+            .query(c)
+            .unwrap();
+        for key in [&bf, &lc] {
+            ok(c, &["COPY", key, &format!("{key}:copy")]);
+            let dump: Vec<u8> = redis::cmd("DUMP").arg(key).query(c).unwrap();
+            let _: Value = redis::cmd("RESTORE")
+                .arg(format!("{key}:restored"))
+                .arg(0)
+                .arg(dump)
+                .query(c)
+                .unwrap();
+        }
+        ok(
+            c,
+            &[
+                "LC.MERGE",
+                &format!("{lc}:merged"),
+                &lc,
+                &format!("{lc}:copy"),
+            ],
+        );
+        // Refused writes must not leak what they allocated either.
+        assert!(try_cmd(c, &["BF.RESERVE", &bf, "0.01", "10"]).is_err());
+        assert!(try_cmd(c, &["LC.LOADCHUNK", &lc, "x"]).is_err());
+    }
+    ok(c, &["FLUSHALL", "SYNC"]);
+}
+
+#[test]
+fn memory_returns_to_its_baseline() {
+    let server = Server::start();
+    let mut c = server.conn();
+    // A warm-up round sizes the keyspace tables and the server's buffers.
+    churn(&mut c, 300);
+    let baseline = used_memory(&mut c);
+    for _ in 0..3 {
+        churn(&mut c, 1000);
+    }
+    let after = used_memory(&mut c);
+    println!("used_memory: baseline {baseline}, after 3,000 keys x 7 of each type {after}");
+    assert!(
+        after - baseline < 64 * 1024,
+        "used_memory grew from {baseline} to {after}"
+    );
+}
