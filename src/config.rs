@@ -7,7 +7,7 @@
 //! replica or an AOF replay with other defaults still builds the same value.
 
 use redis_module::configuration::{ConfigurationContext, ConfigurationValue};
-use redis_module::{RedisError, RedisString};
+use redis_module::{raw, Context, ContextFlags, RedisError, RedisString};
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 
 pub const DEFAULT_BF_ERROR_RATE: f64 = 0.01;
@@ -93,4 +93,30 @@ pub fn lc_defaults() -> (f64, u64) {
 /// Bytes a single filter or counter may take.
 pub fn max_memory_per_key() -> u64 {
     MAX_MEMORY_PER_KEY.load(Ordering::Relaxed) as u64
+}
+
+/// The byte limit for a value a command creates or grows: `max-memory-per-key` for clients,
+/// none for the replication stream and while loading (AOF replay, RDB, a replica's full sync).
+/// Those only rebuild what the master or an earlier run accepted, and a replica or restart with
+/// a lower limit must still end up with the same data instead of diverging or refusing to start.
+pub fn memory_limit(ctx: &Context) -> u64 {
+    let exempt = ContextFlags::REPLICATED | ContextFlags::LOADING | ContextFlags::ASYNC_LOADING;
+    if ctx.get_flags().intersects(exempt) {
+        u64::MAX
+    } else {
+        max_memory_per_key()
+    }
+}
+
+/// `memory_limit` for a type's `rdb_load`: exempt while loading or syncing, applied to a
+/// client's `RESTORE`.
+///
+/// # Safety
+/// `io` must be the handle Redis passed to the running `rdb_load` (Redis frees the context
+/// this creates after the callback).
+pub unsafe fn load_memory_limit(io: *mut raw::RedisModuleIO) -> u64 {
+    match raw::RedisModule_GetContextFromIO {
+        Some(get) => memory_limit(&Context::new(get(io))),
+        None => max_memory_per_key(),
+    }
 }

@@ -21,9 +21,10 @@ use super::chain::Chain;
 use super::codec;
 use super::datatype::BLOOM_TYPE;
 use crate::args::{is_keyword, parse_f64, parse_i64};
-use crate::config::{bf_defaults, max_memory_per_key, MAX_EXPANSION};
+use crate::config::{bf_defaults, memory_limit, MAX_EXPANSION};
 use crate::ffi::reply_ordered_map;
 use crate::hashing::hash_item;
+use crate::stats;
 use redis_module::key::{RedisKey, RedisKeyWritable};
 use redis_module::{
     raw, Context, ContextFlags, NotifyEvent, RedisError, RedisResult, RedisString, RedisValue,
@@ -52,14 +53,9 @@ impl Create {
         }
     }
 
-    fn build(&self) -> Result<Chain, RedisError> {
-        Chain::new(
-            self.rate,
-            self.capacity,
-            self.expansion,
-            max_memory_per_key(),
-        )
-        .map_err(|e| RedisError::String(e.message()))
+    fn build(&self, limit: u64) -> Result<Chain, RedisError> {
+        Chain::new(self.rate, self.capacity, self.expansion, limit)
+            .map_err(|e| RedisError::String(e.message()))
     }
 
     /// `CAPACITY c ERROR e EXPANSION x` or `... NONSCALING`, as `BF.INSERT` takes them.
@@ -133,6 +129,14 @@ fn notify(ctx: &Context, event: &str, key: &RedisString) {
     ctx.notify_keyspace_event(NotifyEvent::MODULE, event, key);
 }
 
+/// Stores a new chain under an empty key, counting it for `INFO lcbloom`.
+fn store(key: &RedisKeyWritable, chain: Chain) -> Result<(), RedisError> {
+    let bytes = chain.memory_bytes();
+    key.set_value(&BLOOM_TYPE, chain)?;
+    stats::BLOOM.created(bytes);
+    Ok(())
+}
+
 /// Replicates `cmd key args...` (a command whose parameters are spelled out).
 fn replicate(
     ctx: &Context,
@@ -192,7 +196,7 @@ pub fn reserve(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     if write_chain(&key)?.is_some() {
         return Err(RedisError::Str(ITEM_EXISTS));
     }
-    key.set_value(&BLOOM_TYPE, create.build()?)?;
+    store(&key, create.build(memory_limit(ctx))?)?;
     // BF.RESERVE key rate capacity EXPANSION x|NONSCALING: the expansion spelled out.
     let mut options = vec![rate.to_string(), capacity.to_string()];
     options.extend(create.insert_options().split_off(4));
@@ -316,15 +320,16 @@ fn add_items(
     multi: bool,
 ) -> RedisResult {
     let key = ctx.open_key_writable(name);
-    let limit = max_memory_per_key();
+    let limit = memory_limit(ctx);
     let mut fresh = None;
     let chain = match write_chain(&key)? {
         Some(chain) => chain,
         None => {
             let create = create.ok_or(RedisError::Str(NOT_FOUND))?;
-            &mut fresh.insert((create, create.build()?)).1
+            &mut fresh.insert((create, create.build(limit)?)).1
         }
     };
+    let bytes_before = chain.memory_bytes();
     let mut results = Vec::with_capacity(items.len());
     for item in items {
         let result = chain.add(&hash_item(item.as_slice()), limit);
@@ -335,13 +340,19 @@ fn add_items(
         }
     }
     let changed = results.iter().any(|r| matches!(r, Ok(true)));
+    let bytes_after = chain.memory_bytes();
     match fresh {
         Some((create, chain)) => {
-            key.set_value(&BLOOM_TYPE, chain)?;
+            store(&key, chain)?;
             replicate(ctx, "BF.INSERT", name, &create.insert_options(), items);
         }
-        None if changed => ctx.replicate_verbatim(),
-        None => {}
+        None => {
+            // Scaling out added a sub-filter.
+            stats::BLOOM.resized(bytes_before, bytes_after);
+            if changed {
+                ctx.replicate_verbatim();
+            }
+        }
     }
     if changed {
         notify(ctx, event, name);
@@ -494,8 +505,8 @@ pub fn loadchunk(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         if existing.is_some() {
             return Err(RedisError::Str(ITEM_EXISTS));
         }
-        let header = codec::decode_header(data, max_memory_per_key()).map_err(codec_error)?;
-        key.set_value(&BLOOM_TYPE, header.into_chain().map_err(codec_error)?)?;
+        let header = codec::decode_header(data, memory_limit(ctx)).map_err(codec_error)?;
+        store(&key, header.into_chain().map_err(codec_error)?)?;
     } else {
         let chain = existing.ok_or(RedisError::Str(NOT_FOUND))?;
         let offset =

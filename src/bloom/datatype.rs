@@ -6,17 +6,23 @@
 //!   most `codec::CHUNK_BYTES` each (so neither save nor load needs a second copy of a large
 //!   filter). Loading validates the header before allocating, then requires the strings to
 //!   fill the data exactly; any error (or an I/O error, see `HANDLE_IO_ERRORS` in lib.rs)
-//!   returns null and Redis reports "Bad data format". The loader does not apply
-//!   `max-memory-per-key`: a value saved under a higher limit must still load after the limit
-//!   is lowered (the allocation is still fallible, and the stream must hold every byte).
+//!   returns null and Redis reports "Bad data format". `max-memory-per-key` applies to a
+//!   client's `RESTORE` only, not while loading or syncing from a master
+//!   (`config::load_memory_limit`): a value saved under a higher limit must still load after
+//!   the limit is lowered (the allocation is still fallible, and the stream must hold every
+//!   byte).
 //! * AOF rewrite (used when `aof-use-rdb-preamble no`): `BF.LOADCHUNK key 1 <header>` then one
 //!   `BF.LOADCHUNK key <iterator> <chunk>` per data chunk, exactly what `BF.SCANDUMP` returns.
 //! * Digest: the encoding itself, so `DEBUG DIGEST-VALUE` is equal iff the values are identical.
 //! * `COPY` makes a deep copy (RedisBloom refuses it); `MEMORY USAGE` reports real bytes.
+//! * `free_effort` lets Redis free large filters on its lazy-free thread; values created and
+//!   freed here are counted in `INFO lcbloom` (`stats.rs`).
 
 use super::chain::Chain;
 use super::codec;
-use crate::ffi::{guard_callback, log_warning};
+use crate::config::load_memory_limit;
+use crate::ffi::{free_effort, guard_callback, log_warning};
+use crate::stats;
 use redis_module::{native_types::RedisType, raw};
 use std::os::raw::{c_char, c_int, c_void};
 use std::ptr::null_mut;
@@ -39,7 +45,7 @@ pub static BLOOM_TYPE: RedisType = RedisType::new(
         aux_save: None,
         aux_save2: None,
         aux_save_triggers: 0,
-        free_effort: None,
+        free_effort: Some(effort),
         unlink: None,
         copy: Some(copy),
         defrag: None,
@@ -68,8 +74,11 @@ unsafe extern "C" fn rdb_load(rdb: *mut raw::RedisModuleIO, encver: c_int) -> *m
             ));
             return null_mut();
         }
-        match load(rdb) {
-            Ok(chain) => Box::into_raw(Box::new(chain)).cast(),
+        match load(rdb, load_memory_limit(rdb)) {
+            Ok(chain) => {
+                stats::BLOOM.created(chain.memory_bytes());
+                Box::into_raw(Box::new(chain)).cast()
+            }
             Err(why) => {
                 log_warning(&format!("lcbloom: refusing a Bloom filter from RDB: {why}"));
                 null_mut()
@@ -78,9 +87,9 @@ unsafe extern "C" fn rdb_load(rdb: *mut raw::RedisModuleIO, encver: c_int) -> *m
     })
 }
 
-fn load(rdb: *mut raw::RedisModuleIO) -> Result<Chain, &'static str> {
+fn load(rdb: *mut raw::RedisModuleIO, limit: u64) -> Result<Chain, &'static str> {
     let header = raw::load_string_buffer(rdb).map_err(|_| "short read")?;
-    let header = codec::decode_header(header.as_ref(), u64::MAX).map_err(|e| e.0)?;
+    let header = codec::decode_header(header.as_ref(), limit).map_err(|e| e.0)?;
     let total = header.data_bytes();
     let mut chain = header.into_chain().map_err(|e| e.0)?;
     let mut offset = 0u64;
@@ -128,7 +137,16 @@ unsafe extern "C" fn aof_rewrite(
 }
 
 unsafe extern "C" fn free(value: *mut c_void) {
-    guard_callback("free", (), || drop(Box::from_raw(value.cast::<Chain>())))
+    guard_callback("free", (), || {
+        let chain = Box::from_raw(value.cast::<Chain>());
+        stats::BLOOM.freed(chain.memory_bytes());
+    })
+}
+
+unsafe extern "C" fn effort(_key: *mut raw::RedisModuleString, value: *const c_void) -> usize {
+    guard_callback("free_effort", 0, || {
+        free_effort((*value.cast::<Chain>()).memory_bytes())
+    })
 }
 
 unsafe extern "C" fn mem_usage(value: *const c_void) -> usize {
@@ -160,7 +178,10 @@ unsafe extern "C" fn copy(
 ) -> *mut c_void {
     guard_callback("copy", null_mut(), || {
         match (*value.cast::<Chain>()).try_clone() {
-            Ok(chain) => Box::into_raw(Box::new(chain)).cast(),
+            Ok(chain) => {
+                stats::BLOOM.created(chain.memory_bytes());
+                Box::into_raw(Box::new(chain)).cast()
+            }
             Err(e) => {
                 log_warning(&format!(
                     "lcbloom: COPY of a Bloom filter failed: {}",
