@@ -5,9 +5,10 @@
 //! the type callbacks count values created by RDB load, `RESTORE` and `COPY` and uncount every
 //! freed value (`DEL`, `FLUSHALL`, expiry, `RESTORE REPLACE`, a reload), and the commands count
 //! the values they create and the bytes their writes add (a filter scaling out, a counter's
-//! exact set growing or switching to its bitmap). A value's bytes are a pure function of its
-//! state, so what `free` subtracts is exactly what was added for it. Atomics, because `free`
-//! runs on the lazy-free thread for large values (see `free_effort` in the datatypes).
+//! exact set growing or switching to its bitmap). Every change of a value's size is counted
+//! where it happens, so what `free` subtracts (the value's size then) is exactly what was
+//! added for it. Atomics, because `free` runs on the lazy-free thread for large values (see
+//! `free_effort` in the datatypes).
 //!
 //! Fields (Redis prefixes each with the module name): `lcbloom_bf_keys`, `lcbloom_bf_bytes`,
 //! `lcbloom_lc_keys`, `lcbloom_lc_bytes`.

@@ -131,7 +131,7 @@ fn info_counts_values_and_bytes_up_and_back_to_zero() {
     lc_add(&mut c, "exact", "g", 5_000);
     let bitmap = settled(&mut c);
     assert!(bitmap[3] > exact[3], "{bitmap:?} {exact:?}");
-    lc_add(&mut c, "big", "b", 20_000); // a bitmap of a few MB
+    lc_add(&mut c, "big", "b", 20_000); // a 137 KB bitmap
     ok(&mut c, &["LC.RESERVE", "big2", "0.01", "10000000"]);
     lc_add(&mut c, "big2", "c", 100);
     let before_merge = settled(&mut c);
