@@ -57,3 +57,43 @@ fn replica_with_other_defaults_holds_identical_values_and_refuses_writes() {
     assert!(found);
     assert_eq!(digests(&mut r), on_master);
 }
+
+/// A MADD stopped by the master's max-memory-per-key must stop at the same item on a replica
+/// and in an AOF replay, neither of which applies the limit.
+#[test]
+fn writes_refused_by_the_limit_propagate_only_what_was_done() {
+    let mut master = Server::builder().arg("appendonly", "yes").start();
+    let replica = Server::start();
+    attach_replica(&master, &replica);
+    let mut m = master.conn();
+    ok(&mut m, &["BF.RESERVE", "k", "0.01", "100"]);
+    ok(
+        &mut m,
+        &["BF.INSERT", "fresh", "CAPACITY", "100", "ITEMS", "a"],
+    );
+    ok(
+        &mut m,
+        &["CONFIG", "SET", "lcbloom.max-memory-per-key", "2048"],
+    );
+    for key in ["k", "fresh", "new"] {
+        let mut madd = redis::cmd("BF.MADD");
+        madd.arg(key).arg(items("i", 1_000));
+        // req_command keeps the error inside the array (query would turn it into an Err).
+        let reply = redis::ConnectionLike::req_command(&mut m, &madd).unwrap();
+        let redis::Value::Array(replies) = reply else {
+            panic!("{reply:?}")
+        };
+        let Some(redis::Value::ServerError(e)) = replies.last() else {
+            panic!("{key}: the limit never stopped the MADD: {replies:?}")
+        };
+        assert!(format!("{e:?}").contains("max-memory-per-key"), "{e:?}");
+        assert!(replies.len() > 100, "{key}: {}", replies.len());
+    }
+    let acked: i64 = redis::cmd("WAIT").arg(1).arg(5000).query(&mut m).unwrap();
+    assert_eq!(acked, 1);
+    let on_master = digests(&mut m);
+    assert_eq!(on_master.len(), 3);
+    assert_eq!(digests(&mut replica.conn()), on_master, "replica");
+    master.restart();
+    assert_eq!(digests(&mut master.conn()), on_master, "AOF replay");
+}

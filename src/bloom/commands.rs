@@ -13,7 +13,8 @@
 //! the defaults it relied on (`BF.ADD` on a missing key is replicated as `BF.INSERT key
 //! CAPACITY c ERROR e EXPANSION x|NONSCALING ITEMS ...`, `BF.RESERVE` with its expansion
 //! spelled out), so a replica or an AOF replay with other module defaults builds the identical
-//! value. Other writes are replicated verbatim, and only when they changed something. Each
+//! value. Other writes are replicated verbatim, and only when they changed something; a
+//! MADD/INSERT stopped by an error propagates as `BF.MADD key <the items before it>`. Each
 //! write that changed something fires a keyspace event of class `d` (module types) named
 //! after the command (`bf.reserve`, `bf.add`, `bf.madd`, `bf.insert`, `bf.loadchunk`).
 
@@ -341,16 +342,23 @@ fn add_items(
     }
     let changed = results.iter().any(|r| matches!(r, Ok(true)));
     let bytes_after = chain.memory_bytes();
+    // Only the items before a failed one are propagated: replicas and AOF replays do not apply
+    // max-memory-per-key (config::memory_limit), so they would add items the master refused.
+    let done = &items[..results.iter().take_while(|r| r.is_ok()).count()];
     match fresh {
         Some((create, chain)) => {
             store(&key, chain)?;
-            replicate(ctx, "BF.INSERT", name, &create.insert_options(), items);
+            replicate(ctx, "BF.INSERT", name, &create.insert_options(), done);
         }
         None => {
             // Scaling out added a sub-filter.
             stats::BLOOM.resized(bytes_before, bytes_after);
-            if changed {
+            if changed && done.len() == items.len() {
                 ctx.replicate_verbatim();
+            } else if changed {
+                let mut args = vec![name.as_slice()];
+                args.extend(done.iter().map(|i| i.as_slice()));
+                ctx.replicate("BF.MADD", &args[..]);
             }
         }
     }

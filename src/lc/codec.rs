@@ -127,21 +127,16 @@ pub fn aof_parts(counter: &Counter, chunk_bytes: u64, mut emit: impl FnMut(Optio
     };
     put_varint(&mut header, 0);
     emit(None, &header);
-    let dense = bits.len().div_ceil(8);
-    let bytes = bits.as_raw_slice().iter().flat_map(|w| w.to_le_bytes());
-    let mut piece = Vec::new();
-    let mut end = 0u64;
-    for byte in bytes.take(dense) {
-        piece.push(byte);
-        if piece.len() as u64 == chunk_bytes.max(1) {
-            end += piece.len() as u64;
-            emit(Some(end + 1), &piece);
-            piece.clear();
-        }
-    }
-    if !piece.is_empty() {
-        end += piece.len() as u64;
+    let raw = bits.as_raw_slice();
+    let dense = bits.len().div_ceil(8) as u64;
+    let mut offset = 0;
+    while offset < dense {
+        let end = (offset + chunk_bytes.max(1)).min(dense);
+        let piece: Vec<u8> = (offset..end)
+            .map(|i| (raw[(i / 8) as usize] >> ((i % 8) * 8)) as u8)
+            .collect();
         emit(Some(end + 1), &piece);
+        offset = end;
     }
 }
 
