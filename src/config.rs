@@ -7,7 +7,7 @@
 //! replica or an AOF replay with other defaults still builds the same value.
 
 use redis_module::configuration::{ConfigurationContext, ConfigurationValue};
-use redis_module::{Context, ContextFlags, RedisError, RedisString};
+use redis_module::{raw, Context, ContextFlags, RedisError, RedisString};
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 
 pub const DEFAULT_BF_ERROR_RATE: f64 = 0.01;
@@ -143,4 +143,16 @@ pub fn check_item_count(ctx: &Context, items: usize) -> Result<(), RedisError> {
         )));
     }
     Ok(())
+}
+
+/// `memory_limit` for a type's `rdb_load`, from the context of its IO handle.
+///
+/// # Safety
+/// `io` must be the handle Redis passed to the running `rdb_load` (Redis frees the context
+/// this creates after the callback).
+pub unsafe fn load_memory_limit(io: *mut raw::RedisModuleIO) -> u64 {
+    match raw::RedisModule_GetContextFromIO {
+        Some(get) => memory_limit(&Context::new(get(io))),
+        None => max_memory_per_key(),
+    }
 }

@@ -86,6 +86,16 @@ pub fn reply_ordered_map(ctx: &Context, fields: Vec<(&str, RedisValue)>) -> Redi
     Ok(RedisValue::NoReply)
 }
 
+/// A type's `free_effort`: 1 + the pages a value holds. Redis frees a value in the background
+/// (UNLINK, FLUSHALL ASYNC, lazyfree-lazy-* configs) when this exceeds its lazy-free threshold
+/// (64), i.e. from about 256 KiB on; returning big blocks to the OS costs about one unit per
+/// page, which is what stalls the main thread when a large filter is deleted synchronously.
+/// Never 0: Redis reads 0 as "always free in the background". `free` is safe off the main
+/// thread: it only drops Rust memory (Redis's allocator is thread-safe) and updates atomics.
+pub fn free_effort(bytes: u64) -> usize {
+    usize::try_from(1 + bytes / 4096).unwrap_or(usize::MAX)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -8,6 +8,7 @@ pub mod config;
 pub mod ffi;
 pub mod hashing;
 pub mod lc;
+pub mod stats;
 
 use redis_module::configuration::ConfigurationFlags;
 use redis_module::{redis_module, Context, ModuleOptions, RedisString, Status};
@@ -21,6 +22,8 @@ use lc::datatype::LC_TYPE;
 fn init(ctx: &Context, _args: &[RedisString]) -> Status {
     // Without this a truncated or corrupt RDB value aborts the server inside rdb_load.
     ctx.set_module_options(ModuleOptions::HANDLE_IO_ERRORS);
+    // Replaces the crate's default INFO callback (which `stats::info` still calls).
+    redis_module::raw::register_info_function(ctx.ctx, Some(stats::info));
     Status::Ok
 }
 

@@ -13,7 +13,8 @@
 //! the defaults it relied on (`BF.ADD` on a missing key is replicated as `BF.INSERT key
 //! CAPACITY c ERROR e EXPANSION x|NONSCALING ITEMS ...`, `BF.RESERVE` with its expansion
 //! spelled out), so a replica or an AOF replay with other module defaults builds the identical
-//! value. Other writes are replicated verbatim, and only when they changed something. Each
+//! value. Other writes are replicated verbatim, and only when they changed something; a
+//! MADD/INSERT stopped by an error propagates as `BF.MADD key <the items before it>`. Each
 //! write that changed something fires a keyspace event of class `d` (module types) named
 //! after the command (`bf.reserve`, `bf.add`, `bf.madd`, `bf.insert`, `bf.loadchunk`).
 
@@ -24,6 +25,7 @@ use crate::args::{is_keyword, parse_f64, parse_i64};
 use crate::config::{bf_defaults, check_item_count, memory_limit, MAX_EXPANSION};
 use crate::ffi::reply_ordered_map;
 use crate::hashing::hash_item;
+use crate::stats;
 use redis_module::key::{RedisKey, RedisKeyWritable};
 use redis_module::{
     raw, Context, ContextFlags, NotifyEvent, RedisError, RedisResult, RedisString, RedisValue,
@@ -135,6 +137,14 @@ fn notify(ctx: &Context, event: &str, key: &RedisString) {
     ctx.notify_keyspace_event(NotifyEvent::MODULE, event, key);
 }
 
+/// Stores a new chain under an empty key, counting it for `INFO lcbloom`.
+fn store(key: &RedisKeyWritable, chain: Chain) -> Result<(), RedisError> {
+    let bytes = chain.memory_bytes();
+    key.set_value(&BLOOM_TYPE, chain)?;
+    stats::BLOOM.created(bytes);
+    Ok(())
+}
+
 /// Replicates `cmd key args...` (a command whose parameters are spelled out).
 fn replicate(
     ctx: &Context,
@@ -194,7 +204,7 @@ pub fn reserve(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     if write_chain(&key)?.is_some() {
         return Err(RedisError::Str(ITEM_EXISTS));
     }
-    key.set_value(&BLOOM_TYPE, create.build(memory_limit(ctx))?)?;
+    store(&key, create.build(memory_limit(ctx))?)?;
     // BF.RESERVE key rate capacity EXPANSION x|NONSCALING: the expansion spelled out.
     let mut options = vec![rate.to_string(), capacity.to_string()];
     options.extend(create.insert_options().split_off(4));
@@ -328,6 +338,7 @@ fn add_items(
             &mut fresh.insert((create, create.build(limit)?)).1
         }
     };
+    let bytes_before = chain.memory_bytes();
     let mut results = Vec::with_capacity(items.len());
     for item in items {
         let result = chain.add(&hash_item(item.as_slice()), limit);
@@ -338,13 +349,26 @@ fn add_items(
         }
     }
     let changed = results.iter().any(|r| matches!(r, Ok(true)));
+    let bytes_after = chain.memory_bytes();
+    // Only the items before a failed one are propagated: replicas and AOF replays do not apply
+    // max-memory-per-key (config::memory_limit), so they would add items the master refused.
+    let done = &items[..results.iter().take_while(|r| r.is_ok()).count()];
     match fresh {
         Some((create, chain)) => {
-            key.set_value(&BLOOM_TYPE, chain)?;
-            replicate(ctx, "BF.INSERT", name, &create.insert_options(), items);
+            store(&key, chain)?;
+            replicate(ctx, "BF.INSERT", name, &create.insert_options(), done);
         }
-        None if changed => ctx.replicate_verbatim(),
-        None => {}
+        None => {
+            // Scaling out added a sub-filter.
+            stats::BLOOM.resized(bytes_before, bytes_after);
+            if changed && done.len() == items.len() {
+                ctx.replicate_verbatim();
+            } else if changed {
+                let mut args = vec![name.as_slice()];
+                args.extend(done.iter().map(|i| i.as_slice()));
+                ctx.replicate("BF.MADD", &args[..]);
+            }
+        }
     }
     if changed {
         notify(ctx, event, name);
@@ -499,7 +523,7 @@ pub fn loadchunk(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
             return Err(RedisError::Str(ITEM_EXISTS));
         }
         let header = codec::decode_header(data, memory_limit(ctx)).map_err(codec_error)?;
-        key.set_value(&BLOOM_TYPE, header.into_chain().map_err(codec_error)?)?;
+        store(&key, header.into_chain().map_err(codec_error)?)?;
     } else {
         let chain = existing.ok_or(RedisError::Str(NOT_FOUND))?;
         let offset =

@@ -13,12 +13,15 @@
 //!   `BF.LOADCHUNK key <iterator> <chunk>` per data chunk, exactly what `BF.SCANDUMP` returns.
 //! * Digest: the encoding itself, so `DEBUG DIGEST-VALUE` is equal iff the values are identical.
 //! * `COPY` makes a deep copy (RedisBloom refuses it); `MEMORY USAGE` reports real bytes.
+//! * `free_effort` lets Redis free large filters on its lazy-free thread; values created and
+//!   freed here are counted in `INFO lcbloom` (`stats.rs`).
 
 use super::chain::Chain;
 use super::codec;
-use crate::config::{memory_limit, note_loaded_size};
-use crate::ffi::{guard_callback, log_warning};
-use redis_module::{native_types::RedisType, raw, Context};
+use crate::config::{load_memory_limit, note_loaded_size};
+use crate::ffi::{free_effort, guard_callback, log_warning};
+use crate::stats;
+use redis_module::{native_types::RedisType, raw};
 use std::os::raw::{c_char, c_int, c_void};
 use std::ptr::null_mut;
 
@@ -40,7 +43,7 @@ pub static BLOOM_TYPE: RedisType = RedisType::new(
         aux_save: None,
         aux_save2: None,
         aux_save_triggers: 0,
-        free_effort: None,
+        free_effort: Some(effort),
         unlink: None,
         copy: Some(copy),
         defrag: None,
@@ -69,12 +72,10 @@ unsafe extern "C" fn rdb_load(rdb: *mut raw::RedisModuleIO, encver: c_int) -> *m
             ));
             return null_mut();
         }
-        let limit = memory_limit(&Context::new(raw::RedisModule_GetContextFromIO.unwrap()(
-            rdb,
-        )));
-        match load(rdb, limit) {
+        match load(rdb, load_memory_limit(rdb)) {
             Ok(chain) => {
                 note_loaded_size("Bloom filter", chain.memory_bytes());
+                stats::BLOOM.created(chain.memory_bytes());
                 Box::into_raw(Box::new(chain)).cast()
             }
             Err(why) => {
@@ -135,7 +136,16 @@ unsafe extern "C" fn aof_rewrite(
 }
 
 unsafe extern "C" fn free(value: *mut c_void) {
-    guard_callback("free", (), || drop(Box::from_raw(value.cast::<Chain>())))
+    guard_callback("free", (), || {
+        let chain = Box::from_raw(value.cast::<Chain>());
+        stats::BLOOM.freed(chain.memory_bytes());
+    })
+}
+
+unsafe extern "C" fn effort(_key: *mut raw::RedisModuleString, value: *const c_void) -> usize {
+    guard_callback("free_effort", 0, || {
+        free_effort((*value.cast::<Chain>()).memory_bytes())
+    })
 }
 
 unsafe extern "C" fn mem_usage(value: *const c_void) -> usize {
@@ -167,7 +177,10 @@ unsafe extern "C" fn copy(
 ) -> *mut c_void {
     guard_callback("copy", null_mut(), || {
         match (*value.cast::<Chain>()).try_clone() {
-            Ok(chain) => Box::into_raw(Box::new(chain)).cast(),
+            Ok(chain) => {
+                stats::BLOOM.created(chain.memory_bytes());
+                Box::into_raw(Box::new(chain)).cast()
+            }
             Err(e) => {
                 log_warning(&format!(
                     "lcbloom: COPY of a Bloom filter failed: {}",

@@ -35,6 +35,19 @@
 //! bytes, and canonical form (shortest varints, the kind the encoder would pick). A byte string
 //! that decodes therefore re-encodes to exactly the same bytes.
 //!
+//! # Chunked form (AOF rewrite of large counters)
+//!
+//! A command argument is limited (`proto-max-bulk-len`, 512 MB) and the rewrite should not
+//! build a second copy of a large counter, so a counter whose encoding exceeds `CHUNK_BYTES`
+//! is rewritten as pieces (`aof_parts`): first its *shell*, the encoding of the same counter
+//! with every bit zero (kind 2, no positions; such counters have far more than 8 bits, so kind
+//! 2 is the canonical form), loaded by `LC.LOADCHUNK key <shell>`; then its dense bitmap (the
+//! kind 1 body) in pieces of at most `CHUNK_BYTES`, each `LC.LOADCHUNK key <iterator> <piece>`
+//! with iterator = 1 + the byte offset where the piece ends, like `BF.SCANDUMP`. `write_dense`
+//! checks a piece (bitmap mode, within the ⌈m/8⌉ bytes, padding bits zero) before writing it.
+//! After the last piece the counter, and so its encoding, is the original. Exact counters
+//! (at most 64 KiB of hashes) always fit one command.
+//!
 //! # Version history
 //!
 //! 1 — the first format.
@@ -44,6 +57,8 @@ use crate::hashing::HASH_SCHEME;
 use bitvec::prelude::{BitSlice, BitVec, Lsb0};
 
 pub const ENCODING_VERSION: u8 = 1;
+/// Largest `LC.LOADCHUNK` argument the AOF rewrite emits (the Bloom filter's chunk size too).
+pub const CHUNK_BYTES: u64 = 16 << 20;
 
 const KIND_EXACT: u8 = 0;
 const KIND_DENSE: u8 = 1;
@@ -60,16 +75,21 @@ impl std::fmt::Display for DecodeError {
     }
 }
 
+/// Version, scheme, kind, capacity, error rate and m: everything before the body.
+fn put_header(out: &mut Vec<u8>, kind: u8, counter: &Counter) {
+    out.extend_from_slice(&[ENCODING_VERSION, HASH_SCHEME, kind]);
+    put_varint(out, counter.capacity());
+    out.extend_from_slice(&counter.error_rate().to_le_bytes());
+    put_varint(out, counter.bits());
+}
+
 pub fn encode(counter: &Counter) -> Vec<u8> {
     let mut out = Vec::new();
     let kind = match counter.bitmap() {
         None => KIND_EXACT,
-        Some(bits) => smallest_kind(bits),
+        Some(bits) => smallest(bits).1,
     };
-    out.extend_from_slice(&[ENCODING_VERSION, HASH_SCHEME, kind]);
-    put_varint(&mut out, counter.capacity());
-    out.extend_from_slice(&counter.error_rate().to_le_bytes());
-    put_varint(&mut out, counter.bits());
+    put_header(&mut out, kind, counter);
     match (counter.exact_hashes(), counter.bitmap()) {
         (Some(hashes), _) => {
             put_varint(&mut out, hashes.len() as u64);
@@ -89,6 +109,53 @@ pub fn encode(counter: &Counter) -> Vec<u8> {
         (None, None) => unreachable!("a counter is exact or a bitmap"),
     }
     out
+}
+
+/// Calls `emit(None, encoding)` when the encoding fits in `chunk_bytes`; otherwise (bitmap mode
+/// only) `emit(None, shell)` then `emit(Some(iterator), piece)` for each piece of the dense
+/// bitmap (see "Chunked form"). Without the full encoding in memory for large counters.
+pub fn aof_parts(counter: &Counter, chunk_bytes: u64, mut emit: impl FnMut(Option<u64>, &[u8])) {
+    let mut header = Vec::new();
+    put_header(&mut header, KIND_SET, counter);
+    let body = match counter.bitmap() {
+        Some(bits) => smallest(bits).0 as u64,
+        None => 0,
+    };
+    let bits = match counter.bitmap() {
+        Some(bits) if header.len() as u64 + body > chunk_bytes => bits,
+        _ => return emit(None, &encode(counter)),
+    };
+    put_varint(&mut header, 0);
+    emit(None, &header);
+    let raw = bits.as_raw_slice();
+    let dense = bits.len().div_ceil(8) as u64;
+    let mut offset = 0;
+    while offset < dense {
+        let end = (offset + chunk_bytes.max(1)).min(dense);
+        let piece: Vec<u8> = (offset..end)
+            .map(|i| (raw[(i / 8) as usize] >> ((i % 8) * 8)) as u8)
+            .collect();
+        emit(Some(end + 1), &piece);
+        offset = end;
+    }
+}
+
+/// Writes a piece of the dense bitmap at byte `offset` (see "Chunked form"); on error nothing
+/// is written.
+pub fn write_dense(counter: &mut Counter, offset: u64, piece: &[u8]) -> Result<(), DecodeError> {
+    let m = counter.bits();
+    if counter.is_exact() {
+        return Err(DecodeError("the counter is in exact mode"));
+    }
+    let end = offset
+        .checked_add(piece.len() as u64)
+        .filter(|&end| !piece.is_empty() && end <= m.div_ceil(8))
+        .ok_or(DecodeError("piece outside the bitmap"))?;
+    if end == m.div_ceil(8) && !m.is_multiple_of(8) && piece[piece.len() - 1] >> (m % 8) != 0 {
+        return Err(DecodeError("padding bits set"));
+    }
+    counter.write_bitmap_bytes(offset as usize, piece);
+    Ok(())
 }
 
 /// Decodes a counter whose bitmap may take at most `max_bytes` of memory.
@@ -197,6 +264,11 @@ fn read_bitmap(r: &mut Reader, kind: u8, m: u64) -> Result<BitVec<u64, Lsb0>, De
 /// (at most one of the two can be): a huge, nearly empty bitmap costs a popcount, not a walk
 /// over every zero.
 fn smallest_kind(bits: &BitSlice<u64, Lsb0>) -> u8 {
+    smallest(bits).1
+}
+
+/// The smallest body's length and kind.
+fn smallest(bits: &BitSlice<u64, Lsb0>) -> (usize, u8) {
     let ones = bits.count_ones();
     let zeros = bits.len() - ones;
     let mut best = (bits.len().div_ceil(8), KIND_DENSE);
@@ -212,7 +284,7 @@ fn smallest_kind(bits: &BitSlice<u64, Lsb0>) -> u8 {
             best = (len, KIND_ZEROS);
         }
     }
-    best.1
+    best
 }
 
 fn gaps(positions: impl Iterator<Item = usize>) -> impl Iterator<Item = u64> {
@@ -322,6 +394,72 @@ mod tests {
         assert_eq!(full[2], KIND_ZEROS);
         assert_eq!(tenth[2], KIND_SET);
         assert_eq!(encode(&filled(0.01, 50_000, 12_000))[2], KIND_DENSE);
+    }
+
+    /// Replays `aof_parts` the way the AOF does (`LC.LOADCHUNK`), counting the commands.
+    fn replay(c: &Counter, chunk: u64) -> (Counter, usize) {
+        let mut rebuilt: Option<Counter> = None;
+        let mut commands = 0;
+        aof_parts(c, chunk, |iterator, bytes| {
+            commands += 1;
+            match iterator {
+                None => {
+                    assert!(rebuilt.is_none());
+                    rebuilt = Some(decode(bytes, NO_LIMIT).unwrap());
+                }
+                Some(it) => {
+                    assert!(bytes.len() as u64 <= chunk);
+                    let offset = it - 1 - bytes.len() as u64;
+                    write_dense(rebuilt.as_mut().unwrap(), offset, bytes).unwrap();
+                }
+            }
+        });
+        (rebuilt.unwrap(), commands)
+    }
+
+    #[test]
+    fn aof_parts_rebuild_large_counters_piece_by_piece() {
+        // bits_for(50_000, 0.01) = 17,134: the last byte has padding bits.
+        for items in [0, 200, 268, 1_000, 12_000, 50_000, 400_000] {
+            let c = filled(0.01, 50_000, items);
+            let whole = encode(&c).len() as u64;
+            for chunk in [1 << 20, whole, whole - 1, 1_000, 333, 7, 1] {
+                let (rebuilt, commands) = replay(&c, chunk);
+                assert_eq!(encode(&rebuilt), encode(&c), "{items} items, chunk {chunk}");
+                assert_eq!(rebuilt, c);
+                let chunked = whole > chunk && !c.is_exact();
+                let pieces = 17_134u64.div_ceil(8).div_ceil(chunk) as usize;
+                assert_eq!(commands, if chunked { 1 + pieces } else { 1 });
+            }
+        }
+    }
+
+    #[test]
+    fn write_dense_refuses_bad_pieces_and_changes_nothing() {
+        let mut exact = filled(0.01, 50_000, 10);
+        assert!(write_dense(&mut exact, 0, &[1]).is_err());
+        assert_eq!(exact, filled(0.01, 50_000, 10));
+        let original = filled(0.01, 50_000, 12_000);
+        let mut c = original.clone();
+        let dense = 17_134u64.div_ceil(8);
+        for (offset, piece) in [
+            (0, vec![]),
+            (dense, vec![0]),
+            (dense - 1, vec![0, 0]),
+            (u64::MAX, vec![0]),
+            (dense - 1, vec![0b0100_0000]), // bit 17,134: padding
+        ] {
+            assert!(write_dense(&mut c, offset, &piece).is_err(), "{offset}");
+            assert_eq!(c, original);
+        }
+        write_dense(&mut c, dense - 1, &[0b0011_1111]).unwrap();
+        write_dense(&mut c, 0, &[0xff, 0]).unwrap();
+        assert_eq!(c.bitmap().unwrap().as_raw_slice()[0] & 0xffff, 0xff);
+        assert_eq!(
+            c.bits_set(),
+            c.bitmap().unwrap().count_ones() as u64,
+            "zeros kept in step"
+        );
     }
 
     #[test]

@@ -16,8 +16,10 @@ use super::datatype::LC_TYPE;
 use crate::args::{parse_in_range, parse_rate};
 use crate::config::{check_item_count, lc_defaults, memory_limit, MAX_CAPACITY};
 use crate::ffi::reply_ordered_map;
+use crate::stats;
 use redis_module::{
-    key::RedisKey, Context, NotifyEvent, RedisError, RedisResult, RedisString, RedisValue,
+    key::{RedisKey, RedisKeyWritable},
+    Context, NotifyEvent, RedisError, RedisResult, RedisString, RedisValue,
 };
 
 const OK: RedisResult = Ok(RedisValue::SimpleStringStatic("OK"));
@@ -33,6 +35,23 @@ fn core_error(e: LcError) -> RedisError {
 
 fn notify(ctx: &Context, event: &str, key: &RedisString) {
     ctx.notify_keyspace_event(NotifyEvent::MODULE, event, key);
+}
+
+/// Stores a new counter under an empty key, counting it for `INFO lcbloom`.
+fn store(key: &RedisKeyWritable, counter: Counter) -> Result<(), RedisError> {
+    let bytes = counter.memory_usage() as u64;
+    key.set_value(&LC_TYPE, counter)?;
+    stats::LC.created(bytes);
+    Ok(())
+}
+
+/// Runs a write on a stored counter, accounting for the bytes it adds (the exact set growing,
+/// the switch to the bitmap).
+fn modify<T>(counter: &mut Counter, write: impl FnOnce(&mut Counter) -> T) -> T {
+    let before = counter.memory_usage() as u64;
+    let result = write(counter);
+    stats::LC.resized(before, counter.memory_usage() as u64);
+    result
 }
 
 /// `LC.RESERVE key error_rate capacity`
@@ -59,7 +78,7 @@ pub fn reserve(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         return Err(RedisError::Str("ERR item exists"));
     }
     let counter = Counter::reserve(rate, capacity, memory_limit(ctx)).map_err(core_error)?;
-    key.set_value(&LC_TYPE, counter)?;
+    store(&key, counter)?;
     ctx.replicate_verbatim();
     notify(ctx, "lc.reserve", key_name);
     OK
@@ -84,7 +103,7 @@ pub fn add(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let key = ctx.open_key_writable(key_name);
     let changed = match key.get_value::<Counter>(&LC_TYPE).map_err(wrong_type)? {
         Some(counter) => {
-            let changed = add_items(counter, items)?;
+            let changed = modify(counter, |c| add_items(c, items))?;
             if changed > 0 {
                 ctx.replicate_verbatim();
                 notify(ctx, "lc.add", key_name);
@@ -96,7 +115,7 @@ pub fn add(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
             let mut counter =
                 Counter::reserve(rate, capacity, memory_limit(ctx)).map_err(core_error)?;
             let changed = add_items(&mut counter, items)?;
-            key.set_value(&LC_TYPE, counter)?;
+            store(&key, counter)?;
             // f64's Display is the shortest text that parses back to the same value.
             let (rate, capacity) = (rate.to_string(), capacity.to_string());
             let reserve: [&[u8]; 3] = [key_name.as_slice(), rate.as_bytes(), capacity.as_bytes()];
@@ -173,11 +192,13 @@ pub fn merge(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
             for source in &sources {
                 dest.check_absorbable(source).map_err(core_error)?;
             }
-            let mut changed = false;
-            for source in &sources {
-                changed |= dest.absorb(source).map_err(core_error)?;
-            }
-            changed
+            modify(dest, |dest| {
+                let mut changed = false;
+                for source in &sources {
+                    changed |= dest.absorb(source).map_err(core_error)?;
+                }
+                Ok::<_, RedisError>(changed)
+            })?
         }
         None => {
             let Some(mut union) = Counter::empty_for_union(&sources) else {
@@ -186,7 +207,7 @@ pub fn merge(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
             for source in &sources {
                 union.absorb(source).map_err(core_error)?;
             }
-            dest_key.set_value(&LC_TYPE, union)?;
+            store(&dest_key, union)?;
             true
         }
     };
@@ -234,9 +255,14 @@ pub fn info(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
 /// `LC.LOADCHUNK key payload` — internal: recreates a counter from its encoding (`codec.rs`),
 /// as emitted by AOF rewrite. The key must not exist (`ERR item exists`); the payload is
 /// validated in full and limited by `max-memory-per-key`.
+///
+/// `LC.LOADCHUNK key iterator piece` — internal: a piece of a large counter's bitmap, after
+/// its shell (codec.rs, "Chunked form"); iterator = 1 + the byte offset where the piece ends.
 pub fn loadchunk(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
-    let [_, key_name, payload] = &args[..] else {
-        return Err(RedisError::WrongArity);
+    let (key_name, payload) = match &args[..] {
+        [_, key_name, payload] => (key_name, payload),
+        [_, key_name, iterator, piece] => return load_piece(ctx, key_name, iterator, piece),
+        _ => return Err(RedisError::WrongArity),
     };
     let key = ctx.open_key_writable(key_name);
     if key
@@ -248,7 +274,32 @@ pub fn loadchunk(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     }
     let counter = codec::decode(payload.as_slice(), memory_limit(ctx))
         .map_err(|e| RedisError::String(format!("ERR invalid counter encoding: {e}")))?;
-    key.set_value(&LC_TYPE, counter)?;
+    store(&key, counter)?;
+    ctx.replicate_verbatim();
+    notify(ctx, "lc.loadchunk", key_name);
+    OK
+}
+
+fn load_piece(
+    ctx: &Context,
+    key_name: &RedisString,
+    iterator: &RedisString,
+    piece: &RedisString,
+) -> RedisResult {
+    let iterator = parse_in_range(iterator, 1, i64::MAX, "ERR invalid chunk iterator")? as u64;
+    let piece = piece.as_slice();
+    let offset = (iterator - 1)
+        .checked_sub(piece.len() as u64)
+        .ok_or(RedisError::Str(
+            "ERR invalid chunk: iterator and length do not match",
+        ))?;
+    let key = ctx.open_key_writable(key_name);
+    let counter = key
+        .get_value::<Counter>(&LC_TYPE)
+        .map_err(wrong_type)?
+        .ok_or(RedisError::Str("ERR not found"))?;
+    codec::write_dense(counter, offset, piece)
+        .map_err(|e| RedisError::String(format!("ERR invalid chunk: {e}")))?;
     ctx.replicate_verbatim();
     notify(ctx, "lc.loadchunk", key_name);
     OK

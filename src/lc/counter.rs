@@ -300,6 +300,24 @@ impl Counter {
             }
     }
 
+    /// Overwrites the bitmap from byte `offset` on (bit 8·i + j is bit j of byte i) and keeps
+    /// the count of zeros; `codec::write_dense` has checked the range and the padding bits.
+    /// Does nothing in exact mode.
+    pub(crate) fn write_bitmap_bytes(&mut self, offset: usize, bytes: &[u8]) {
+        let State::Bitmap { bits, zeros } = &mut self.state else {
+            return;
+        };
+        let words = bits.as_raw_mut_slice();
+        for (i, &new) in bytes.iter().enumerate() {
+            let at = offset + i;
+            let (word, shift) = (&mut words[at / 8], (at % 8) * 8);
+            let old = (*word >> shift) as u8;
+            // The byte's zeros are part of `zeros`, so this cannot underflow.
+            *zeros = *zeros + u64::from(old.count_ones()) - u64::from(new.count_ones());
+            *word = (*word & !(0xff << shift)) | (u64::from(new) << shift);
+        }
+    }
+
     /// Adds one item; true if it changed the counter.
     pub fn add(&mut self, item: &[u8]) -> Result<bool, LcError> {
         self.add_hash(hash_item(item).h1)

@@ -2,15 +2,20 @@
 //!
 //! RDB: encoding version 1 of the type is one string buffer holding `codec::encode` (itself
 //! versioned, see `codec.rs`). `DEBUG DIGEST-VALUE` digests the same bytes, so two counters have
-//! equal digests exactly when they are equal. AOF rewrite emits `LC.LOADCHUNK key <encoding>`.
+//! equal digests exactly when they are equal. AOF rewrite emits `LC.LOADCHUNK key <encoding>`, or
+//! for an encoding over `codec::CHUNK_BYTES` the shell and the bitmap in pieces (codec.rs,
+//! "Chunked form"), so no argument nears `proto-max-bulk-len`. `free_effort` lets Redis free
+//! large counters on its lazy-free thread; values created and freed here are counted in
+//! `INFO lcbloom` (`stats.rs`).
 //! Every callback body runs inside `ffi::guard_callback`: a bug rejects the value (or skips the
 //! work) and logs, instead of aborting the server.
 
 use super::codec;
 use super::counter::Counter;
-use crate::config::{memory_limit, note_loaded_size};
-use crate::ffi::{guard_callback, log_warning};
-use redis_module::{native_types::RedisType, raw, Context};
+use crate::config::{load_memory_limit, note_loaded_size};
+use crate::ffi::{free_effort, guard_callback, log_warning};
+use crate::stats;
+use redis_module::{native_types::RedisType, raw};
 use std::os::raw::{c_char, c_int, c_void};
 use std::ptr::null_mut;
 
@@ -32,7 +37,7 @@ pub static LC_TYPE: RedisType = RedisType::new(
         aux_save: None,
         aux_save2: None,
         aux_save_triggers: 0,
-        free_effort: None,
+        free_effort: Some(effort),
         unlink: None,
         copy: Some(copy),
         defrag: None,
@@ -64,12 +69,10 @@ unsafe extern "C" fn rdb_load(rdb: *mut raw::RedisModuleIO, encver: c_int) -> *m
             return null_mut();
         }
         // `max-memory-per-key` binds RESTORE, not the server's own files (config::memory_limit).
-        let limit = memory_limit(&Context::new(raw::RedisModule_GetContextFromIO.unwrap()(
-            rdb,
-        )));
-        match codec::decode(buffer.as_ref(), limit) {
+        match codec::decode(buffer.as_ref(), load_memory_limit(rdb)) {
             Ok(counter) => {
                 note_loaded_size("linear counter", counter.memory_usage() as u64);
+                stats::LC.created(counter.memory_usage() as u64);
                 Box::into_raw(Box::new(counter)).cast()
             }
             Err(e) => {
@@ -92,23 +95,44 @@ unsafe extern "C" fn aof_rewrite(
     value: *mut c_void,
 ) {
     guard_callback("LC aof_rewrite", (), || {
-        let bytes = codec::encode(counter(value));
-        if let Some(emit) = raw::RedisModule_EmitAOF {
-            emit(
-                aof,
-                c"LC.LOADCHUNK".as_ptr(),
-                c"sb".as_ptr(),
-                key,
-                bytes.as_ptr().cast::<c_char>(),
-                bytes.len(),
-            );
-        }
+        let Some(emit) = raw::RedisModule_EmitAOF else {
+            return;
+        };
+        codec::aof_parts(counter(value), codec::CHUNK_BYTES, |iterator, bytes| {
+            let (data, len) = (bytes.as_ptr().cast::<c_char>(), bytes.len());
+            match iterator {
+                None => emit(
+                    aof,
+                    c"LC.LOADCHUNK".as_ptr(),
+                    c"sb".as_ptr(),
+                    key,
+                    data,
+                    len,
+                ),
+                Some(it) => emit(
+                    aof,
+                    c"LC.LOADCHUNK".as_ptr(),
+                    c"slb".as_ptr(),
+                    key,
+                    it as std::os::raw::c_longlong,
+                    data,
+                    len,
+                ),
+            }
+        });
     })
 }
 
 unsafe extern "C" fn free(value: *mut c_void) {
     guard_callback("LC free", (), || {
-        drop(Box::from_raw(value.cast::<Counter>()));
+        let counter = Box::from_raw(value.cast::<Counter>());
+        stats::LC.freed(counter.memory_usage() as u64);
+    })
+}
+
+unsafe extern "C" fn effort(_key: *mut raw::RedisModuleString, value: *const c_void) -> usize {
+    guard_callback("LC free_effort", 0, || {
+        free_effort(counter(value).memory_usage() as u64)
     })
 }
 
@@ -135,6 +159,8 @@ unsafe extern "C" fn copy(
     value: *const c_void,
 ) -> *mut c_void {
     guard_callback("LC copy", null_mut(), || {
-        Box::into_raw(Box::new(counter(value).clone())).cast()
+        let copy = counter(value).clone();
+        stats::LC.created(copy.memory_usage() as u64);
+        Box::into_raw(Box::new(copy)).cast()
     })
 }

@@ -1,0 +1,83 @@
+//! The `INFO lcbloom` section: how many Bloom filters and linear counters the server holds and
+//! the bytes they take (the sum of what `MEMORY USAGE` reports for their values).
+//!
+//! Counting keys would mean a scan, so the numbers are kept up to date as values come and go:
+//! the type callbacks count values created by RDB load, `RESTORE` and `COPY` and uncount every
+//! freed value (`DEL`, `FLUSHALL`, expiry, `RESTORE REPLACE`, a reload), and the commands count
+//! the values they create and the bytes their writes add (a filter scaling out, a counter's
+//! exact set growing or switching to its bitmap). Every change of a value's size is counted
+//! where it happens, so what `free` subtracts (the value's size then) is exactly what was
+//! added for it. Atomics, because `free` runs on the lazy-free thread for large values (see
+//! `free_effort` in the datatypes).
+//!
+//! Fields (Redis prefixes each with the module name): `lcbloom_bf_keys`, `lcbloom_bf_bytes`,
+//! `lcbloom_lc_keys`, `lcbloom_lc_bytes`.
+
+use crate::ffi::guard_callback;
+use redis_module::{raw, InfoContext};
+use std::os::raw::c_int;
+use std::sync::atomic::{AtomicI64, Ordering};
+
+/// Values of one type and their bytes.
+pub struct Tally {
+    keys: AtomicI64,
+    bytes: AtomicI64,
+}
+
+pub static BLOOM: Tally = Tally::new();
+pub static LC: Tally = Tally::new();
+
+impl Tally {
+    const fn new() -> Self {
+        Self {
+            keys: AtomicI64::new(0),
+            bytes: AtomicI64::new(0),
+        }
+    }
+
+    /// A value of `bytes` now belongs to the keyspace.
+    pub fn created(&self, bytes: u64) {
+        self.keys.fetch_add(1, Ordering::Relaxed);
+        self.bytes.fetch_add(bytes as i64, Ordering::Relaxed);
+    }
+
+    /// A value of `bytes` was freed.
+    pub fn freed(&self, bytes: u64) {
+        self.keys.fetch_sub(1, Ordering::Relaxed);
+        self.bytes.fetch_sub(bytes as i64, Ordering::Relaxed);
+    }
+
+    /// A value grew (or shrank) from `before` to `after` bytes.
+    pub fn resized(&self, before: u64, after: u64) {
+        if before != after {
+            self.bytes
+                .fetch_add(after as i64 - before as i64, Ordering::Relaxed);
+        }
+    }
+
+    fn keys(&self) -> i64 {
+        self.keys.load(Ordering::Relaxed)
+    }
+
+    fn bytes(&self) -> i64 {
+        self.bytes.load(Ordering::Relaxed)
+    }
+}
+
+/// The module's INFO callback (registered in `lib.rs`'s init, replacing the crate's default,
+/// whose crash-report fields it keeps).
+pub extern "C" fn info(ctx: *mut raw::RedisModuleInfoCtx, for_crash_report: c_int) {
+    guard_callback("info", (), || {
+        redis_module::basic_info_command_handler(&InfoContext::new(ctx), for_crash_report != 0);
+        // No name: the section is called after the module, `INFO lcbloom`.
+        raw::add_info_section(ctx, None);
+        for (name, value) in [
+            ("bf_keys", BLOOM.keys()),
+            ("bf_bytes", BLOOM.bytes()),
+            ("lc_keys", LC.keys()),
+            ("lc_bytes", LC.bytes()),
+        ] {
+            raw::add_info_field_long_long(ctx, name, value);
+        }
+    })
+}

@@ -1,0 +1,211 @@
+//! Redis Cluster: three masters on loopback. Every command declares its keys, so a cluster
+//! client routes them, a key on the wrong node answers MOVED, multi-key LC.COUNT/LC.MERGE across
+//! slots answer CROSSSLOT, and hash-tagged unions work.
+mod common;
+mod ops_util;
+use common::*;
+use ops_util::*;
+use redis::Value;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+fn start_cluster() -> Vec<Server> {
+    let nodes: Vec<Server> = (0..3)
+        .map(|_| {
+            Server::builder()
+                .arg("cluster-enabled", "yes")
+                .arg("cluster-config-file", "nodes.conf")
+                .arg("cluster-node-timeout", "5000")
+                .start()
+        })
+        .collect();
+    let out = Command::new("redis-cli")
+        .arg("--cluster")
+        .arg("create")
+        .args(nodes.iter().map(|n| format!("127.0.0.1:{}", n.port)))
+        .args(["--cluster-replicas", "0", "--cluster-yes"])
+        .output()
+        .expect("redis-cli");
+    assert!(
+        out.status.success(),
+        "redis-cli --cluster create: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let start = Instant::now();
+    for node in &nodes {
+        let mut c = node.conn();
+        loop {
+            let info: String = redis::cmd("CLUSTER").arg("INFO").query(&mut c).unwrap();
+            if info.contains("cluster_state:ok") && info.contains("cluster_known_nodes:3") {
+                break;
+            }
+            assert!(start.elapsed() < Duration::from_secs(60), "{info}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+    nodes
+}
+
+fn slot(c: &mut redis::Connection, key: &str) -> i64 {
+    redis::cmd("CLUSTER")
+        .arg("KEYSLOT")
+        .arg(key)
+        .query(c)
+        .unwrap()
+}
+
+#[test]
+fn three_masters_route_refuse_cross_slot_and_union_hash_tags() {
+    let nodes = start_cluster();
+    let client =
+        redis::cluster::ClusterClient::new(nodes.iter().map(|n| n.url()).collect::<Vec<_>>())
+            .unwrap();
+    let mut cc = client.get_connection().unwrap();
+
+    // Commands of both types on keys all over the slot space, through the cluster client.
+    for i in 0..60 {
+        let bf = format!("bf:{i}");
+        let lc = format!("lc:{i}");
+        let added: bool = redis::cmd("BF.ADD")
+            .arg(&bf)
+            .arg("x")
+            .query(&mut cc)
+            .unwrap();
+        assert!(added);
+        let _: () = redis::cmd("BF.INSERT")
+            .arg(&bf)
+            .arg(&["ITEMS", "y", "z"])
+            .query(&mut cc)
+            .map(|_: Value| ())
+            .unwrap();
+        let exists: Vec<bool> = redis::cmd("BF.MEXISTS")
+            .arg(&bf)
+            .arg(&["x", "y", "w"])
+            .query(&mut cc)
+            .unwrap();
+        assert_eq!(exists, [true, true, false]);
+        let _: i64 = redis::cmd("LC.ADD")
+            .arg(&lc)
+            .arg(&["a", "b"])
+            .query(&mut cc)
+            .unwrap();
+        let n: i64 = redis::cmd("LC.COUNT").arg(&lc).query(&mut cc).unwrap();
+        assert_eq!(n, 2);
+    }
+    for node in &nodes {
+        let keys: i64 = redis::cmd("DBSIZE").query(&mut node.conn()).unwrap();
+        assert!(keys > 10, "node {} holds {keys} keys", node.port);
+    }
+
+    // MOVED from the nodes that do not own a key.
+    let mut c0 = nodes[0].conn();
+    let key_slot = slot(&mut c0, "bf:0");
+    let mut moved = 0;
+    for node in &nodes {
+        let mut c = node.conn();
+        for cmd in [
+            &["BF.EXISTS", "bf:0", "x"][..],
+            &["BF.ADD", "bf:0", "q"],
+            &["LC.COUNT", "lc:0"],
+        ] {
+            let mut command = redis::cmd(cmd[0]);
+            for a in &cmd[1..] {
+                command.arg(*a);
+            }
+            match command.query::<Value>(&mut c) {
+                Ok(_) => {}
+                Err(e) => {
+                    let text = err_text::<()>(Err(e));
+                    assert!(text.starts_with("MOVED"), "{text}");
+                    if cmd[1] == "bf:0" {
+                        assert!(text.contains(&key_slot.to_string()), "{text}");
+                    }
+                    moved += 1;
+                }
+            }
+        }
+    }
+    assert_eq!(moved, 6, "two of three nodes answer MOVED for each key");
+
+    // Multi-key commands across slots: CROSSSLOT, from any node and through the client.
+    let (a, b) = ("lc:1", "lc:2");
+    assert_ne!(slot(&mut c0, a), slot(&mut c0, b));
+    for node in &nodes {
+        let mut c = node.conn();
+        for cmd in [&["LC.COUNT", a, b][..], &["LC.MERGE", "lc:dest", a, b]] {
+            let mut command = redis::cmd(cmd[0]);
+            for k in &cmd[1..] {
+                command.arg(*k);
+            }
+            let text = err_text(command.query::<Value>(&mut c));
+            assert!(text.starts_with("CROSSSLOT"), "{text}");
+        }
+    }
+    let through_client = redis::cmd("LC.COUNT").arg(&[a, b]).query::<i64>(&mut cc);
+    assert!(through_client.is_err(), "{through_client:?}");
+
+    // Hash tags put the keys of a union in one slot.
+    for (key, prefix) in [("{user42}:mon", "m"), ("{user42}:tue", "t")] {
+        add_many_cluster(&mut cc, key, prefix);
+    }
+    let union: i64 = redis::cmd("LC.COUNT")
+        .arg(&["{user42}:mon", "{user42}:tue"])
+        .query(&mut cc)
+        .unwrap();
+    assert_eq!(union, 150);
+    let _: () = redis::cmd("LC.MERGE")
+        .arg(&["{user42}:week", "{user42}:mon", "{user42}:tue"])
+        .query(&mut cc)
+        .unwrap();
+    let week: i64 = redis::cmd("LC.COUNT")
+        .arg("{user42}:week")
+        .query(&mut cc)
+        .unwrap();
+    assert_eq!(week, 150);
+}
+
+/// 100 items per key, 50 shared between the two keys of the union.
+fn add_many_cluster(cc: &mut redis::cluster::ClusterConnection, key: &str, prefix: &str) {
+    let shared = items("shared", 50);
+    let own = items(prefix, 50);
+    let _: i64 = redis::cmd("LC.ADD")
+        .arg(key)
+        .arg(shared)
+        .arg(own)
+        .query(cc)
+        .unwrap();
+}
+
+#[test]
+fn command_getkeys_names_the_keys_of_every_command() {
+    let server = Server::start();
+    let mut c = server.conn();
+    let cases: &[(&[&str], &[&str])] = &[
+        (&["BF.RESERVE", "k", "0.01", "100"], &["k"]),
+        (&["BF.ADD", "k", "i"], &["k"]),
+        (&["BF.MADD", "k", "i", "j"], &["k"]),
+        (&["BF.INSERT", "k", "ITEMS", "i"], &["k"]),
+        (&["BF.EXISTS", "k", "i"], &["k"]),
+        (&["BF.MEXISTS", "k", "i", "j"], &["k"]),
+        (&["BF.INFO", "k"], &["k"]),
+        (&["BF.CARD", "k"], &["k"]),
+        (&["BF.SCANDUMP", "k", "0"], &["k"]),
+        (&["BF.LOADCHUNK", "k", "1", "x"], &["k"]),
+        (&["LC.RESERVE", "k", "0.01", "100"], &["k"]),
+        (&["LC.ADD", "k", "i", "j"], &["k"]),
+        (&["LC.COUNT", "a", "b", "c"], &["a", "b", "c"]),
+        (&["LC.MERGE", "d", "a", "b"], &["d", "a", "b"]),
+        (&["LC.INFO", "k"], &["k"]),
+        (&["LC.LOADCHUNK", "k", "x"], &["k"]),
+        (&["LC.LOADCHUNK", "k", "2", "x"], &["k"]),
+    ];
+    for (command, keys) in cases {
+        let got: Vec<String> = redis::cmd("COMMAND")
+            .arg("GETKEYS")
+            .arg(*command)
+            .query(&mut c)
+            .unwrap();
+        assert_eq!(got, *keys, "{command:?}");
+    }
+}

@@ -1,0 +1,298 @@
+//! `INFO lcbloom` follows every way values come and go (create, scale, mode switch, COPY,
+//! RESTORE, reload, DEL, UNLINK on the lazy-free thread, expiry, FLUSHALL) and returns to 0;
+//! every write fires its documented keyspace event.
+mod common;
+use common::*;
+use redis::{Connection, Value};
+use std::time::{Duration, Instant};
+
+fn ok(c: &mut Connection, args: &[&str]) -> Value {
+    let mut cmd = redis::cmd(args[0]);
+    for a in &args[1..] {
+        cmd.arg(*a);
+    }
+    cmd.query(c).unwrap_or_else(|e| panic!("{args:?}: {e}"))
+}
+
+/// `[bf_keys, bf_bytes, lc_keys, lc_bytes]` from `INFO lcbloom`.
+fn tally(c: &mut Connection) -> [i64; 4] {
+    let info: String = redis::cmd("INFO").arg("lcbloom").query(c).unwrap();
+    assert!(info.contains("# lcbloom"), "{info}");
+    let field = |name: &str| -> i64 {
+        let prefix = format!("lcbloom_{name}:");
+        info.lines()
+            .find_map(|l| l.strip_prefix(prefix.as_str()))
+            .unwrap_or_else(|| panic!("no {name} in {info}"))
+            .trim()
+            .parse()
+            .unwrap()
+    };
+    [
+        field("bf_keys"),
+        field("bf_bytes"),
+        field("lc_keys"),
+        field("lc_bytes"),
+    ]
+}
+
+/// The same numbers computed from the keyspace: every key's type and `BF.INFO`/`LC.INFO` size.
+fn expected(c: &mut Connection) -> [i64; 4] {
+    let keys: Vec<String> = redis::cmd("KEYS").arg("*").query(c).unwrap();
+    let mut out = [0; 4];
+    for key in keys {
+        let kind: String = redis::cmd("TYPE").arg(&key).query(c).unwrap();
+        let (slot, size) = match kind.as_str() {
+            "lcbloomBF" => {
+                let size: Vec<i64> = redis::cmd("BF.INFO")
+                    .arg(&key)
+                    .arg("SIZE")
+                    .query(c)
+                    .unwrap();
+                (0, size[0])
+            }
+            "lcbloomLC" => {
+                let info: Vec<Value> = redis::cmd("LC.INFO").arg(&key).query(c).unwrap();
+                let Value::Int(size) = info[5] else {
+                    panic!("{info:?}")
+                };
+                (2, size)
+            }
+            _ => continue,
+        };
+        out[slot] += 1;
+        out[slot + 1] += size;
+    }
+    out
+}
+
+/// Waits (values freed on the lazy-free thread or by active expiry arrive a little later) until
+/// `INFO lcbloom` matches the keyspace, and returns it.
+fn settled(c: &mut Connection) -> [i64; 4] {
+    let start = Instant::now();
+    loop {
+        let (now, want) = (tally(c), expected(c));
+        if now == want {
+            return now;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "INFO lcbloom {now:?}, keyspace {want:?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn lc_add(c: &mut Connection, key: &str, prefix: &str, n: u32) {
+    let items: Vec<String> = (0..n).map(|i| format!("{prefix}{i}")).collect();
+    for chunk in items.chunks(5_000) {
+        let _: i64 = redis::cmd("LC.ADD").arg(key).arg(chunk).query(c).unwrap();
+    }
+}
+
+fn bf_add(c: &mut Connection, key: &str, prefix: &str, n: u32) {
+    let items: Vec<String> = (0..n).map(|i| format!("{prefix}{i}")).collect();
+    for chunk in items.chunks(5_000) {
+        let _: Value = redis::cmd("BF.MADD").arg(key).arg(chunk).query(c).unwrap();
+    }
+}
+
+#[test]
+fn info_counts_values_and_bytes_up_and_back_to_zero() {
+    let server = Server::start();
+    let mut c = server.conn();
+    assert_eq!(tally(&mut c), [0; 4]);
+    // INFO without a section leaves ours out; INFO everything has it.
+    let default: String = redis::cmd("INFO").query(&mut c).unwrap();
+    assert!(!default.contains("lcbloom_bf_keys"));
+    let everything: String = redis::cmd("INFO").arg("everything").query(&mut c).unwrap();
+    assert!(everything.contains("lcbloom_bf_keys:0"));
+
+    ok(
+        &mut c,
+        &["BF.RESERVE", "fixed", "0.01", "1000", "NONSCALING"],
+    );
+    ok(&mut c, &["BF.ADD", "scaling", "a"]);
+    let one_filter = settled(&mut c);
+    assert_eq!(one_filter[0], 2);
+    // 100 → 200 → 400 ... : scaling out adds bytes.
+    bf_add(&mut c, "scaling", "s", 3_000);
+    let scaled = settled(&mut c);
+    assert!(scaled[1] > one_filter[1], "{scaled:?} {one_filter:?}");
+    ok(
+        &mut c,
+        &["BF.INSERT", "ins", "CAPACITY", "50", "ITEMS", "x", "y"],
+    );
+
+    ok(&mut c, &["LC.RESERVE", "big", "0.01", "10000000"]);
+    lc_add(&mut c, "exact", "e", 100);
+    let exact = settled(&mut c);
+    // Growing the exact set, then switching to the bitmap, add bytes.
+    lc_add(&mut c, "exact", "f", 200);
+    lc_add(&mut c, "exact", "g", 5_000);
+    let bitmap = settled(&mut c);
+    assert!(bitmap[3] > exact[3], "{bitmap:?} {exact:?}");
+    lc_add(&mut c, "big", "b", 20_000); // a 137 KB bitmap
+    ok(&mut c, &["LC.RESERVE", "big2", "0.01", "10000000"]);
+    lc_add(&mut c, "big2", "c", 100);
+    let before_merge = settled(&mut c);
+    // Merging a bitmap into an exact counter switches it to its bitmap.
+    ok(&mut c, &["LC.MERGE", "big2", "big"]);
+    assert!(settled(&mut c)[3] > before_merge[3]);
+    ok(&mut c, &["LC.MERGE", "union", "big", "big2"]);
+    let encoding: Vec<u8> = redis::cmd("DUMP").arg("exact").query(&mut c).unwrap();
+    let _: () = redis::cmd("RESTORE")
+        .arg("restored2")
+        .arg(0)
+        .arg(&encoding)
+        .query(&mut c)
+        .unwrap();
+    ok(&mut c, &["COPY", "scaling", "scaling:copy"]);
+    ok(&mut c, &["COPY", "big", "big:copy"]);
+    ok(&mut c, &["COPY", "fixed", "scaling:copy", "REPLACE"]);
+    let all = settled(&mut c);
+    assert_eq!((all[0], all[2]), (4, 6), "{all:?}");
+
+    ok(&mut c, &["DEBUG", "RELOAD"]);
+    assert_eq!(settled(&mut c), all, "DEBUG RELOAD");
+
+    ok(&mut c, &["DEL", "fixed", "exact"]);
+    // Above the lazy-free threshold: freed on the background thread.
+    ok(&mut c, &["UNLINK", "big"]);
+    ok(&mut c, &["PEXPIRE", "union", "1"]);
+    ok(&mut c, &["SET", "plain", "string"]);
+    // KEYS hides an expired key without deleting it; active expiry frees it soon after.
+    while !redis::cmd("KEYS")
+        .arg("union")
+        .query::<Vec<String>>(&mut c)
+        .unwrap()
+        .is_empty()
+    {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let fewer = settled(&mut c);
+    assert_eq!((fewer[0], fewer[2]), (3, 3), "{fewer:?}");
+    ok(&mut c, &["FLUSHALL", "ASYNC"]);
+    assert_eq!(settled(&mut c), [0; 4]);
+
+    lc_add(&mut c, "again", "a", 10);
+    bf_add(&mut c, "again2", "a", 10);
+    assert_ne!(settled(&mut c), [0; 4]);
+    ok(&mut c, &["FLUSHALL"]);
+    assert_eq!(tally(&mut c), [0; 4]);
+}
+
+#[test]
+fn large_values_are_freed_in_the_background() {
+    let server = Server::builder()
+        .arg("lazyfree-lazy-user-del", "yes")
+        .start();
+    let mut c = server.conn();
+    // 64 MB filter: freeing it synchronously would stall the server for a while.
+    ok(&mut c, &["BF.RESERVE", "huge", "0.0001", "30000000"]);
+    ok(&mut c, &["LC.RESERVE", "small", "0.01", "1000"]);
+    let before: String = redis::cmd("INFO").arg("memory").query(&mut c).unwrap();
+    let freed_before = lazyfreed(&before);
+    ok(&mut c, &["DEL", "huge", "small"]);
+    assert_eq!(settled(&mut c), [0; 4]);
+    // The lazy-free thread counts a value just after freeing it.
+    let start = Instant::now();
+    let after = loop {
+        let info: String = redis::cmd("INFO").arg("memory").query(&mut c).unwrap();
+        if info.contains("lazyfree_pending_objects:0") && lazyfreed(&info) > freed_before {
+            break info;
+        }
+        assert!(start.elapsed() < Duration::from_secs(20), "{info}");
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    // Only the large value went to the lazy-free thread.
+    assert_eq!(lazyfreed(&after) - freed_before, 1, "{after}");
+}
+
+fn lazyfreed(info: &str) -> i64 {
+    info.lines()
+        .find_map(|l| l.strip_prefix("lazyfreed_objects:"))
+        .map(|v| v.trim().parse().unwrap())
+        .unwrap_or_else(|| panic!("no lazyfreed_objects in {info}"))
+}
+
+#[test]
+fn every_write_fires_its_keyspace_event() {
+    let server = Server::start();
+    let mut c = server.conn();
+    // K: keyspace channel, E: keyevent channel, A: every class, including d (module types).
+    ok(&mut c, &["CONFIG", "SET", "notify-keyspace-events", "KEA"]);
+    let mut sub = server.conn();
+    let mut pubsub = sub.as_pubsub();
+    pubsub.psubscribe("__keyevent@0__:*").unwrap();
+    pubsub.psubscribe("__keyspace@0__:*").unwrap();
+    pubsub
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+
+    ok(&mut c, &["BF.RESERVE", "bf", "0.01", "100"]);
+    ok(&mut c, &["BF.ADD", "bf", "a"]);
+    ok(&mut c, &["BF.MADD", "bf", "b", "c"]);
+    ok(&mut c, &["BF.INSERT", "bf", "ITEMS", "d"]);
+    let (_, header): (i64, Vec<u8>) = redis::cmd("BF.SCANDUMP")
+        .arg("bf")
+        .arg(0)
+        .query(&mut c)
+        .unwrap();
+    let _: () = redis::cmd("BF.LOADCHUNK")
+        .arg("bf2")
+        .arg(1)
+        .arg(header)
+        .query(&mut c)
+        .unwrap();
+    ok(&mut c, &["LC.RESERVE", "lc", "0.01", "100"]);
+    ok(&mut c, &["LC.ADD", "lc", "a"]);
+    ok(&mut c, &["LC.ADD", "lc2", "b"]);
+    ok(&mut c, &["LC.MERGE", "lc", "lc2"]);
+    // An empty counter's encoding (see src/lc/codec.rs): version, scheme, kind 0 (exact),
+    // capacity 100, error rate 0.5, m = 64, no hashes.
+    let mut encoding = vec![1u8, 1, 0, 100];
+    encoding.extend(0.5f64.to_le_bytes());
+    encoding.extend([64, 0]);
+    let _: () = redis::cmd("LC.LOADCHUNK")
+        .arg("lc3")
+        .arg(encoding)
+        .query(&mut c)
+        .unwrap();
+    ok(&mut c, &["BF.ADD", "bf", "a"]); // changes nothing: no event
+    ok(&mut c, &["LC.ADD", "lc", "a"]); // likewise
+    ok(&mut c, &["SET", "end", "x"]);
+
+    let mut events = Vec::new();
+    let mut keyspace = Vec::new();
+    loop {
+        let msg = pubsub.get_message().unwrap();
+        let channel = msg.get_channel_name().to_string();
+        let payload: String = msg.get_payload().unwrap();
+        if let Some(event) = channel.strip_prefix("__keyevent@0__:") {
+            if event == "set" {
+                break;
+            }
+            events.push((event.to_string(), payload));
+        } else if let Some(key) = channel.strip_prefix("__keyspace@0__:") {
+            keyspace.push((payload, key.to_string()));
+        }
+    }
+    let expected: Vec<(String, String)> = [
+        ("bf.reserve", "bf"),
+        ("bf.add", "bf"),
+        ("bf.madd", "bf"),
+        ("bf.insert", "bf"),
+        ("bf.loadchunk", "bf2"),
+        ("lc.reserve", "lc"),
+        ("lc.add", "lc"),
+        ("lc.add", "lc2"),
+        ("lc.merge", "lc"),
+        ("lc.loadchunk", "lc3"),
+    ]
+    .iter()
+    .map(|(e, k)| (e.to_string(), k.to_string()))
+    .collect();
+    assert_eq!(events, expected);
+    // Every event also reached the key's own channel (K), in the same order.
+    assert_eq!(keyspace[..expected.len()], expected[..]);
+}

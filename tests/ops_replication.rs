@@ -1,0 +1,99 @@
+//! Replication: a replica loaded with other module defaults and a lower max-memory-per-key
+//! ends up with byte-identical values (full sync and the command stream), and refuses writes.
+mod common;
+mod ops_util;
+use common::*;
+use ops_util::*;
+
+#[test]
+fn replica_with_other_defaults_holds_identical_values_and_refuses_writes() {
+    let master = Server::start();
+    let mut replica_builder = Server::builder();
+    for (name, value) in OTHER_DEFAULTS {
+        replica_builder = replica_builder.module_arg(name, value);
+    }
+    let replica = replica_builder.start();
+    let mut m = master.conn();
+    // Some values before the replica attaches: they arrive by full sync (RDB), large ones too.
+    ok(&mut m, &["BF.RESERVE", "synced:large", "0.001", "2000000"]);
+    ok(&mut m, &["LC.RESERVE", "synced:lc", "0.001", "20000000"]);
+    add_many(&mut m, "LC.ADD", "synced:lc", "s", 10_000);
+    attach_replica(&master, &replica);
+    // The rest through the command stream.
+    mixed_workload(&mut m);
+    let acked: i64 = redis::cmd("WAIT").arg(1).arg(5000).query(&mut m).unwrap();
+    assert_eq!(acked, 1);
+
+    let mut r = replica.conn();
+    let on_master = digests(&mut m);
+    assert_eq!(on_master.len(), 16, "{on_master:?}");
+    assert_eq!(digests(&mut r), on_master);
+    assert_eq!(info_lcbloom(&mut r)[0], info_lcbloom(&mut m)[0]);
+    assert_eq!(info_lcbloom(&mut r)[2], info_lcbloom(&mut m)[2]);
+
+    for write in [
+        &["BF.RESERVE", "new", "0.01", "10"][..],
+        &["BF.ADD", "bf:add", "z"],
+        &["BF.MADD", "bf:add", "z"],
+        &["BF.INSERT", "bf:add", "ITEMS", "z"],
+        &["BF.LOADCHUNK", "new", "1", "x"],
+        &["LC.RESERVE", "new", "0.01", "10"],
+        &["LC.ADD", "lc:add", "z"],
+        &["LC.MERGE", "lc:add", "lc:bitmap"],
+        &["LC.LOADCHUNK", "new", "x"],
+    ] {
+        let mut cmd = redis::cmd(write[0]);
+        for a in &write[1..] {
+            cmd.arg(*a);
+        }
+        let e = err_text(cmd.query::<redis::Value>(&mut r));
+        assert!(e.starts_with("READONLY"), "{write:?}: {e}");
+    }
+    // Reads work on the replica.
+    let found: bool = redis::cmd("BF.EXISTS")
+        .arg(&["bf:add", "a"])
+        .query(&mut r)
+        .unwrap();
+    assert!(found);
+    assert_eq!(digests(&mut r), on_master);
+}
+
+/// A MADD stopped by the master's max-memory-per-key must stop at the same item on a replica
+/// and in an AOF replay, neither of which applies the limit.
+#[test]
+fn writes_refused_by_the_limit_propagate_only_what_was_done() {
+    let mut master = Server::builder().arg("appendonly", "yes").start();
+    let replica = Server::start();
+    attach_replica(&master, &replica);
+    let mut m = master.conn();
+    ok(&mut m, &["BF.RESERVE", "k", "0.01", "100"]);
+    ok(
+        &mut m,
+        &["BF.INSERT", "fresh", "CAPACITY", "100", "ITEMS", "a"],
+    );
+    ok(
+        &mut m,
+        &["CONFIG", "SET", "lcbloom.max-memory-per-key", "2048"],
+    );
+    for key in ["k", "fresh", "new"] {
+        let mut madd = redis::cmd("BF.MADD");
+        madd.arg(key).arg(items("i", 1_000));
+        // req_command keeps the error inside the array (query would turn it into an Err).
+        let reply = redis::ConnectionLike::req_command(&mut m, &madd).unwrap();
+        let redis::Value::Array(replies) = reply else {
+            panic!("{reply:?}")
+        };
+        let Some(redis::Value::ServerError(e)) = replies.last() else {
+            panic!("{key}: the limit never stopped the MADD: {replies:?}")
+        };
+        assert!(format!("{e:?}").contains("max-memory-per-key"), "{e:?}");
+        assert!(replies.len() > 100, "{key}: {}", replies.len());
+    }
+    let acked: i64 = redis::cmd("WAIT").arg(1).arg(5000).query(&mut m).unwrap();
+    assert_eq!(acked, 1);
+    let on_master = digests(&mut m);
+    assert_eq!(on_master.len(), 3);
+    assert_eq!(digests(&mut replica.conn()), on_master, "replica");
+    master.restart();
+    assert_eq!(digests(&mut master.conn()), on_master, "AOF replay");
+}
