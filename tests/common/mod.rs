@@ -233,19 +233,24 @@ impl Server {
     }
 
     /// Starts the server again on a new port with the same dir, args and module args.
+    /// A running server is shut down cleanly (`SHUTDOWN NOSAVE`: no new RDB, but the AOF is
+    /// flushed, which a SIGKILL does not guarantee with `appendfsync everysec`); a killed one is
+    /// just started again.
     pub fn restart(&mut self) {
+        if self.alive() {
+            self.shutdown("NOSAVE");
+        }
         self.kill();
         self.launch();
     }
 
     /// Restarts with different module arguments (same dir and server args).
     pub fn restart_with_module_args(&mut self, module_args: &[(&str, &str)]) {
-        self.kill();
         self.module_args = module_args
             .iter()
             .flat_map(|(k, v)| [k.to_string(), v.to_string()])
             .collect();
-        self.launch();
+        self.restart();
     }
 }
 
