@@ -23,11 +23,12 @@ use super::datatype::BLOOM_TYPE;
 use crate::args::{is_keyword, parse_f64, parse_i64};
 use crate::config::{bf_defaults, max_memory_per_key, MAX_EXPANSION};
 use crate::ffi::reply_ordered_map;
-use crate::hashing::hash_item;
+use crate::hashing::{hash_item, ItemHash};
 use redis_module::key::{RedisKey, RedisKeyWritable};
 use redis_module::{
     raw, Context, ContextFlags, NotifyEvent, RedisError, RedisResult, RedisString, RedisValue,
 };
+use std::ffi::CStr;
 
 const NOT_FOUND: &str = "ERR not found";
 const ITEM_EXISTS: &str = "ERR item exists";
@@ -129,8 +130,8 @@ fn write_chain(key: &RedisKeyWritable) -> Result<Option<&mut Chain>, RedisError>
         .map_err(|_| RedisError::WrongType)
 }
 
-fn notify(ctx: &Context, event: &str, key: &RedisString) {
-    ctx.notify_keyspace_event(NotifyEvent::MODULE, event, key);
+fn notify(ctx: &Context, event: &CStr, key: &RedisString) {
+    crate::ffi::notify(ctx, NotifyEvent::MODULE, event, key);
 }
 
 /// Replicates `cmd key args...` (a command whose parameters are spelled out).
@@ -197,18 +198,18 @@ pub fn reserve(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let mut options = vec![rate.to_string(), capacity.to_string()];
     options.extend(create.insert_options().split_off(4));
     replicate(ctx, "BF.RESERVE", &args[1], &options, &[]);
-    notify(ctx, "bf.reserve", &args[1]);
+    notify(ctx, c"bf.reserve", &args[1]);
     Ok(RedisValue::SimpleStringStatic("OK"))
 }
 
 /// `BF.ADD key item`
-pub fn add(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+pub fn add(ctx: &Context, args: &[RedisString]) -> RedisResult {
     if args.len() != 3 {
         return Err(RedisError::WrongArity);
     }
     add_items(
         ctx,
-        "bf.add",
+        c"bf.add",
         &args[1],
         &args[2..],
         Some(Create::defaults()),
@@ -217,13 +218,13 @@ pub fn add(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
 }
 
 /// `BF.MADD key item [item ...]`
-pub fn madd(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+pub fn madd(ctx: &Context, args: &[RedisString]) -> RedisResult {
     if args.len() < 3 {
         return Err(RedisError::WrongArity);
     }
     add_items(
         ctx,
-        "bf.madd",
+        c"bf.madd",
         &args[1],
         &args[2..],
         Some(Create::defaults()),
@@ -303,13 +304,14 @@ pub fn insert(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
             expansion.unwrap_or(defaults.expansion)
         },
     });
-    add_items(ctx, "bf.insert", &args[1], items, create, true)
+    add_items(ctx, c"bf.insert", &args[1], items, create, true)
 }
 
 /// Adds items, creating the key with `create` if it is missing (None: `ERR not found`).
+/// `multi`: reply with an array (MADD, INSERT), else with the one result (ADD).
 fn add_items(
     ctx: &Context,
-    event: &str,
+    event: &CStr,
     name: &RedisString,
     items: &[RedisString],
     create: Option<Create>,
@@ -325,16 +327,47 @@ fn add_items(
             &mut fresh.insert((create, create.build()?)).1
         }
     };
-    let mut results = Vec::with_capacity(items.len());
-    for item in items {
-        let result = chain.add(&hash_item(item.as_slice()), limit);
-        let stop = result.is_err();
-        results.push(result);
-        if stop {
-            break;
-        }
+    let error = |e: super::chain::ChainError| RedisError::String(e.message());
+    if !multi {
+        // BF.ADD: one item, no batch buffers.
+        let result = chain.add(&hash_item(items[0].as_slice()), limit);
+        finish_write(
+            ctx,
+            &key,
+            event,
+            name,
+            items,
+            fresh,
+            matches!(result, Ok(true)),
+        )?;
+        return result.map(RedisValue::Bool).map_err(error);
     }
+    // Hash everything first so that the chain can prefetch ahead of its probes.
+    let hashes: Vec<ItemHash> = items.iter().map(|i| hash_item(i.as_slice())).collect();
+    let mut results = Vec::with_capacity(items.len());
+    chain.add_batch(&hashes, limit, |r| results.push(r));
     let changed = results.iter().any(|r| matches!(r, Ok(true)));
+    finish_write(ctx, &key, event, name, items, fresh, changed)?;
+    raw::reply_with_array(ctx.ctx, results.len() as std::os::raw::c_long);
+    for result in results {
+        match result {
+            Ok(added) => raw::reply_with_bool(ctx.ctx, added.into()),
+            Err(e) => ctx.reply_error_string(&e.message()),
+        };
+    }
+    Ok(RedisValue::NoReply)
+}
+
+/// After an add: stores a freshly created chain, replicates and notifies.
+fn finish_write(
+    ctx: &Context,
+    key: &RedisKeyWritable,
+    event: &CStr,
+    name: &RedisString,
+    items: &[RedisString],
+    fresh: Option<(Create, Chain)>,
+    changed: bool,
+) -> Result<(), RedisError> {
     match fresh {
         Some((create, chain)) => {
             key.set_value(&BLOOM_TYPE, chain)?;
@@ -346,26 +379,11 @@ fn add_items(
     if changed {
         notify(ctx, event, name);
     }
-    if !multi {
-        return match results.pop() {
-            Some(Ok(added)) => Ok(RedisValue::Bool(added)),
-            Some(Err(e)) => Err(RedisError::String(e.message())),
-            None => Err(RedisError::WrongArity),
-        };
-    }
-    raw::reply_with_array(ctx.ctx, results.len() as std::os::raw::c_long);
-    for result in results {
-        ctx.reply(
-            result
-                .map(RedisValue::Bool)
-                .map_err(|e| RedisError::String(e.message())),
-        );
-    }
-    Ok(RedisValue::NoReply)
+    Ok(())
 }
 
 /// `BF.EXISTS key item`
-pub fn exists(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+pub fn exists(ctx: &Context, args: &[RedisString]) -> RedisResult {
     if args.len() != 3 {
         return Err(RedisError::WrongArity);
     }
@@ -375,20 +393,26 @@ pub fn exists(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
 }
 
 /// `BF.MEXISTS key item [item ...]`
-pub fn mexists(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+pub fn mexists(ctx: &Context, args: &[RedisString]) -> RedisResult {
     if args.len() < 3 {
         return Err(RedisError::WrongArity);
     }
     let key = ctx.open_key(&args[1]);
     let chain = read_chain(&key)?;
-    Ok(RedisValue::Array(
-        args[2..]
-            .iter()
-            .map(|item| {
-                RedisValue::Bool(chain.is_some_and(|c| c.contains(&hash_item(item.as_slice()))))
-            })
-            .collect(),
-    ))
+    let items = &args[2..];
+    raw::reply_with_array(ctx.ctx, items.len() as std::os::raw::c_long);
+    match chain {
+        Some(chain) => {
+            let hashes: Vec<ItemHash> = items.iter().map(|i| hash_item(i.as_slice())).collect();
+            chain.contains_batch(&hashes, |found| {
+                raw::reply_with_bool(ctx.ctx, found.into());
+            });
+        }
+        None => items.iter().for_each(|_| {
+            raw::reply_with_bool(ctx.ctx, 0);
+        }),
+    }
+    Ok(RedisValue::NoReply)
 }
 
 /// `BF.INFO key [CAPACITY|SIZE|FILTERS|ITEMS|EXPANSION]`
@@ -507,6 +531,6 @@ pub fn loadchunk(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         codec::write_data(chain, offset, data).map_err(codec_error)?;
     }
     ctx.replicate_verbatim();
-    notify(ctx, "bf.loadchunk", &args[1]);
+    notify(ctx, c"bf.loadchunk", &args[1]);
     Ok(RedisValue::SimpleStringStatic("OK"))
 }

@@ -19,6 +19,7 @@ use crate::ffi::reply_ordered_map;
 use redis_module::{
     key::RedisKey, Context, NotifyEvent, RedisError, RedisResult, RedisString, RedisValue,
 };
+use std::ffi::CStr;
 
 const OK: RedisResult = Ok(RedisValue::SimpleStringStatic("OK"));
 
@@ -31,8 +32,8 @@ fn core_error(e: LcError) -> RedisError {
     RedisError::String(format!("ERR {e}"))
 }
 
-fn notify(ctx: &Context, event: &str, key: &RedisString) {
-    ctx.notify_keyspace_event(NotifyEvent::MODULE, event, key);
+fn notify(ctx: &Context, event: &CStr, key: &RedisString) {
+    crate::ffi::notify(ctx, NotifyEvent::MODULE, event, key);
 }
 
 /// `LC.RESERVE key error_rate capacity`
@@ -61,7 +62,7 @@ pub fn reserve(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let counter = Counter::reserve(rate, capacity, max_memory_per_key()).map_err(core_error)?;
     key.set_value(&LC_TYPE, counter)?;
     ctx.replicate_verbatim();
-    notify(ctx, "lc.reserve", key_name);
+    notify(ctx, c"lc.reserve", key_name);
     OK
 }
 
@@ -75,7 +76,7 @@ fn add_items(counter: &mut Counter, items: &[RedisString]) -> Result<i64, RedisE
 }
 
 /// `LC.ADD key [item ...]`
-pub fn add(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+pub fn add(ctx: &Context, args: &[RedisString]) -> RedisResult {
     if args.len() < 2 {
         return Err(RedisError::WrongArity);
     }
@@ -86,7 +87,7 @@ pub fn add(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
             let changed = add_items(counter, items)?;
             if changed > 0 {
                 ctx.replicate_verbatim();
-                notify(ctx, "lc.add", key_name);
+                notify(ctx, c"lc.add", key_name);
             }
             changed
         }
@@ -104,7 +105,7 @@ pub fn add(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
                 let add: Vec<&[u8]> = args[1..].iter().map(|a| a.as_slice()).collect();
                 ctx.replicate("LC.ADD", &add[..]);
             }
-            notify(ctx, "lc.add", key_name);
+            notify(ctx, c"lc.add", key_name);
             changed
         }
     };
@@ -123,9 +124,18 @@ fn read_counters(keys: &[RedisKey]) -> Result<Vec<&Counter>, RedisError> {
 }
 
 /// `LC.COUNT key [key ...]`
-pub fn count(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+pub fn count(ctx: &Context, args: &[RedisString]) -> RedisResult {
     if args.len() < 2 {
         return Err(RedisError::WrongArity);
+    }
+    if let [_, name] = args {
+        // One key, the common case: no buffers.
+        let key = ctx.open_key(name);
+        let n = key
+            .get_value::<Counter>(&LC_TYPE)
+            .map_err(wrong_type)?
+            .map_or(0, Counter::count);
+        return Ok(RedisValue::Integer(n as i64));
     }
     let keys: Vec<RedisKey> = args[1..].iter().map(|k| ctx.open_key(k)).collect();
     let counters = read_counters(&keys)?;
@@ -179,7 +189,7 @@ pub fn merge(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     };
     if changed {
         ctx.replicate_verbatim();
-        notify(ctx, "lc.merge", dest_name);
+        notify(ctx, c"lc.merge", dest_name);
     }
     OK
 }
@@ -237,6 +247,6 @@ pub fn loadchunk(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         .map_err(|e| RedisError::String(format!("ERR invalid counter encoding: {e}")))?;
     key.set_value(&LC_TYPE, counter)?;
     ctx.replicate_verbatim();
-    notify(ctx, "lc.loadchunk", key_name);
+    notify(ctx, c"lc.loadchunk", key_name);
     OK
 }
