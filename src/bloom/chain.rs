@@ -217,6 +217,12 @@ impl Chain {
     pub fn add(&mut self, hash: &ItemHash, limit: u64) -> Result<bool, ChainError> {
         // A chain always has at least one filter (new and from_parts guarantee it).
         let (last, older) = self.filters.split_last_mut().expect("a chain has a filter");
+        if !older.is_empty() {
+            // Every sub-filter is looked at, each a cache miss or two in a different array:
+            // start them all at once instead of one after the other.
+            last.prefetch(hash);
+            older.iter().for_each(|f| f.prefetch_probes(hash, 2));
+        }
         // Presence in any older filter first: only then may the last one's bits change.
         if older.iter().rev().any(|f| f.contains(hash)) {
             return Ok(false);

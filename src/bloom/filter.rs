@@ -313,12 +313,19 @@ impl Filter {
     /// prefetches a few items ahead so that the misses of a large filter overlap.
     #[inline]
     pub fn prefetch(&self, hash: &ItemHash) {
+        self.prefetch_probes(hash, self.params.hashes);
+    }
+
+    /// `prefetch` of the first `probes` probes only: a lookup in a filter that does not hold
+    /// the item usually stops after one or two.
+    #[inline]
+    pub fn prefetch_probes(&self, hash: &ItemHash, probes: u32) {
         #[cfg(target_arch = "x86_64")]
         {
             use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
             let m = self.params.bits;
             let words = self.bits.as_raw_slice();
-            for i in 0..self.params.hashes {
+            for i in 0..probes.min(self.params.hashes) {
                 let word = (reduce(hash.probe(i), m) / 64) as usize;
                 if let Some(w) = words.get(word) {
                     // SAFETY: a prefetch is only a hint; the pointer is in bounds anyway.
@@ -327,7 +334,7 @@ impl Filter {
             }
         }
         #[cfg(not(target_arch = "x86_64"))]
-        let _ = hash;
+        let _ = (hash, probes);
     }
 
     /// The bit array as words (bits past m are zero).
