@@ -208,6 +208,10 @@ impl Chain {
     /// Whether the item is (probably) present.
     #[inline]
     pub fn contains(&self, hash: &ItemHash) -> bool {
+        if self.filters.len() > 1 {
+            // As in `add`: overlap the cache misses of the sub-filters' first probes.
+            self.filters.iter().for_each(|f| f.prefetch_probes(hash, 2));
+        }
         // The newest filter is the largest and holds most items: look there first.
         self.filters.iter().rev().any(|f| f.contains(hash))
     }
