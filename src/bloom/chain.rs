@@ -50,6 +50,8 @@ pub const TIGHTENING: f64 = 0.8;
 /// How many items ahead batch operations prefetch: enough to overlap a few items' misses,
 /// few enough that the prefetched lines are still cached when their turn comes.
 const PREFETCH_DISTANCE: usize = 4;
+/// Batches on a smaller newest filter (likely in the CPU's caches) do not prefetch.
+const PREFETCH_MIN_BYTES: u64 = 1 << 20;
 
 /// Why a chain could not be created or could not take an item.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -284,6 +286,10 @@ impl Chain {
     #[inline]
     fn prefetch_ahead(&self, hashes: &[ItemHash], i: usize) {
         let last = self.last();
+        if last.params().bytes() < PREFETCH_MIN_BYTES {
+            // Cached anyway: the prefetches would only cost instructions.
+            return;
+        }
         if i == 0 {
             hashes
                 .iter()
