@@ -21,7 +21,7 @@ use lc::datatype::LC_TYPE;
 fn init(ctx: &Context, _args: &[RedisString]) -> Status {
     // Without this a truncated or corrupt RDB value aborts the server inside rdb_load.
     ctx.set_module_options(ModuleOptions::HANDLE_IO_ERRORS);
-    // The hot commands borrow their arguments (see ffi.rs); same flags and keys as above.
+    // The hot commands borrow their arguments (see ffi.rs); flags and keys as in the list below.
     let hot = [
         borrowing_command!(ctx, "bf.add", bf::add, "write deny-oom fast", (1, 1, 1)),
         borrowing_command!(ctx, "bf.madd", bf::madd, "write deny-oom", (1, 1, 1)),
