@@ -2,15 +2,25 @@
 //!
 //! Each group measures one operation on fixed inputs; items are derived from a counter so runs
 //! are reproducible. Server-side benchmarks (redis-benchmark against real servers) live in
-//! bench/server_bench.py.
+//! bench/server_bench.py. Throughput is per item, so the numbers compare across batch sizes.
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use std::hint::black_box;
 
-use lcbloom::hashing::hash_item;
+use lcbloom::bloom::chain::Chain;
+use lcbloom::bloom::codec as bf_codec;
+use lcbloom::hashing::{hash_item, ItemHash};
+use lcbloom::lc::codec as lc_codec;
+use lcbloom::lc::counter::Counter;
+
+const LIMIT: u64 = 1 << 40;
 
 /// Distinct items of `len` bytes: a counter in the first 8 bytes, filler after.
 fn items(len: usize, count: usize) -> Vec<Vec<u8>> {
-    (0..count as u64)
+    items_from(0, len, count)
+}
+
+fn items_from(start: u64, len: usize, count: usize) -> Vec<Vec<u8>> {
+    (start..start + count as u64)
         .map(|i| {
             let mut item = vec![b'x'; len];
             item[..8].copy_from_slice(&i.to_le_bytes());
@@ -19,9 +29,16 @@ fn items(len: usize, count: usize) -> Vec<Vec<u8>> {
         .collect()
 }
 
+fn hashes(start: u64, count: usize) -> Vec<ItemHash> {
+    items_from(start, 12, count)
+        .iter()
+        .map(|i| hash_item(i))
+        .collect()
+}
+
 fn bench_hash(c: &mut Criterion) {
     let mut group = c.benchmark_group("hash_item");
-    for len in [16usize, 64] {
+    for len in [12usize, 64] {
         let batch = items(len, 1024);
         group.throughput(Throughput::Elements(batch.len() as u64));
         group.bench_with_input(BenchmarkId::from_parameter(len), &batch, |b, batch| {
@@ -35,5 +52,131 @@ fn bench_hash(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, bench_hash);
+/// A non-scaling filter of `capacity` at 1%, half full.
+fn half_full(capacity: u64) -> Chain {
+    let mut chain = Chain::new(0.01, capacity, 0, LIMIT).unwrap();
+    for h in hashes(1 << 40, (capacity / 2) as usize) {
+        chain.add(&h, LIMIT).unwrap();
+    }
+    chain
+}
+
+/// Single adds and lookups on a small (cache-resident) and a large (10M, 11 MiB) filter; the
+/// large one is where cache misses dominate.
+fn bench_filter(c: &mut Criterion) {
+    let mut group = c.benchmark_group("filter");
+    let probe = hashes(0, 4096);
+    group.throughput(Throughput::Elements(probe.len() as u64));
+    for capacity in [10_000u64, 10_000_000] {
+        let mut chain = half_full(capacity);
+        group.bench_function(BenchmarkId::new("exists", capacity), |b| {
+            b.iter(|| {
+                for h in &probe {
+                    black_box(chain.contains(h));
+                }
+            })
+        });
+        // Re-adding the same items after the first iteration measures the full lookup-and-set
+        // path without letting the filter fill up.
+        group.bench_function(BenchmarkId::new("add", capacity), |b| {
+            b.iter(|| {
+                for h in &probe {
+                    black_box(chain.add(h, LIMIT).unwrap());
+                }
+            })
+        });
+        group.bench_function(BenchmarkId::new("add_batch", capacity), |b| {
+            b.iter(|| {
+                for batch in probe.chunks(100) {
+                    chain.add_batch(batch, LIMIT, |r| {
+                        black_box(r.unwrap());
+                    });
+                }
+            })
+        });
+    }
+    group.finish();
+}
+
+/// A default-created chain (capacity 100, expansion 2) grown to 1M items: 14 sub-filters.
+fn bench_chain(c: &mut Criterion) {
+    let mut chain = Chain::new(0.01, 100, 2, LIMIT).unwrap();
+    for h in hashes(1 << 40, 1_000_000) {
+        chain.add(&h, LIMIT).unwrap();
+    }
+    let mut group = c.benchmark_group("chain_1M_items");
+    let probe = hashes(0, 4096);
+    group.throughput(Throughput::Elements(probe.len() as u64));
+    group.bench_function(BenchmarkId::new("exists", chain.filters().len()), |b| {
+        b.iter(|| {
+            for h in &probe {
+                black_box(chain.contains(h));
+            }
+        })
+    });
+    group.bench_function(BenchmarkId::new("add", chain.filters().len()), |b| {
+        b.iter(|| {
+            for h in &probe {
+                black_box(chain.add(h, LIMIT).unwrap());
+            }
+        })
+    });
+    group.finish();
+}
+
+fn bench_lc(c: &mut Criterion) {
+    let mut group = c.benchmark_group("lc");
+    let batch = items(12, 4096);
+    group.throughput(Throughput::Elements(batch.len() as u64));
+    // Default counter (1% at 1M), past exact mode: the bitmap path.
+    let mut counter = Counter::reserve(0.01, 1_000_000, LIMIT).unwrap();
+    for item in items_from(1 << 40, 12, 50_000) {
+        counter.add(&item).unwrap();
+    }
+    group.bench_function("add", |b| {
+        b.iter(|| {
+            for item in &batch {
+                black_box(counter.add(item).unwrap());
+            }
+        })
+    });
+    group.throughput(Throughput::Elements(1));
+    group.bench_function("count", |b| b.iter(|| black_box(counter.count())));
+    group.finish();
+}
+
+fn bench_codec(c: &mut Criterion) {
+    let mut group = c.benchmark_group("codec");
+    let chain = half_full(1_000_000);
+    let encoded = bf_codec::encode(&chain);
+    group.throughput(Throughput::Bytes(encoded.len() as u64));
+    group.bench_function("bf_encode_1M", |b| {
+        b.iter(|| black_box(bf_codec::encode(&chain)))
+    });
+    group.bench_function("bf_decode_1M", |b| {
+        b.iter(|| black_box(bf_codec::decode(&encoded, LIMIT).unwrap()))
+    });
+    let mut counter = Counter::reserve(0.01, 1_000_000, LIMIT).unwrap();
+    for item in items(12, 50_000) {
+        counter.add(&item).unwrap();
+    }
+    let encoded = lc_codec::encode(&counter);
+    group.throughput(Throughput::Bytes(encoded.len() as u64));
+    group.bench_function("lc_encode_1M", |b| {
+        b.iter(|| black_box(lc_codec::encode(&counter)))
+    });
+    group.bench_function("lc_decode_1M", |b| {
+        b.iter(|| black_box(lc_codec::decode(&encoded, LIMIT).unwrap()))
+    });
+    group.finish();
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default()
+        .warm_up_time(std::time::Duration::from_millis(500))
+        .measurement_time(std::time::Duration::from_secs(2))
+        .sample_size(20);
+    targets = bench_hash, bench_filter, bench_chain, bench_lc, bench_codec
+}
 criterion_main!(benches);

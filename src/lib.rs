@@ -24,6 +24,18 @@ fn init(ctx: &Context, _args: &[RedisString]) -> Status {
     ctx.set_module_options(ModuleOptions::HANDLE_IO_ERRORS);
     // Replaces the crate's default INFO callback (which `stats::info` still calls).
     redis_module::raw::register_info_function(ctx.ctx, Some(stats::info));
+    // The hot commands borrow their arguments (see ffi.rs); flags and keys as in the list below.
+    let hot = [
+        borrowing_command!(ctx, "bf.add", bf::add, "write deny-oom fast", (1, 1, 1)),
+        borrowing_command!(ctx, "bf.madd", bf::madd, "write deny-oom", (1, 1, 1)),
+        borrowing_command!(ctx, "bf.exists", bf::exists, "readonly fast", (1, 1, 1)),
+        borrowing_command!(ctx, "bf.mexists", bf::mexists, "readonly", (1, 1, 1)),
+        borrowing_command!(ctx, "lc.add", lcc::add, "write deny-oom", (1, 1, 1)),
+        borrowing_command!(ctx, "lc.count", lcc::count, "readonly", (1, -1, 1)),
+    ];
+    if hot.contains(&Status::Err) {
+        return Status::Err;
+    }
     Status::Ok
 }
 
@@ -36,18 +48,12 @@ redis_module! {
     commands: [
         // name, handler, flags, first key, last key, key step, ACL categories ("" on Redis 7.0)
         ["bf.reserve", |c, a| guard(c, a, bf::reserve), "write deny-oom", 1, 1, 1, ""],
-        ["bf.add", |c, a| guard(c, a, bf::add), "write deny-oom fast", 1, 1, 1, ""],
-        ["bf.madd", |c, a| guard(c, a, bf::madd), "write deny-oom", 1, 1, 1, ""],
         ["bf.insert", |c, a| guard(c, a, bf::insert), "write deny-oom", 1, 1, 1, ""],
-        ["bf.exists", |c, a| guard(c, a, bf::exists), "readonly fast", 1, 1, 1, ""],
-        ["bf.mexists", |c, a| guard(c, a, bf::mexists), "readonly", 1, 1, 1, ""],
         ["bf.info", |c, a| guard(c, a, bf::info), "readonly fast", 1, 1, 1, ""],
         ["bf.card", |c, a| guard(c, a, bf::card), "readonly fast", 1, 1, 1, ""],
         ["bf.scandump", |c, a| guard(c, a, bf::scandump), "readonly", 1, 1, 1, ""],
         ["bf.loadchunk", |c, a| guard(c, a, bf::loadchunk), "write deny-oom", 1, 1, 1, ""],
         ["lc.reserve", |c, a| guard(c, a, lcc::reserve), "write deny-oom fast", 1, 1, 1, ""],
-        ["lc.add", |c, a| guard(c, a, lcc::add), "write deny-oom", 1, 1, 1, ""],
-        ["lc.count", |c, a| guard(c, a, lcc::count), "readonly", 1, -1, 1, ""],
         ["lc.merge", |c, a| guard(c, a, lcc::merge), "write deny-oom", 1, -1, 1, ""],
         ["lc.info", |c, a| guard(c, a, lcc::info), "readonly fast", 1, 1, 1, ""],
         ["lc.loadchunk", |c, a| guard(c, a, lcc::loadchunk), "write deny-oom", 1, 1, 1, ""],

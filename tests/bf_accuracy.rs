@@ -132,8 +132,9 @@ fn scaling_filters_grown_to_100x() {
         (0.001, 1000),
     ] {
         let (_, bits) = measure(&mut c, p, capacity, 100 * capacity as usize, true);
-        // RedisBloom spends 23–33 bits per item here.
-        let budget = if p == 0.01 { 22.0 } else { 28.0 };
+        // RedisBloom spends 23–33 bits per item here; lcbloom's schedule (chain.rs) trades a
+        // little of the 100× case for a first sub-filter smaller than RedisBloom's.
+        let budget = if p == 0.01 { 24.0 } else { 28.0 };
         assert!(bits < budget, "{p}/{capacity}: {bits} bits per item");
     }
 }

@@ -24,12 +24,13 @@ use super::datatype::BLOOM_TYPE;
 use crate::args::{is_keyword, parse_f64, parse_i64};
 use crate::config::{bf_defaults, check_item_count, memory_limit, MAX_EXPANSION};
 use crate::ffi::reply_ordered_map;
-use crate::hashing::hash_item;
+use crate::hashing::{hash_item, ItemHash};
 use crate::stats;
 use redis_module::key::{RedisKey, RedisKeyWritable};
 use redis_module::{
     raw, Context, ContextFlags, NotifyEvent, RedisError, RedisResult, RedisString, RedisValue,
 };
+use std::ffi::CStr;
 
 const NOT_FOUND: &str = "ERR not found";
 const ITEM_EXISTS: &str = "ERR item exists";
@@ -133,8 +134,8 @@ fn write_chain(key: &RedisKeyWritable) -> Result<Option<&mut Chain>, RedisError>
         .map_err(|_| RedisError::WrongType)
 }
 
-fn notify(ctx: &Context, event: &str, key: &RedisString) {
-    ctx.notify_keyspace_event(NotifyEvent::MODULE, event, key);
+fn notify(ctx: &Context, event: &CStr, key: &RedisString) {
+    crate::ffi::notify(ctx, NotifyEvent::MODULE, event, key);
 }
 
 /// Stores a new chain under an empty key, counting it for `INFO lcbloom`.
@@ -209,18 +210,18 @@ pub fn reserve(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let mut options = vec![rate.to_string(), capacity.to_string()];
     options.extend(create.insert_options().split_off(4));
     replicate(ctx, "BF.RESERVE", &args[1], &options, &[]);
-    notify(ctx, "bf.reserve", &args[1]);
+    notify(ctx, c"bf.reserve", &args[1]);
     Ok(RedisValue::SimpleStringStatic("OK"))
 }
 
 /// `BF.ADD key item`
-pub fn add(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+pub fn add(ctx: &Context, args: &[RedisString]) -> RedisResult {
     if args.len() != 3 {
         return Err(RedisError::WrongArity);
     }
     add_items(
         ctx,
-        "bf.add",
+        c"bf.add",
         &args[1],
         &args[2..],
         Some(Create::defaults()),
@@ -229,13 +230,13 @@ pub fn add(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
 }
 
 /// `BF.MADD key item [item ...]`
-pub fn madd(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+pub fn madd(ctx: &Context, args: &[RedisString]) -> RedisResult {
     if args.len() < 3 {
         return Err(RedisError::WrongArity);
     }
     add_items(
         ctx,
-        "bf.madd",
+        c"bf.madd",
         &args[1],
         &args[2..],
         Some(Create::defaults()),
@@ -315,13 +316,14 @@ pub fn insert(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
             expansion.unwrap_or(defaults.expansion)
         },
     });
-    add_items(ctx, "bf.insert", &args[1], items, create, true)
+    add_items(ctx, c"bf.insert", &args[1], items, create, true)
 }
 
 /// Adds items, creating the key with `create` if it is missing (None: `ERR not found`).
+/// `multi`: reply with an array (MADD, INSERT), else with the one result (ADD).
 fn add_items(
     ctx: &Context,
-    event: &str,
+    event: &CStr,
     name: &RedisString,
     items: &[RedisString],
     create: Option<Create>,
@@ -339,23 +341,73 @@ fn add_items(
         }
     };
     let bytes_before = chain.memory_bytes();
-    let mut results = Vec::with_capacity(items.len());
-    for item in items {
-        let result = chain.add(&hash_item(item.as_slice()), limit);
-        let stop = result.is_err();
-        results.push(result);
-        if stop {
-            break;
-        }
+    let error = |e: super::chain::ChainError| RedisError::String(e.message());
+    if !multi {
+        // BF.ADD: one item, no batch buffers.
+        let result = chain.add(&hash_item(items[0].as_slice()), limit);
+        let written = Written {
+            bytes: (bytes_before, chain.memory_bytes()),
+            changed: matches!(result, Ok(true)),
+            done: if result.is_ok() { items } else { &[] },
+            fresh,
+        };
+        finish_write(ctx, &key, event, name, items, written)?;
+        return result.map(RedisValue::Bool).map_err(error);
     }
+    // Hash everything first so that the chain can prefetch ahead of its probes.
+    let hashes: Vec<ItemHash> = items.iter().map(|i| hash_item(i.as_slice())).collect();
+    let mut results = Vec::with_capacity(items.len());
+    chain.add_batch(&hashes, limit, |r| results.push(r));
     let changed = results.iter().any(|r| matches!(r, Ok(true)));
-    let bytes_after = chain.memory_bytes();
-    // Only the items before a failed one are propagated: replicas and AOF replays do not apply
-    // max-memory-per-key (config::memory_limit), so they would add items the master refused.
-    let done = &items[..results.iter().take_while(|r| r.is_ok()).count()];
+    let written = Written {
+        bytes: (bytes_before, chain.memory_bytes()),
+        changed,
+        // Only the items before a failed one are propagated: replicas and AOF replays do not
+        // apply max-memory-per-key (config::memory_limit), so they would add items the master
+        // refused.
+        done: &items[..results.iter().take_while(|r| r.is_ok()).count()],
+        fresh,
+    };
+    finish_write(ctx, &key, event, name, items, written)?;
+    raw::reply_with_array(ctx.ctx, results.len() as std::os::raw::c_long);
+    for result in results {
+        match result {
+            Ok(added) => raw::reply_with_bool(ctx.ctx, added.into()),
+            Err(e) => ctx.reply_error_string(&e.message()),
+        };
+    }
+    Ok(RedisValue::NoReply)
+}
+
+/// What an add did, for `finish_write`.
+struct Written<'a> {
+    /// The chain this command created (not stored yet), with its parameters.
+    fresh: Option<(Create, Chain)>,
+    /// The chain's bytes before and after (scaling out adds a sub-filter).
+    bytes: (u64, u64),
+    changed: bool,
+    /// The items processed before the first refused one.
+    done: &'a [RedisString],
+}
+
+/// After an add: stores a freshly created chain, replicates what was done and notifies.
+fn finish_write(
+    ctx: &Context,
+    key: &RedisKeyWritable,
+    event: &CStr,
+    name: &RedisString,
+    items: &[RedisString],
+    written: Written,
+) -> Result<(), RedisError> {
+    let Written {
+        fresh,
+        bytes: (bytes_before, bytes_after),
+        changed,
+        done,
+    } = written;
     match fresh {
         Some((create, chain)) => {
-            store(&key, chain)?;
+            store(key, chain)?;
             replicate(ctx, "BF.INSERT", name, &create.insert_options(), done);
         }
         None => {
@@ -373,26 +425,11 @@ fn add_items(
     if changed {
         notify(ctx, event, name);
     }
-    if !multi {
-        return match results.pop() {
-            Some(Ok(added)) => Ok(RedisValue::Bool(added)),
-            Some(Err(e)) => Err(RedisError::String(e.message())),
-            None => Err(RedisError::WrongArity),
-        };
-    }
-    raw::reply_with_array(ctx.ctx, results.len() as std::os::raw::c_long);
-    for result in results {
-        ctx.reply(
-            result
-                .map(RedisValue::Bool)
-                .map_err(|e| RedisError::String(e.message())),
-        );
-    }
-    Ok(RedisValue::NoReply)
+    Ok(())
 }
 
 /// `BF.EXISTS key item`
-pub fn exists(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+pub fn exists(ctx: &Context, args: &[RedisString]) -> RedisResult {
     if args.len() != 3 {
         return Err(RedisError::WrongArity);
     }
@@ -402,21 +439,27 @@ pub fn exists(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
 }
 
 /// `BF.MEXISTS key item [item ...]`
-pub fn mexists(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+pub fn mexists(ctx: &Context, args: &[RedisString]) -> RedisResult {
     if args.len() < 3 {
         return Err(RedisError::WrongArity);
     }
     check_item_count(ctx, args.len() - 2)?;
     let key = ctx.open_key(&args[1]);
     let chain = read_chain(&key)?;
-    Ok(RedisValue::Array(
-        args[2..]
-            .iter()
-            .map(|item| {
-                RedisValue::Bool(chain.is_some_and(|c| c.contains(&hash_item(item.as_slice()))))
-            })
-            .collect(),
-    ))
+    let items = &args[2..];
+    raw::reply_with_array(ctx.ctx, items.len() as std::os::raw::c_long);
+    match chain {
+        Some(chain) => {
+            let hashes: Vec<ItemHash> = items.iter().map(|i| hash_item(i.as_slice())).collect();
+            chain.contains_batch(&hashes, |found| {
+                raw::reply_with_bool(ctx.ctx, found.into());
+            });
+        }
+        None => items.iter().for_each(|_| {
+            raw::reply_with_bool(ctx.ctx, 0);
+        }),
+    }
+    Ok(RedisValue::NoReply)
 }
 
 /// `BF.INFO key [CAPACITY|SIZE|FILTERS|ITEMS|EXPANSION]`
@@ -535,6 +578,6 @@ pub fn loadchunk(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         codec::write_data(chain, offset, data).map_err(codec_error)?;
     }
     ctx.replicate_verbatim();
-    notify(ctx, "bf.loadchunk", &args[1]);
+    notify(ctx, c"bf.loadchunk", &args[1]);
     Ok(RedisValue::SimpleStringStatic("OK"))
 }

@@ -269,17 +269,72 @@ impl Filter {
     #[inline]
     pub fn contains(&self, hash: &ItemHash) -> bool {
         let m = self.params.bits;
-        (0..self.params.hashes).all(|i| self.bits[reduce(hash.probe(i), m) as usize])
+        let words = self.bits.as_raw_slice();
+        (0..self.params.hashes).all(|i| {
+            let bit = reduce(hash.probe(i), m);
+            words[(bit / 64) as usize] & (1 << (bit % 64)) != 0
+        })
     }
 
     /// Sets the item's bits and counts it as one more item.
     #[inline]
     pub fn insert(&mut self, hash: &ItemHash) {
-        let m = self.params.bits;
-        for i in 0..self.params.hashes {
-            self.bits.set(reduce(hash.probe(i), m) as usize, true);
-        }
+        self.set_bits(hash);
         self.items += 1;
+    }
+
+    /// Sets the item's bits in one pass; if they were all set already (the item is probably
+    /// present) nothing changed and it returns false, else it counts one more item. Same result
+    /// as `contains` then `insert`, with half the probes.
+    #[inline]
+    pub fn insert_if_absent(&mut self, hash: &ItemHash) -> bool {
+        let added = self.set_bits(hash);
+        self.items += added as u64;
+        added
+    }
+
+    /// Sets the item's bits; whether any was zero.
+    #[inline]
+    fn set_bits(&mut self, hash: &ItemHash) -> bool {
+        let m = self.params.bits;
+        let words = self.bits.as_raw_mut_slice();
+        let mut changed = 0;
+        for i in 0..self.params.hashes {
+            let bit = reduce(hash.probe(i), m);
+            let word = &mut words[(bit / 64) as usize];
+            let mask = 1 << (bit % 64);
+            changed |= !*word & mask;
+            *word |= mask;
+        }
+        changed != 0
+    }
+
+    /// Asks the CPU to start loading the cache lines of the item's probes: a batch command
+    /// prefetches a few items ahead so that the misses of a large filter overlap.
+    #[inline]
+    pub fn prefetch(&self, hash: &ItemHash) {
+        self.prefetch_probes(hash, self.params.hashes);
+    }
+
+    /// `prefetch` of the first `probes` probes only: a lookup in a filter that does not hold
+    /// the item usually stops after one or two.
+    #[inline]
+    pub fn prefetch_probes(&self, hash: &ItemHash, probes: u32) {
+        #[cfg(target_arch = "x86_64")]
+        {
+            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+            let m = self.params.bits;
+            let words = self.bits.as_raw_slice();
+            for i in 0..probes.min(self.params.hashes) {
+                let word = (reduce(hash.probe(i), m) / 64) as usize;
+                if let Some(w) = words.get(word) {
+                    // SAFETY: a prefetch is only a hint; the pointer is in bounds anyway.
+                    unsafe { _mm_prefetch::<_MM_HINT_T0>((w as *const u64).cast()) };
+                }
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = (hash, probes);
     }
 
     /// The bit array as words (bits past m are zero).
@@ -396,6 +451,27 @@ mod tests {
             FilterParams::for_capacity(u64::MAX, 0.01),
             Err(SizeError::TooLarge)
         );
+    }
+
+    #[test]
+    fn insert_if_absent_is_contains_then_insert() {
+        // A small, overfilled filter so that "probably present" answers happen often.
+        let params = FilterParams::for_capacity(50, 0.1).unwrap();
+        let (mut a, mut b) = (
+            Filter::new(params, 0).unwrap(),
+            Filter::new(params, 0).unwrap(),
+        );
+        for i in 0..400u32 {
+            let h = hash_item(&i.to_le_bytes());
+            let absent = !a.contains(&h);
+            if absent {
+                a.insert(&h);
+            }
+            assert_eq!(b.insert_if_absent(&h), absent);
+            b.prefetch(&h);
+        }
+        assert_eq!(a, b);
+        assert!(a.items() < 400);
     }
 
     #[test]

@@ -21,6 +21,7 @@ use redis_module::{
     key::{RedisKey, RedisKeyWritable},
     Context, NotifyEvent, RedisError, RedisResult, RedisString, RedisValue,
 };
+use std::ffi::CStr;
 
 const OK: RedisResult = Ok(RedisValue::SimpleStringStatic("OK"));
 
@@ -33,8 +34,8 @@ fn core_error(e: LcError) -> RedisError {
     RedisError::String(format!("ERR {e}"))
 }
 
-fn notify(ctx: &Context, event: &str, key: &RedisString) {
-    ctx.notify_keyspace_event(NotifyEvent::MODULE, event, key);
+fn notify(ctx: &Context, event: &CStr, key: &RedisString) {
+    crate::ffi::notify(ctx, NotifyEvent::MODULE, event, key);
 }
 
 /// Stores a new counter under an empty key, counting it for `INFO lcbloom`.
@@ -80,7 +81,7 @@ pub fn reserve(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let counter = Counter::reserve(rate, capacity, memory_limit(ctx)).map_err(core_error)?;
     store(&key, counter)?;
     ctx.replicate_verbatim();
-    notify(ctx, "lc.reserve", key_name);
+    notify(ctx, c"lc.reserve", key_name);
     OK
 }
 
@@ -94,7 +95,7 @@ fn add_items(counter: &mut Counter, items: &[RedisString]) -> Result<i64, RedisE
 }
 
 /// `LC.ADD key [item ...]`
-pub fn add(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+pub fn add(ctx: &Context, args: &[RedisString]) -> RedisResult {
     if args.len() < 2 {
         return Err(RedisError::WrongArity);
     }
@@ -106,7 +107,7 @@ pub fn add(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
             let changed = modify(counter, |c| add_items(c, items))?;
             if changed > 0 {
                 ctx.replicate_verbatim();
-                notify(ctx, "lc.add", key_name);
+                notify(ctx, c"lc.add", key_name);
             }
             changed
         }
@@ -124,7 +125,7 @@ pub fn add(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
                 let add: Vec<&[u8]> = args[1..].iter().map(|a| a.as_slice()).collect();
                 ctx.replicate("LC.ADD", &add[..]);
             }
-            notify(ctx, "lc.add", key_name);
+            notify(ctx, c"lc.add", key_name);
             changed
         }
     };
@@ -150,9 +151,18 @@ fn read_counters(keys: &[RedisKey]) -> Result<Vec<&Counter>, RedisError> {
 }
 
 /// `LC.COUNT key [key ...]`
-pub fn count(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+pub fn count(ctx: &Context, args: &[RedisString]) -> RedisResult {
     if args.len() < 2 {
         return Err(RedisError::WrongArity);
+    }
+    if let [_, name] = args {
+        // One key, the common case: no buffers.
+        let key = ctx.open_key(name);
+        let n = key
+            .get_value::<Counter>(&LC_TYPE)
+            .map_err(wrong_type)?
+            .map_or(0, Counter::count);
+        return Ok(RedisValue::Integer(n as i64));
     }
     check_item_count(ctx, args.len() - 1)?;
     let keys: Vec<RedisKey> = distinct(&args[1..])
@@ -213,7 +223,7 @@ pub fn merge(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     };
     if changed {
         ctx.replicate_verbatim();
-        notify(ctx, "lc.merge", dest_name);
+        notify(ctx, c"lc.merge", dest_name);
     }
     OK
 }
@@ -276,7 +286,7 @@ pub fn loadchunk(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         .map_err(|e| RedisError::String(format!("ERR invalid counter encoding: {e}")))?;
     store(&key, counter)?;
     ctx.replicate_verbatim();
-    notify(ctx, "lc.loadchunk", key_name);
+    notify(ctx, c"lc.loadchunk", key_name);
     OK
 }
 
@@ -301,6 +311,6 @@ fn load_piece(
     codec::write_dense(counter, offset, piece)
         .map_err(|e| RedisError::String(format!("ERR invalid chunk: {e}")))?;
     ctx.replicate_verbatim();
-    notify(ctx, "lc.loadchunk", key_name);
+    notify(ctx, c"lc.loadchunk", key_name);
     OK
 }
