@@ -126,7 +126,10 @@ fn info_typed_replies() {
         c.bf_reserve_options("f", 0.01, 10, BloomFilterScalingOptions::ExpansionRate(2))
             .unwrap();
         let items: Vec<String> = (0..100).map(|i| format!("item{i}")).collect();
-        c.bf_madd("f", &items).unwrap();
+        let added: Vec<bool> = c.bf_madd("f", &items).unwrap();
+        // A false positive (reported as present, not counted) is legitimate Bloom behaviour.
+        let inserted = added.iter().filter(|a| **a).count() as f64;
+        assert!(inserted >= 97.0, "{added:?}");
         let info = c.bf_info("f").unwrap();
         let mut fields: Vec<&str> = info.keys().map(String::as_str).collect();
         fields.sort();
@@ -144,7 +147,7 @@ fn info_typed_replies() {
         // 10 + 20 + 40 + 80 >= 100 items: four sub-filters.
         assert_eq!(*info["Capacity"], 150.0);
         assert_eq!(*info["Number of filters"], 4.0);
-        assert_eq!(*info["Number of items inserted"], 100.0);
+        assert_eq!(*info["Number of items inserted"], inserted);
         assert_eq!(*info["Expansion rate"], 2.0);
         assert!(*info["Size"] > 150.0);
         for (kind, name) in [
