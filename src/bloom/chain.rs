@@ -218,6 +218,14 @@ impl Chain {
         self.filters.iter().rev().any(|f| f.contains(hash))
     }
 
+    /// Whether `n` more new items fit in the last sub-filter, so that adding them cannot scale
+    /// the chain (and the memory limit cannot come into play).
+    pub fn can_hold(&self, n: u64) -> bool {
+        self.filters
+            .last()
+            .is_some_and(|f| f.items().saturating_add(n) <= f.params().capacity)
+    }
+
     /// Adds an item: Ok(true) if it was new, Ok(false) if it was (probably) present already.
     /// Scaling never makes the key exceed `limit` bytes.
     pub fn add(&mut self, hash: &ItemHash, limit: u64) -> Result<bool, ChainError> {
@@ -348,6 +356,25 @@ mod tests {
 
     fn h(i: u64) -> ItemHash {
         hash_item(&i.to_le_bytes())
+    }
+
+    #[test]
+    fn can_hold_says_when_an_add_could_scale() {
+        let mut c = Chain::new(0.01, 10, 2, GIB).unwrap();
+        assert!(c.can_hold(10) && !c.can_hold(11));
+        let mut added = 0;
+        for i in 0.. {
+            added += c.add(&h(i), GIB).unwrap() as u64;
+            if added == 10 {
+                break;
+            }
+        }
+        assert!(c.can_hold(0) && !c.can_hold(1));
+        // No limit is needed while the chain can hold the item: it does not scale.
+        assert_eq!(c.filters().len(), 1);
+        c.add(&h(1_000_000), GIB).unwrap();
+        assert_eq!(c.filters().len(), 2);
+        assert!(c.can_hold(19) && !c.can_hold(20));
     }
 
     #[test]

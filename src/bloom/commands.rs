@@ -331,13 +331,16 @@ fn add_items(
 ) -> RedisResult {
     check_item_count(ctx, items.len())?;
     let key = ctx.open_key_writable(name);
-    let limit = memory_limit(ctx);
     let mut fresh = None;
-    let chain = match write_chain(&key)? {
-        Some(chain) => chain,
+    let (chain, limit) = match write_chain(&key)? {
+        // The limit only matters when a sub-filter is added, and reading it costs a
+        // RedisModule_GetContextFlags call: skip that for the writes that cannot scale.
+        Some(chain) if chain.can_hold(items.len() as u64) => (chain, u64::MAX),
+        Some(chain) => (chain, memory_limit(ctx)),
         None => {
             let create = create.ok_or(RedisError::Str(NOT_FOUND))?;
-            &mut fresh.insert((create, create.build(limit)?)).1
+            let limit = memory_limit(ctx);
+            (&mut fresh.insert((create, create.build(limit)?)).1, limit)
         }
     };
     let bytes_before = chain.memory_bytes();
