@@ -5,18 +5,6 @@ mod common;
 use common::*;
 use redis::Value;
 
-fn cmd(conn: &mut redis::Connection, args: &[&str]) -> redis::RedisResult<Value> {
-    let mut c = redis::cmd(args[0]);
-    for a in &args[1..] {
-        c.arg(*a);
-    }
-    c.query(conn)
-}
-
-fn ok(conn: &mut redis::Connection, args: &[&str]) -> Value {
-    cmd(conn, args).unwrap_or_else(|e| panic!("{args:?}: {e}"))
-}
-
 /// Adds `n` items named `{prefix}{i}` in batches.
 fn fill(conn: &mut redis::Connection, key: &str, prefix: &str, n: usize) {
     for start in (0..n).step_by(1000) {
@@ -184,32 +172,6 @@ fn corrupt_restore_payloads_are_refused_not_fatal() {
     assert_eq!(ok(&mut c, &["PING"]), Value::SimpleString("PONG".into()));
 }
 
-/// SCANDUMP `key` and replay every chunk with LOADCHUNK into `target`.
-fn scandump_into(c: &mut redis::Connection, key: &str, target: &str) -> usize {
-    let mut iterator = 0i64;
-    let mut chunks = 0;
-    loop {
-        let (next, data): (i64, Vec<u8>) = redis::cmd("BF.SCANDUMP")
-            .arg(key)
-            .arg(iterator)
-            .query(c)
-            .unwrap();
-        if next == 0 {
-            assert!(data.is_empty());
-            return chunks;
-        }
-        assert!(data.len() <= 16 << 20);
-        redis::cmd("BF.LOADCHUNK")
-            .arg(target)
-            .arg(next)
-            .arg(data)
-            .exec(c)
-            .unwrap();
-        chunks += 1;
-        iterator = next;
-    }
-}
-
 #[test]
 fn scandump_loadchunk_round_trips() {
     let server = Server::start();
@@ -341,19 +303,7 @@ fn replicas_build_identical_values_despite_other_defaults() {
         .start();
     let mut m = master.conn();
     let mut r = replica.conn();
-    ok(
-        &mut r,
-        &["REPLICAOF", "127.0.0.1", &master.port.to_string()],
-    );
-    let start = std::time::Instant::now();
-    loop {
-        let info: String = redis::cmd("INFO").arg("replication").query(&mut r).unwrap();
-        if info.contains("master_link_status:up") {
-            break;
-        }
-        assert!(start.elapsed().as_secs() < 30, "replica never synced");
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
+    attach_replica(&master, &replica);
     ok(&mut m, &["BF.ADD", "add", "a"]);
     fill(&mut m, "madd", "m", 300);
     ok(

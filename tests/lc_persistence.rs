@@ -4,11 +4,6 @@
 mod common;
 use common::*;
 use redis::Connection;
-use std::time::{Duration, Instant};
-
-fn items(prefix: &str, n: u32) -> Vec<String> {
-    (0..n).map(|i| format!("{prefix}{i}")).collect()
-}
 
 /// Counters in every state and body encoding: (key, count).
 fn populate(c: &mut Connection) -> Vec<String> {
@@ -165,24 +160,6 @@ fn aof_rewrite_without_preamble_then_restart() {
     assert_eq!(snapshot(&mut c, &keys), before_restart);
 }
 
-fn wait_link_up(replica: &mut Connection) {
-    let start = Instant::now();
-    loop {
-        let info: String = redis::cmd("INFO")
-            .arg("replication")
-            .query(replica)
-            .unwrap();
-        if info.contains("master_link_status:up") {
-            return;
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(60),
-            "replica never synced"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
 #[test]
 fn replica_and_aof_replay_with_other_defaults_hold_identical_values() {
     let mut master = Server::builder()
@@ -201,12 +178,7 @@ fn replica_and_aof_replay_with_other_defaults_hold_identical_values() {
         .arg(items("b", 3_000))
         .query(&mut m)
         .unwrap();
-    let _: () = redis::cmd("REPLICAOF")
-        .arg("127.0.0.1")
-        .arg(master.port)
-        .query(&mut r)
-        .unwrap();
-    wait_link_up(&mut r);
+    attach_replica(&master, &replica);
 
     // LC.ADD on missing keys: created with the master's defaults, also on the replica.
     let _: i64 = redis::cmd("LC.ADD")

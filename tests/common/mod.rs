@@ -9,7 +9,11 @@
 //!   here ever talks to a port it did not start.
 #![allow(dead_code)]
 
+mod cmds;
 pub mod fuzz;
+pub mod ops;
+
+pub use cmds::*;
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
