@@ -2,6 +2,7 @@
 //! DUMP/RESTORE, COPY, SCANDUMP/LOADCHUNK, AOF (replayed commands and rewrite), replication.
 //! Identity is checked with DEBUG DIGEST-VALUE, which digests the full encoding.
 mod common;
+use common::fuzz::{crc64, dump_payload, split_dump};
 use common::*;
 use redis::Value;
 
@@ -108,30 +109,6 @@ fn dump_restore_copy_and_memory_usage() {
     assert!((1_198_000..1_220_000).contains(&usage), "{usage}");
 }
 
-/// CRC-64/Jones as Redis computes it for DUMP payloads.
-fn crc64(data: &[u8]) -> u64 {
-    let mut crc = 0u64;
-    for &b in data {
-        crc ^= b as u64;
-        for _ in 0..8 {
-            crc = if crc & 1 != 0 {
-                (crc >> 1) ^ 0x95ac_9329_ac4b_c9b5
-            } else {
-                crc >> 1
-            };
-        }
-    }
-    crc
-}
-
-fn with_crc(body: &[u8], version: &[u8]) -> Vec<u8> {
-    let mut payload = body.to_vec();
-    payload.extend_from_slice(version);
-    let crc = crc64(&payload);
-    payload.extend_from_slice(&crc.to_le_bytes());
-    payload
-}
-
 #[test]
 fn corrupt_restore_payloads_are_refused_not_fatal() {
     assert_eq!(crc64(b"123456789"), 0xe9c6_d914_c4b8_d9ca);
@@ -140,9 +117,8 @@ fn corrupt_restore_payloads_are_refused_not_fatal() {
     ok(&mut c, &["BF.RESERVE", "f", "0.01", "20", "EXPANSION", "2"]);
     fill(&mut c, "f", "i", 50);
     let dump: Vec<u8> = redis::cmd("DUMP").arg("f").query(&mut c).unwrap();
-    let (body, tail) = dump.split_at(dump.len() - 10);
-    let version = &tail[..2];
-    assert_eq!(with_crc(body, version), dump);
+    let (body, version) = split_dump(&dump);
+    assert_eq!(dump_payload(&body, version), dump);
     let restore = |c: &mut redis::Connection, payload: Vec<u8>| {
         redis::cmd("RESTORE")
             .arg("r")
@@ -153,7 +129,7 @@ fn corrupt_restore_payloads_are_refused_not_fatal() {
     };
     // Every truncation is refused.
     for cut in 1..body.len() {
-        let result = restore(&mut c, with_crc(&body[..body.len() - cut], version));
+        let result = restore(&mut c, dump_payload(&body[..body.len() - cut], version));
         assert!(result.is_err(), "truncated by {cut} bytes was accepted");
     }
     // Every single-byte corruption is refused or loads a usable filter.
@@ -161,7 +137,7 @@ fn corrupt_restore_payloads_are_refused_not_fatal() {
         for flip in [0x01u8, 0x80, 0xff] {
             let mut bad = body.to_vec();
             bad[at] ^= flip;
-            if restore(&mut c, with_crc(&bad, version)).is_ok() {
+            if restore(&mut c, dump_payload(&bad, version)).is_ok() {
                 ok(&mut c, &["BF.ADD", "r", "probe"]);
                 ok(&mut c, &["BF.INFO", "r"]);
                 digest(&mut c, "r");
