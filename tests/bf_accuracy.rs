@@ -41,19 +41,9 @@ fn false_positives(c: &mut redis::Connection, key: &str) -> usize {
 
 /// Bytes of the bit arrays (what `BF.SCANDUMP` sends after the header).
 fn data_bytes(c: &mut redis::Connection, key: &str) -> usize {
-    let (mut iterator, mut total) = (1i64, 0);
-    loop {
-        let (next, data): (i64, Vec<u8>) = redis::cmd("BF.SCANDUMP")
-            .arg(key)
-            .arg(iterator)
-            .query(c)
-            .unwrap();
-        if next == 0 {
-            return total;
-        }
-        total += data.len();
-        iterator = next;
-    }
+    let mut total = 0;
+    scandump_each(c, key, 1, |_, _, data| total += data.len());
+    total
 }
 
 fn info(c: &mut redis::Connection, key: &str, field: &str) -> i64 {

@@ -5,18 +5,6 @@ mod common;
 use common::*;
 use redis::Value;
 
-fn cmd(conn: &mut redis::Connection, args: &[&str]) -> redis::RedisResult<Value> {
-    let mut c = redis::cmd(args[0]);
-    for a in &args[1..] {
-        c.arg(*a);
-    }
-    c.query(conn)
-}
-
-fn ok(conn: &mut redis::Connection, args: &[&str]) -> Value {
-    cmd(conn, args).unwrap_or_else(|e| panic!("{args:?}: {e}"))
-}
-
 /// The reply as sent, errors inside arrays included (`query` would turn them into an Err).
 fn raw(conn: &mut redis::Connection, args: &[&str]) -> Value {
     let mut c = redis::cmd(args[0]);

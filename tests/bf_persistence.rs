@@ -2,20 +2,9 @@
 //! DUMP/RESTORE, COPY, SCANDUMP/LOADCHUNK, AOF (replayed commands and rewrite), replication.
 //! Identity is checked with DEBUG DIGEST-VALUE, which digests the full encoding.
 mod common;
+use common::fuzz::{crc64, dump_payload, split_dump};
 use common::*;
 use redis::Value;
-
-fn cmd(conn: &mut redis::Connection, args: &[&str]) -> redis::RedisResult<Value> {
-    let mut c = redis::cmd(args[0]);
-    for a in &args[1..] {
-        c.arg(*a);
-    }
-    c.query(conn)
-}
-
-fn ok(conn: &mut redis::Connection, args: &[&str]) -> Value {
-    cmd(conn, args).unwrap_or_else(|e| panic!("{args:?}: {e}"))
-}
 
 /// Adds `n` items named `{prefix}{i}` in batches.
 fn fill(conn: &mut redis::Connection, key: &str, prefix: &str, n: usize) {
@@ -120,30 +109,6 @@ fn dump_restore_copy_and_memory_usage() {
     assert!((1_198_000..1_220_000).contains(&usage), "{usage}");
 }
 
-/// CRC-64/Jones as Redis computes it for DUMP payloads.
-fn crc64(data: &[u8]) -> u64 {
-    let mut crc = 0u64;
-    for &b in data {
-        crc ^= b as u64;
-        for _ in 0..8 {
-            crc = if crc & 1 != 0 {
-                (crc >> 1) ^ 0x95ac_9329_ac4b_c9b5
-            } else {
-                crc >> 1
-            };
-        }
-    }
-    crc
-}
-
-fn with_crc(body: &[u8], version: &[u8]) -> Vec<u8> {
-    let mut payload = body.to_vec();
-    payload.extend_from_slice(version);
-    let crc = crc64(&payload);
-    payload.extend_from_slice(&crc.to_le_bytes());
-    payload
-}
-
 #[test]
 fn corrupt_restore_payloads_are_refused_not_fatal() {
     assert_eq!(crc64(b"123456789"), 0xe9c6_d914_c4b8_d9ca);
@@ -152,9 +117,8 @@ fn corrupt_restore_payloads_are_refused_not_fatal() {
     ok(&mut c, &["BF.RESERVE", "f", "0.01", "20", "EXPANSION", "2"]);
     fill(&mut c, "f", "i", 50);
     let dump: Vec<u8> = redis::cmd("DUMP").arg("f").query(&mut c).unwrap();
-    let (body, tail) = dump.split_at(dump.len() - 10);
-    let version = &tail[..2];
-    assert_eq!(with_crc(body, version), dump);
+    let (body, version) = split_dump(&dump);
+    assert_eq!(dump_payload(&body, version), dump);
     let restore = |c: &mut redis::Connection, payload: Vec<u8>| {
         redis::cmd("RESTORE")
             .arg("r")
@@ -165,7 +129,7 @@ fn corrupt_restore_payloads_are_refused_not_fatal() {
     };
     // Every truncation is refused.
     for cut in 1..body.len() {
-        let result = restore(&mut c, with_crc(&body[..body.len() - cut], version));
+        let result = restore(&mut c, dump_payload(&body[..body.len() - cut], version));
         assert!(result.is_err(), "truncated by {cut} bytes was accepted");
     }
     // Every single-byte corruption is refused or loads a usable filter.
@@ -173,7 +137,7 @@ fn corrupt_restore_payloads_are_refused_not_fatal() {
         for flip in [0x01u8, 0x80, 0xff] {
             let mut bad = body.to_vec();
             bad[at] ^= flip;
-            if restore(&mut c, with_crc(&bad, version)).is_ok() {
+            if restore(&mut c, dump_payload(&bad, version)).is_ok() {
                 ok(&mut c, &["BF.ADD", "r", "probe"]);
                 ok(&mut c, &["BF.INFO", "r"]);
                 digest(&mut c, "r");
@@ -182,32 +146,6 @@ fn corrupt_restore_payloads_are_refused_not_fatal() {
     }
     assert!(server.alive());
     assert_eq!(ok(&mut c, &["PING"]), Value::SimpleString("PONG".into()));
-}
-
-/// SCANDUMP `key` and replay every chunk with LOADCHUNK into `target`.
-fn scandump_into(c: &mut redis::Connection, key: &str, target: &str) -> usize {
-    let mut iterator = 0i64;
-    let mut chunks = 0;
-    loop {
-        let (next, data): (i64, Vec<u8>) = redis::cmd("BF.SCANDUMP")
-            .arg(key)
-            .arg(iterator)
-            .query(c)
-            .unwrap();
-        if next == 0 {
-            assert!(data.is_empty());
-            return chunks;
-        }
-        assert!(data.len() <= 16 << 20);
-        redis::cmd("BF.LOADCHUNK")
-            .arg(target)
-            .arg(next)
-            .arg(data)
-            .exec(c)
-            .unwrap();
-        chunks += 1;
-        iterator = next;
-    }
 }
 
 #[test]
@@ -341,19 +279,7 @@ fn replicas_build_identical_values_despite_other_defaults() {
         .start();
     let mut m = master.conn();
     let mut r = replica.conn();
-    ok(
-        &mut r,
-        &["REPLICAOF", "127.0.0.1", &master.port.to_string()],
-    );
-    let start = std::time::Instant::now();
-    loop {
-        let info: String = redis::cmd("INFO").arg("replication").query(&mut r).unwrap();
-        if info.contains("master_link_status:up") {
-            break;
-        }
-        assert!(start.elapsed().as_secs() < 30, "replica never synced");
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
+    attach_replica(&master, &replica);
     ok(&mut m, &["BF.ADD", "add", "a"]);
     fill(&mut m, "madd", "m", 300);
     ok(

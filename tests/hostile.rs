@@ -27,15 +27,6 @@ fn send(c: &mut redis::Connection, args: &[Vec<u8>]) -> Result<bool, String> {
     }
 }
 
-fn ok(c: &mut redis::Connection, args: &[&str]) -> Value {
-    let mut cmd = redis::cmd(args[0]);
-    for a in &args[1..] {
-        cmd.arg(*a);
-    }
-    cmd.query(c)
-        .unwrap_or_else(|e| panic!("{args:?} failed: {e}"))
-}
-
 /// Tallies answers by kind.
 #[derive(Default, Debug)]
 struct Tally {
@@ -238,18 +229,10 @@ fn seed_values(c: &mut redis::Connection) -> Vec<&'static str> {
 
 /// The whole BF.SCANDUMP of a key: header, then (iterator, chunk) pairs.
 fn scandump(c: &mut redis::Connection, key: &str) -> (Vec<u8>, Vec<(i64, Vec<u8>)>) {
-    let (mut it, header): (i64, Vec<u8>) =
-        redis::cmd("BF.SCANDUMP").arg(key).arg(0).query(c).unwrap();
     let mut chunks = Vec::new();
-    loop {
-        let (next, data): (i64, Vec<u8>) =
-            redis::cmd("BF.SCANDUMP").arg(key).arg(it).query(c).unwrap();
-        if next == 0 {
-            return (header, chunks);
-        }
-        chunks.push((next, data));
-        it = next;
-    }
+    scandump_each(c, key, 0, |_, next, data| chunks.push((next, data)));
+    let (_, header) = chunks.remove(0);
+    (header, chunks)
 }
 
 /// The counter's encoding inside the RDB value of a linear counter (what LC.LOADCHUNK takes):

@@ -2,13 +2,9 @@
 //! COPY, AOF rewrite without RDB preamble, AOF replay and replication to a replica loaded with
 //! other lc-* defaults — with identical counts and DEBUG DIGEST-VALUE.
 mod common;
+use common::fuzz::{crc64, dump_payload, split_dump};
 use common::*;
 use redis::Connection;
-use std::time::{Duration, Instant};
-
-fn items(prefix: &str, n: u32) -> Vec<String> {
-    (0..n).map(|i| format!("{prefix}{i}")).collect()
-}
 
 /// Counters in every state and body encoding: (key, count).
 fn populate(c: &mut Connection) -> Vec<String> {
@@ -165,24 +161,6 @@ fn aof_rewrite_without_preamble_then_restart() {
     assert_eq!(snapshot(&mut c, &keys), before_restart);
 }
 
-fn wait_link_up(replica: &mut Connection) {
-    let start = Instant::now();
-    loop {
-        let info: String = redis::cmd("INFO")
-            .arg("replication")
-            .query(replica)
-            .unwrap();
-        if info.contains("master_link_status:up") {
-            return;
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(60),
-            "replica never synced"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
 #[test]
 fn replica_and_aof_replay_with_other_defaults_hold_identical_values() {
     let mut master = Server::builder()
@@ -201,12 +179,7 @@ fn replica_and_aof_replay_with_other_defaults_hold_identical_values() {
         .arg(items("b", 3_000))
         .query(&mut m)
         .unwrap();
-    let _: () = redis::cmd("REPLICAOF")
-        .arg("127.0.0.1")
-        .arg(master.port)
-        .query(&mut r)
-        .unwrap();
-    wait_link_up(&mut r);
+    attach_replica(&master, &replica);
 
     // LC.ADD on missing keys: created with the master's defaults, also on the replica.
     let _: i64 = redis::cmd("LC.ADD")
@@ -265,22 +238,6 @@ fn replica_and_aof_replay_with_other_defaults_hold_identical_values() {
     assert_eq!(snapshot(&mut m, &keys), on_master);
 }
 
-/// CRC-64/Jones as DUMP payloads carry it (reflected, poly 0xad93d23594c935a9, init 0).
-fn crc64(bytes: &[u8]) -> u64 {
-    let mut crc = 0u64;
-    for &b in bytes {
-        crc ^= b as u64;
-        for _ in 0..8 {
-            crc = if crc & 1 == 1 {
-                (crc >> 1) ^ 0x95ac_9329_ac4b_c9b5
-            } else {
-                crc >> 1
-            };
-        }
-    }
-    crc
-}
-
 #[test]
 fn restore_of_mutated_payloads_never_crashes() {
     assert_eq!(crc64(b"123456789"), 0xe9c6_d914_c4b8_d9ca);
@@ -299,8 +256,7 @@ fn restore_of_mutated_payloads_never_crashes() {
         let key = &keys[round % keys.len()];
         let dump: Vec<u8> = redis::cmd("DUMP").arg(key).query(&mut c).unwrap();
         // <value><2-byte RDB version><8-byte CRC>: mutate the value, then fix the CRC.
-        let mut value = dump[..dump.len() - 10].to_vec();
-        let version = &dump[dump.len() - 10..dump.len() - 8];
+        let (mut value, version) = split_dump(&dump);
         for _ in 0..1 + next() % 3 {
             let at = (next() as usize) % value.len();
             match next() % 3 {
@@ -311,14 +267,12 @@ fn restore_of_mutated_payloads_never_crashes() {
                 }
             }
         }
-        value.extend_from_slice(version);
-        let crc = crc64(&value);
-        value.extend_from_slice(&crc.to_le_bytes());
+        let payload = dump_payload(&value, version);
         let target = format!("mut:{round}");
         match redis::cmd("RESTORE")
             .arg(&target)
             .arg(0)
-            .arg(&value)
+            .arg(&payload)
             .query::<()>(&mut c)
         {
             Ok(()) => {

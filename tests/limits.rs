@@ -7,33 +7,12 @@ mod common;
 use common::*;
 use redis::Value;
 
-fn ok(c: &mut redis::Connection, args: &[&str]) -> Value {
-    let mut cmd = redis::cmd(args[0]);
-    for a in &args[1..] {
-        cmd.arg(*a);
-    }
-    cmd.query(c)
-        .unwrap_or_else(|e| panic!("{args:?} failed: {e}"))
-}
-
-fn try_cmd(c: &mut redis::Connection, args: &[&str]) -> redis::RedisResult<Value> {
-    let mut cmd = redis::cmd(args[0]);
-    for a in &args[1..] {
-        cmd.arg(*a);
-    }
-    cmd.query(c)
-}
-
 fn used_memory(c: &mut redis::Connection) -> i64 {
     let info: String = redis::cmd("INFO").arg("memory").query(c).unwrap();
     info.lines()
         .find_map(|l| l.strip_prefix("used_memory:"))
         .and_then(|v| v.trim().parse().ok())
         .expect("used_memory in INFO")
-}
-
-fn items(prefix: &str, n: usize) -> Vec<String> {
-    (0..n).map(|i| format!("{prefix}{i}")).collect()
 }
 
 /// A filter and a counter of about 90 KB each.
@@ -99,7 +78,7 @@ fn memory_limit_binds_clients_and_restore_but_not_loading() {
         ],
         &["LC.RESERVE", "n", "0.001", "1000000"],
     ] {
-        let refused = err_text(try_cmd(&mut c, args));
+        let refused = err_text(cmd(&mut c, args));
         assert!(
             refused.contains("max-memory-per-key"),
             "{args:?}: {refused}"
@@ -119,7 +98,7 @@ fn memory_limit_binds_clients_and_restore_but_not_loading() {
         &["BF.MADD", "n", "a"],
         &["LC.ADD", "n", "a"],
     ] {
-        let refused = err_text(try_cmd(&mut c, args));
+        let refused = err_text(cmd(&mut c, args));
         assert!(
             refused.contains("max-memory-per-key"),
             "{args:?}: {refused}"
@@ -153,7 +132,7 @@ fn a_filter_that_would_outgrow_the_limit_stays_intact() {
     let mut added = Vec::new();
     let refused = loop {
         let item = format!("i{}", added.len());
-        match try_cmd(&mut c, &["BF.ADD", "f", &item]) {
+        match cmd(&mut c, &["BF.ADD", "f", &item]) {
             Ok(_) => added.push(item),
             Err(e) => break err_text::<()>(Err(e)),
         }
@@ -161,7 +140,7 @@ fn a_filter_that_would_outgrow_the_limit_stays_intact() {
     };
     assert!(refused.contains("max-memory-per-key"), "{refused}");
     let before = digest(&mut c, "f");
-    assert!(try_cmd(&mut c, &["BF.ADD", "f", "another"]).is_err());
+    assert!(cmd(&mut c, &["BF.ADD", "f", "another"]).is_err());
     assert_eq!(
         digest(&mut c, "f"),
         before,
@@ -279,12 +258,12 @@ fn maxmemory_refuses_writes_with_oom_and_serves_reads() {
     ok(&mut c, &["CONFIG", "SET", "maxmemory-policy", "noeviction"]);
     ok(&mut c, &["CONFIG", "SET", "maxmemory", "1mb"]);
     for args in WRITES {
-        let refused = err_text(try_cmd(&mut c, args));
+        let refused = err_text(cmd(&mut c, args));
         assert!(refused.starts_with("OOM"), "{args:?}: {refused}");
     }
     assert_eq!(ok(&mut c, &["EXISTS", "new"]), Value::Int(0));
     for args in READS {
-        try_cmd(&mut c, args).unwrap_or_else(|e| panic!("{args:?}: {e}"));
+        cmd(&mut c, args).unwrap_or_else(|e| panic!("{args:?}: {e}"));
     }
     assert_eq!(ok(&mut c, &["BF.EXISTS", "bf", "x0"]), Value::Int(1));
 }
@@ -314,11 +293,11 @@ fn a_read_only_acl_user_gets_noperm_for_every_write() {
     let url = format!("redis://reader:secret@127.0.0.1:{}/", server.port);
     let mut c = redis::Client::open(url).unwrap().get_connection().unwrap();
     for args in WRITES {
-        let refused = err_text(try_cmd(&mut c, args));
+        let refused = err_text(cmd(&mut c, args));
         assert!(refused.starts_with("NOPERM"), "{args:?}: {refused}");
     }
     for args in READS.iter().filter(|a| a[0] != "BF.SCANDUMP") {
-        try_cmd(&mut c, args).unwrap_or_else(|e| panic!("{args:?}: {e}"));
+        cmd(&mut c, args).unwrap_or_else(|e| panic!("{args:?}: {e}"));
     }
     assert_eq!(ok(&mut admin, &["EXISTS", "new"]), Value::Int(0));
 }
@@ -359,8 +338,8 @@ fn churn(c: &mut redis::Connection, n: usize) {
             ],
         );
         // Refused writes must not leak what they allocated either.
-        assert!(try_cmd(c, &["BF.RESERVE", &bf, "0.01", "10"]).is_err());
-        assert!(try_cmd(c, &["LC.LOADCHUNK", &lc, "x"]).is_err());
+        assert!(cmd(c, &["BF.RESERVE", &bf, "0.01", "10"]).is_err());
+        assert!(cmd(c, &["LC.LOADCHUNK", &lc, "x"]).is_err());
     }
     ok(c, &["FLUSHALL", "SYNC"]);
 }

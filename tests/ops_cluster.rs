@@ -2,9 +2,7 @@
 //! client routes them, a key on the wrong node answers MOVED, multi-key LC.COUNT/LC.MERGE across
 //! slots answer CROSSSLOT, and hash-tagged unions work.
 mod common;
-mod ops_util;
 use common::*;
-use ops_util::*;
 use redis::Value;
 use std::process::Command;
 use std::time::{Duration, Instant};

@@ -8,9 +8,7 @@
 //! AOF without its reply reaching the client). The filter is checked item by item, and its
 //! item count the same way.
 mod common;
-mod ops_util;
 use common::*;
-use ops_util::*;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 

@@ -6,14 +6,6 @@ use common::*;
 use redis::{Connection, Value};
 use std::time::{Duration, Instant};
 
-fn ok(c: &mut Connection, args: &[&str]) -> Value {
-    let mut cmd = redis::cmd(args[0]);
-    for a in &args[1..] {
-        cmd.arg(*a);
-    }
-    cmd.query(c).unwrap_or_else(|e| panic!("{args:?}: {e}"))
-}
-
 /// `[bf_keys, bf_bytes, lc_keys, lc_bytes]` from `INFO lcbloom`.
 fn tally(c: &mut Connection) -> [i64; 4] {
     let info: String = redis::cmd("INFO").arg("lcbloom").query(c).unwrap();
@@ -82,20 +74,6 @@ fn settled(c: &mut Connection) -> [i64; 4] {
     }
 }
 
-fn lc_add(c: &mut Connection, key: &str, prefix: &str, n: u32) {
-    let items: Vec<String> = (0..n).map(|i| format!("{prefix}{i}")).collect();
-    for chunk in items.chunks(5_000) {
-        let _: i64 = redis::cmd("LC.ADD").arg(key).arg(chunk).query(c).unwrap();
-    }
-}
-
-fn bf_add(c: &mut Connection, key: &str, prefix: &str, n: u32) {
-    let items: Vec<String> = (0..n).map(|i| format!("{prefix}{i}")).collect();
-    for chunk in items.chunks(5_000) {
-        let _: Value = redis::cmd("BF.MADD").arg(key).arg(chunk).query(c).unwrap();
-    }
-}
-
 #[test]
 fn info_counts_values_and_bytes_up_and_back_to_zero() {
     let server = Server::start();
@@ -115,7 +93,7 @@ fn info_counts_values_and_bytes_up_and_back_to_zero() {
     let one_filter = settled(&mut c);
     assert_eq!(one_filter[0], 2);
     // 100 → 200 → 400 ... : scaling out adds bytes.
-    bf_add(&mut c, "scaling", "s", 3_000);
+    add_many(&mut c, "BF.MADD", "scaling", "s", 3_000);
     let scaled = settled(&mut c);
     assert!(scaled[1] > one_filter[1], "{scaled:?} {one_filter:?}");
     ok(
@@ -124,16 +102,16 @@ fn info_counts_values_and_bytes_up_and_back_to_zero() {
     );
 
     ok(&mut c, &["LC.RESERVE", "big", "0.01", "10000000"]);
-    lc_add(&mut c, "exact", "e", 100);
+    add_many(&mut c, "LC.ADD", "exact", "e", 100);
     let exact = settled(&mut c);
     // Growing the exact set, then switching to the bitmap, add bytes.
-    lc_add(&mut c, "exact", "f", 200);
-    lc_add(&mut c, "exact", "g", 5_000);
+    add_many(&mut c, "LC.ADD", "exact", "f", 200);
+    add_many(&mut c, "LC.ADD", "exact", "g", 5_000);
     let bitmap = settled(&mut c);
     assert!(bitmap[3] > exact[3], "{bitmap:?} {exact:?}");
-    lc_add(&mut c, "big", "b", 20_000); // a 137 KB bitmap
+    add_many(&mut c, "LC.ADD", "big", "b", 20_000); // a 137 KB bitmap
     ok(&mut c, &["LC.RESERVE", "big2", "0.01", "10000000"]);
-    lc_add(&mut c, "big2", "c", 100);
+    add_many(&mut c, "LC.ADD", "big2", "c", 100);
     let before_merge = settled(&mut c);
     // Merging a bitmap into an exact counter switches it to its bitmap.
     ok(&mut c, &["LC.MERGE", "big2", "big"]);
@@ -174,8 +152,8 @@ fn info_counts_values_and_bytes_up_and_back_to_zero() {
     ok(&mut c, &["FLUSHALL", "ASYNC"]);
     assert_eq!(settled(&mut c), [0; 4]);
 
-    lc_add(&mut c, "again", "a", 10);
-    bf_add(&mut c, "again2", "a", 10);
+    add_many(&mut c, "LC.ADD", "again", "a", 10);
+    add_many(&mut c, "BF.MADD", "again2", "a", 10);
     assert_ne!(settled(&mut c), [0; 4]);
     ok(&mut c, &["FLUSHALL"]);
     assert_eq!(tally(&mut c), [0; 4]);

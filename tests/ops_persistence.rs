@@ -3,9 +3,8 @@
 //! replays identically under another, with a lower max-memory-per-key, which still binds
 //! clients (including RESTORE) but not loading.
 mod common;
-mod ops_util;
+use common::ops::*;
 use common::*;
-use ops_util::*;
 use std::path::Path;
 
 /// The base file of the rewritten AOF (Redis 7: appendonlydir/<name>.<seq>.base.aof).

@@ -19,7 +19,7 @@
 use super::chain::Chain;
 use super::codec;
 use crate::config::{load_memory_limit, note_loaded_size};
-use crate::ffi::{free_effort, guard_callback, log_warning};
+use crate::ffi::{free_effort, guard_callback, log_warning, TypeCallbacks};
 use crate::stats;
 use redis_module::{native_types::RedisType, raw};
 use std::os::raw::{c_char, c_int, c_void};
@@ -31,27 +31,17 @@ pub const ENCODING_VERSION: c_int = 1;
 pub static BLOOM_TYPE: RedisType = RedisType::new(
     "lcbloomBF",
     ENCODING_VERSION,
-    raw::RedisModuleTypeMethods {
-        version: raw::REDISMODULE_TYPE_METHOD_VERSION as u64,
+    TypeCallbacks {
         rdb_load: Some(rdb_load),
         rdb_save: Some(rdb_save),
         aof_rewrite: Some(aof_rewrite),
         free: Some(free),
         mem_usage: Some(mem_usage),
         digest: Some(digest),
-        aux_load: None,
-        aux_save: None,
-        aux_save2: None,
-        aux_save_triggers: 0,
         free_effort: Some(effort),
-        unlink: None,
         copy: Some(copy),
-        defrag: None,
-        mem_usage2: None,
-        free_effort2: None,
-        unlink2: None,
-        copy2: None,
-    },
+    }
+    .methods(),
 );
 
 /// Calls `emit` with the header, then with each data chunk and its `BF.SCANDUMP` iterator.

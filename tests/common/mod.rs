@@ -7,9 +7,15 @@
 //! * Each server gets its own temp dir (kept when the test panics, for the log), binds
 //!   127.0.0.1 on a port found free just before, and is killed when the handle drops. Nothing
 //!   here ever talks to a port it did not start.
+//! * Submodules: `cmds` (command helpers, re-exported here), `fuzz` (RNG, mutations, DUMP
+//!   framing), `ops` (the operations tests' workload and encodings).
 #![allow(dead_code)]
 
+mod cmds;
 pub mod fuzz;
+pub mod ops;
+
+pub use cmds::*;
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};

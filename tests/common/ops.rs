@@ -1,30 +1,9 @@
 //! Helpers shared by the operations tests (tests/ops_*.rs): a mixed workload over both types,
-//! digests of every key, replica setup, hand-built counter encodings.
-#![allow(dead_code)]
+//! digests of every key, hand-built counter encodings.
 
-use crate::common::*;
-use redis::{Connection, Value};
+use super::*;
+use redis::Connection;
 use std::collections::BTreeMap;
-use std::time::{Duration, Instant};
-
-pub fn ok(c: &mut Connection, args: &[&str]) -> Value {
-    let mut cmd = redis::cmd(args[0]);
-    for a in &args[1..] {
-        cmd.arg(*a);
-    }
-    cmd.query(c).unwrap_or_else(|e| panic!("{args:?}: {e}"))
-}
-
-pub fn items(prefix: &str, n: u32) -> Vec<String> {
-    (0..n).map(|i| format!("{prefix}{i}")).collect()
-}
-
-/// `BF.MADD`/`LC.ADD` in batches.
-pub fn add_many(c: &mut Connection, command: &str, key: &str, prefix: &str, n: u32) {
-    for chunk in items(prefix, n).chunks(5_000) {
-        let _: Value = redis::cmd(command).arg(key).arg(chunk).query(c).unwrap();
-    }
-}
 
 /// `DEBUG DIGEST-VALUE` of every key of the module's types.
 pub fn digests(c: &mut Connection) -> BTreeMap<String, String> {
@@ -47,30 +26,6 @@ pub fn info_lcbloom(c: &mut Connection) -> Vec<String> {
         .filter(|l| l.starts_with("lcbloom_"))
         .map(str::to_string)
         .collect()
-}
-
-/// Copies a filter with BF.SCANDUMP / BF.LOADCHUNK; returns the number of data chunks.
-pub fn scandump_into(c: &mut Connection, key: &str, target: &str) -> usize {
-    let mut iterator = 0i64;
-    let mut chunks = 0;
-    loop {
-        let (next, data): (i64, Vec<u8>) = redis::cmd("BF.SCANDUMP")
-            .arg(key)
-            .arg(iterator)
-            .query(c)
-            .unwrap();
-        if next == 0 {
-            return chunks;
-        }
-        redis::cmd("BF.LOADCHUNK")
-            .arg(target)
-            .arg(next)
-            .arg(data)
-            .exec(c)
-            .unwrap();
-        chunks += if iterator == 0 { 0 } else { 1 };
-        iterator = next;
-    }
 }
 
 fn put_varint(out: &mut Vec<u8>, mut v: u64) {
@@ -112,27 +67,6 @@ pub fn empty_bitmap_encoding(capacity: u64, rate: f64, m: u64) -> Vec<u8> {
     let mut out = encoding_header(2, capacity, rate, m);
     out.push(0);
     out
-}
-
-/// Makes `replica` replicate `master` and waits for the link.
-pub fn attach_replica(master: &Server, replica: &Server) {
-    let mut r = replica.conn();
-    ok(
-        &mut r,
-        &["REPLICAOF", "127.0.0.1", &master.port.to_string()],
-    );
-    let start = Instant::now();
-    loop {
-        let info: String = redis::cmd("INFO").arg("replication").query(&mut r).unwrap();
-        if info.contains("master_link_status:up") {
-            return;
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(60),
-            "replica never synced"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 /// Module defaults unlike the built-in ones, and a much lower per-key limit (256 KiB).

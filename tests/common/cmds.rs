@@ -1,0 +1,94 @@
+//! Command helpers shared by the integration tests: commands from string slices, item names,
+//! batched adds, BF.SCANDUMP walks and replica setup.
+
+use super::Server;
+use redis::{Connection, Value};
+use std::time::{Duration, Instant};
+
+/// Runs `args` (command name first) and returns the reply or the error.
+pub fn cmd(conn: &mut Connection, args: &[&str]) -> redis::RedisResult<Value> {
+    let mut c = redis::cmd(args[0]);
+    for a in &args[1..] {
+        c.arg(*a);
+    }
+    c.query(conn)
+}
+
+/// Runs `args` and returns the reply; panics (naming the command) on an error.
+pub fn ok(conn: &mut Connection, args: &[&str]) -> Value {
+    cmd(conn, args).unwrap_or_else(|e| panic!("{args:?}: {e}"))
+}
+
+/// `n` item names `{prefix}0`, `{prefix}1`, ….
+pub fn items(prefix: &str, n: u32) -> Vec<String> {
+    (0..n).map(|i| format!("{prefix}{i}")).collect()
+}
+
+/// `BF.MADD`/`LC.ADD` of `items(prefix, n)` in batches.
+pub fn add_many(c: &mut Connection, command: &str, key: &str, prefix: &str, n: u32) {
+    for chunk in items(prefix, n).chunks(5_000) {
+        let _: Value = redis::cmd(command).arg(key).arg(chunk).query(c).unwrap();
+    }
+}
+
+/// Walks `BF.SCANDUMP key` from iterator `start` (0: the header first) to its end marker,
+/// calling `visit(conn, iterator, data)` with what `BF.LOADCHUNK` takes for each part.
+pub fn scandump_each(
+    c: &mut Connection,
+    key: &str,
+    start: i64,
+    mut visit: impl FnMut(&mut Connection, i64, Vec<u8>),
+) {
+    let mut iterator = start;
+    loop {
+        let (next, data): (i64, Vec<u8>) = redis::cmd("BF.SCANDUMP")
+            .arg(key)
+            .arg(iterator)
+            .query(c)
+            .unwrap();
+        if next == 0 {
+            assert!(data.is_empty());
+            return;
+        }
+        assert!(data.len() <= 16 << 20);
+        visit(c, next, data);
+        iterator = next;
+    }
+}
+
+/// Copies a filter with BF.SCANDUMP / BF.LOADCHUNK; returns the number of chunks, header
+/// included.
+pub fn scandump_into(c: &mut Connection, key: &str, target: &str) -> usize {
+    let mut chunks = 0;
+    scandump_each(c, key, 0, |c, next, data| {
+        redis::cmd("BF.LOADCHUNK")
+            .arg(target)
+            .arg(next)
+            .arg(data)
+            .exec(c)
+            .unwrap();
+        chunks += 1;
+    });
+    chunks
+}
+
+/// Makes `replica` replicate `master` and waits for the link.
+pub fn attach_replica(master: &Server, replica: &Server) {
+    let mut r = replica.conn();
+    ok(
+        &mut r,
+        &["REPLICAOF", "127.0.0.1", &master.port.to_string()],
+    );
+    let start = Instant::now();
+    loop {
+        let info: String = redis::cmd("INFO").arg("replication").query(&mut r).unwrap();
+        if info.contains("master_link_status:up") {
+            return;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "replica never synced"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
