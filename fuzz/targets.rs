@@ -87,3 +87,48 @@ pub fn lc_value(data: &[u8]) {
         assert_eq!(lc::decode(&again, u64::MAX).as_ref(), Ok(&counter));
     }
 }
+
+/// A `DUMP` value of a RedisBloom filter (`MBbloom--`, any encver): it decodes only if valid;
+/// a decoded chain re-encodes to a value that decodes to the same chain, and stays usable.
+pub fn rb_value(data: &[u8]) {
+    use lcbloom::rebloom::dump;
+    if let Ok(mut chain) = dump::decode_value(data, LIMIT) {
+        let again = dump::encode_value(&chain);
+        assert_eq!(dump::decode_value(&again, u64::MAX).as_ref(), Ok(&chain));
+        for i in 0..4u32 {
+            let h = chain.hash(&i.to_le_bytes());
+            let _ = chain.contains(&h);
+            if chain.add(&h, LIMIT).is_ok() {
+                assert!(chain.contains(&h), "an added item is present");
+            }
+        }
+        let sizes: u64 = chain.links().iter().map(|l| l.size).sum();
+        assert_eq!(sizes, chain.size());
+    }
+}
+
+/// A RedisBloom `BF.LOADCHUNK` session in the format of `bf_loadchunk` (header, then chunks
+/// whose 4-byte field is the iterator sent): refused chunks change nothing.
+pub fn rb_loadchunk(data: &[u8]) {
+    use lcbloom::rebloom::{dump, scandump};
+    let Some((len, rest)) = data.split_first_chunk::<2>() else {
+        return;
+    };
+    let len = (u16::from_le_bytes(*len) as usize).min(rest.len());
+    let (header, mut rest) = rest.split_at(len);
+    let Ok(mut chain) = scandump::decode_header(header, LIMIT) else {
+        return;
+    };
+    while let Some((head, tail)) = rest.split_first_chunk::<6>() {
+        let it = i32::from_le_bytes([head[0], head[1], head[2], head[3]]) as i64;
+        let len = (u16::from_le_bytes([head[4], head[5]]) as usize).min(tail.len());
+        let (chunk, tail) = tail.split_at(len);
+        let before = chain.clone();
+        if scandump::load_chunk(&mut chain, it, chunk).is_err() {
+            assert_eq!(chain, before, "a refused chunk changes nothing");
+        }
+        rest = tail;
+    }
+    let value = dump::encode_value(&chain);
+    assert_eq!(dump::decode_value(&value, u64::MAX).as_ref(), Ok(&chain));
+}

@@ -8,6 +8,7 @@ pub mod config;
 pub mod ffi;
 pub mod hashing;
 pub mod lc;
+pub mod rebloom;
 pub mod stats;
 
 use redis_module::configuration::ConfigurationFlags;

@@ -16,6 +16,8 @@ use lcbloom::bloom::codec as bf;
 use lcbloom::hashing::hash_item;
 use lcbloom::lc::codec as lc;
 use lcbloom::lc::counter::Counter;
+use lcbloom::rebloom::chain::RbChain;
+use lcbloom::rebloom::{dump, scandump};
 use std::time::{Duration, Instant};
 
 fn chain(p: f64, capacity: u64, expansion: u32, items: u64) -> Chain {
@@ -137,4 +139,56 @@ fn bloom_loadchunk_sessions() {
 fn counter_values() {
     let seeds = counters().iter().map(lc::encode).collect();
     assert!(fuzz("lc_value", seeds, targets::lc_value) > 0);
+}
+
+/// RedisBloom chains of every shape its releases made: scaling, non-scaling, grown.
+fn rb_chains() -> Vec<RbChain> {
+    [
+        (0.01, 100, Some(2), 0),
+        (0.1, 10, Some(2), 60),
+        (0.001, 50, None, 40),
+        (0.5, 3, Some(1), 30),
+        (0.01, 20, Some(4), 300),
+    ]
+    .into_iter()
+    .map(|(p, capacity, growth, adds)| {
+        let mut c = RbChain::reserve(p, capacity, growth, targets::LIMIT).unwrap();
+        for i in 0..adds {
+            let _ = c.add(&c.hash(&(i as u64).to_le_bytes()), targets::LIMIT);
+        }
+        c
+    })
+    .collect()
+}
+
+#[test]
+fn redisbloom_values() {
+    let mut seeds: Vec<Vec<u8>> = rb_chains().iter().map(dump::encode_value).collect();
+    seeds.extend(rb_chains().iter().map(|c| dump::encode_value_legacy(c, 1)));
+    seeds.extend(rb_chains().iter().map(|c| dump::encode_value_legacy(c, 0)));
+    assert!(fuzz("rb_value", seeds, targets::rb_value) > 0);
+}
+
+#[test]
+fn redisbloom_loadchunk_sessions() {
+    let sessions = rb_chains()
+        .iter()
+        .map(|c| {
+            let header = scandump::encode_header(c);
+            let mut out = (header.len() as u16).to_le_bytes().to_vec();
+            out.extend_from_slice(&header);
+            let mut it = 1;
+            while let Some((next, data)) = scandump::chunk(c, it) {
+                for piece in data.chunks(24) {
+                    it += piece.len() as u64;
+                    out.extend_from_slice(&(it as u32).to_le_bytes());
+                    out.extend_from_slice(&(piece.len() as u16).to_le_bytes());
+                    out.extend_from_slice(piece);
+                }
+                assert_eq!(it, next);
+            }
+            out
+        })
+        .collect();
+    assert!(fuzz("rb_loadchunk", sessions, targets::rb_loadchunk) > 0);
 }

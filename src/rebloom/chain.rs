@@ -1,0 +1,433 @@
+//! A RedisBloom scaling chain (`SBChain`): links oldest first, RedisBloom's add and growth
+//! rules, and the figures `BF.INFO` reports for it.
+
+use super::link::{Link, LinkParams, FORCE64, NOROUND, NO_SCALING};
+use super::murmur::HashPair;
+use super::DecodeError;
+use crate::bloom::chain::ChainError;
+
+/// Most links a chain may have. RedisBloom 2.8.2 asserts (aborts the server) when it loads
+/// 1000 or more, so a chain that is to go back to it must stay below.
+pub const MAX_LINKS: usize = 999;
+
+/// Why an add was refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AddError {
+    /// NONSCALING and the link is full.
+    Full,
+    /// RedisBloom's sizing cannot make the next link (or the chain has `MAX_LINKS`).
+    CannotGrow,
+    /// The next link would take the key over the limit.
+    TooLarge {
+        needed: u64,
+        limit: u64,
+    },
+    OutOfMemory,
+}
+
+impl AddError {
+    /// The error reply: RedisBloom's texts, and lcbloom's for its own limits.
+    pub fn message(&self) -> String {
+        match *self {
+            AddError::Full => ChainError::Full.message(),
+            AddError::CannotGrow => "ERR problem inserting into filter".to_string(),
+            AddError::TooLarge { needed, limit } => {
+                ChainError::TooLarge { needed, limit }.message()
+            }
+            AddError::OutOfMemory => ChainError::OutOfMemory.message(),
+        }
+    }
+}
+
+/// A chain as RedisBloom holds it; `size` always equals the sum of the links' sizes.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RbChain {
+    size: u64,
+    options: u32,
+    growth: u32,
+    links: Vec<Link>,
+}
+
+/// A zeroed bit array, allocated fallibly.
+pub fn zeroed(bytes: u64) -> Result<Vec<u8>, AddError> {
+    let bytes = usize::try_from(bytes).map_err(|_| AddError::OutOfMemory)?;
+    let mut data = Vec::new();
+    data.try_reserve_exact(bytes)
+        .map_err(|_| AddError::OutOfMemory)?;
+    data.resize(bytes, 0);
+    Ok(data)
+}
+
+/// Memory of a chain with `links` links and `data_bytes` of bit arrays.
+pub fn memory_bytes_for(links: u64, data_bytes: u64) -> Option<u64> {
+    links
+        .checked_mul(std::mem::size_of::<Link>() as u64)?
+        .checked_add(std::mem::size_of::<RbChain>() as u64)?
+        .checked_add(data_bytes)
+}
+
+impl RbChain {
+    /// A chain made as RedisBloom 2.8.2's `BF.RESERVE` makes it (options FORCE64|NOROUND, and
+    /// NO_SCALING when `growth` is None; the first link at half the error when scaling).
+    pub fn reserve(
+        error: f64,
+        capacity: u64,
+        growth: Option<u32>,
+        limit: u64,
+    ) -> Result<Self, AddError> {
+        let (options, first_error, growth) = match growth {
+            Some(g) => (FORCE64 | NOROUND, error * 0.5, g),
+            None => (FORCE64 | NOROUND | NO_SCALING, error, 2),
+        };
+        let params =
+            LinkParams::init(capacity, first_error, options).ok_or(AddError::CannotGrow)?;
+        let mut chain = RbChain {
+            size: 0,
+            options,
+            growth,
+            links: Vec::new(),
+        };
+        chain.push_link(params, limit)?;
+        Ok(chain)
+    }
+
+    /// A chain from decoded parts, checked as a whole (each link is checked by its decoder):
+    /// 1..=MAX_LINKS links, known options, growth ≥ 1 unless NO_SCALING, Σ link sizes = size.
+    pub fn from_parts(
+        size: u64,
+        options: u32,
+        growth: u32,
+        links: Vec<Link>,
+    ) -> Result<Self, DecodeError> {
+        check_chain_fields(size, options, growth, links.len() as u64, || {
+            links
+                .iter()
+                .try_fold(0u64, |sum, l| sum.checked_add(l.size))
+        })?;
+        Ok(RbChain {
+            size,
+            options,
+            growth,
+            links,
+        })
+    }
+
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+
+    pub fn options(&self) -> u32 {
+        self.options
+    }
+
+    pub fn growth(&self) -> u32 {
+        self.growth
+    }
+
+    pub fn links(&self) -> &[Link] {
+        &self.links
+    }
+
+    pub fn links_mut(&mut self) -> &mut [Link] {
+        &mut self.links
+    }
+
+    pub fn force64(&self) -> bool {
+        self.options & FORCE64 != 0
+    }
+
+    /// The hash pair this chain probes with.
+    pub fn hash(&self, item: &[u8]) -> HashPair {
+        HashPair::of(item, self.force64())
+    }
+
+    /// `BF.INFO` Capacity: Σ entries (wrapping, as RedisBloom's size_t sum).
+    pub fn capacity(&self) -> u64 {
+        self.links
+            .iter()
+            .fold(0u64, |c, l| c.wrapping_add(l.params.entries))
+    }
+
+    /// `BF.INFO` Size: RedisBloom's own accounting, 32 + Σ (64 + bytes).
+    pub fn info_size(&self) -> u64 {
+        self.links.iter().fold(32u64, |s, l| {
+            s.wrapping_add(64).wrapping_add(l.params.bytes)
+        })
+    }
+
+    /// `BF.INFO` Expansion rate: None for NONSCALING.
+    pub fn expansion(&self) -> Option<u32> {
+        (self.options & NO_SCALING == 0).then_some(self.growth)
+    }
+
+    pub fn data_bytes(&self) -> u64 {
+        self.links.iter().map(|l| l.params.bytes).sum()
+    }
+
+    /// Bytes the chain occupies in this process.
+    pub fn memory_bytes(&self) -> u64 {
+        memory_bytes_for(self.links.len() as u64, self.data_bytes()).unwrap_or(u64::MAX)
+    }
+
+    pub fn contains(&self, hash: &HashPair) -> bool {
+        self.links.iter().rev().any(|l| l.contains(hash))
+    }
+
+    /// RedisBloom's add: Ok(false) if present (nothing changes), else into the newest link,
+    /// growing the chain first when that link is full. Growth never takes the key over `limit`.
+    pub fn add(&mut self, hash: &HashPair, limit: u64) -> Result<bool, AddError> {
+        if self.contains(hash) {
+            return Ok(false);
+        }
+        let last = self.links.last().expect("a chain has a link");
+        if last.size >= last.params.entries {
+            if self.options & NO_SCALING != 0 {
+                return Err(AddError::Full);
+            }
+            let next = last
+                .params
+                .entries
+                .checked_mul(self.growth as u64)
+                .and_then(|n| LinkParams::init(n, last.params.error * 0.5, self.options))
+                .ok_or(AddError::CannotGrow)?;
+            if self.links.len() >= MAX_LINKS {
+                return Err(AddError::CannotGrow);
+            }
+            self.push_link(next, limit)?;
+        }
+        let last = self.links.last_mut().expect("a chain has a link");
+        last.insert(hash);
+        last.size += 1;
+        self.size += 1;
+        Ok(true)
+    }
+
+    /// A deep copy, allocated fallibly (`COPY` must not abort the server).
+    pub fn try_clone(&self) -> Result<Self, AddError> {
+        let mut links = Vec::new();
+        links
+            .try_reserve_exact(self.links.len())
+            .map_err(|_| AddError::OutOfMemory)?;
+        for l in &self.links {
+            let mut data = zeroed(l.params.bytes)?;
+            data.copy_from_slice(&l.data);
+            links.push(Link { data, ..*l });
+        }
+        Ok(RbChain { links, ..*self })
+    }
+
+    fn push_link(&mut self, params: LinkParams, limit: u64) -> Result<(), AddError> {
+        let needed = memory_bytes_for(
+            self.links.len() as u64 + 1,
+            self.data_bytes().saturating_add(params.bytes),
+        )
+        .unwrap_or(u64::MAX);
+        if needed > limit {
+            return Err(AddError::TooLarge { needed, limit });
+        }
+        self.links
+            .try_reserve(1)
+            .map_err(|_| AddError::OutOfMemory)?;
+        let data = zeroed(params.bytes)?;
+        self.links.push(Link {
+            params,
+            size: 0,
+            data,
+        });
+        Ok(())
+    }
+}
+
+/// The chain-level checks shared by every decoder; `link_sizes` sums the links' sizes (None on
+/// overflow) and only runs once the cheap checks pass.
+pub fn check_chain_fields(
+    size: u64,
+    options: u32,
+    growth: u32,
+    links: u64,
+    link_sizes: impl FnOnce() -> Option<u64>,
+) -> Result<(), DecodeError> {
+    if links == 0 || links > MAX_LINKS as u64 {
+        return Err(DecodeError(
+            "ERR bad RedisBloom data: number of filters out of range",
+        ));
+    }
+    if options & !super::link::ALL_OPTIONS != 0 {
+        return Err(DecodeError("ERR bad RedisBloom data: unknown options"));
+    }
+    if growth == 0 && options & NO_SCALING == 0 {
+        return Err(DecodeError(
+            "ERR bad RedisBloom data: expansion 0 on a scaling filter",
+        ));
+    }
+    if link_sizes() != Some(size) {
+        return Err(DecodeError(
+            "ERR bad RedisBloom data: item count does not match the filters",
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shapes(c: &RbChain) -> Vec<(u64, f64, u32, u64)> {
+        c.links()
+            .iter()
+            .map(|l| {
+                (
+                    l.params.entries,
+                    l.params.error,
+                    l.params.hashes,
+                    l.params.bits,
+                )
+            })
+            .collect()
+    }
+
+    fn fill(c: &mut RbChain, n: u32) {
+        for i in 0..n {
+            c.add(&c.hash(format!("i{i}").as_bytes()), u64::MAX)
+                .unwrap();
+        }
+    }
+
+    #[test]
+    fn growth_matches_redisbloom_chains() {
+        // redisbloom-format.md §3.5 (live DUMPs of RedisBloom 2.8.2).
+        let mut c = RbChain::reserve(0.01, 10, Some(2), u64::MAX).unwrap();
+        fill(&mut c, 300);
+        assert_eq!(
+            shapes(&c),
+            [
+                (10, 0.005, 8, 128),
+                (20, 0.0025, 9, 256),
+                (40, 0.00125, 10, 576),
+                (80, 0.000625, 11, 1280),
+                (160, 0.0003125, 12, 2688)
+            ]
+        );
+        assert_eq!(c.capacity(), 310);
+        let mut c = RbChain::reserve(0.001, 10, Some(4), u64::MAX).unwrap();
+        fill(&mut c, 800);
+        assert_eq!(
+            shapes(&c),
+            [
+                (10, 0.0005, 11, 192),
+                (40, 0.00025, 12, 704),
+                (160, 0.000125, 13, 3008),
+                (640, 6.25e-05, 14, 12928)
+            ]
+        );
+        let mut c = RbChain::reserve(0.01, 10, Some(1), u64::MAX).unwrap();
+        fill(&mut c, 55);
+        assert_eq!(c.links().len(), 6);
+        assert_eq!(c.links()[5].params.hashes, 13);
+        assert_eq!(c.links()[5].params.bits, 192);
+    }
+
+    #[test]
+    fn probe_positions_match_the_spec_vectors() {
+        let mut c = RbChain::reserve(0.01, 100, Some(2), u64::MAX).unwrap();
+        for item in ["foo", "bar", "hello world"] {
+            assert_eq!(c.add(&c.hash(item.as_bytes()), u64::MAX), Ok(true));
+        }
+        let expected: Vec<u64> = [
+            269, 847, 145, 723, 21, 599, 25, 475, 611, 851, 67, 307, 675, 915, 131, 371, 609, 791,
+            973, 1027, 57, 111, 293, 475,
+        ]
+        .to_vec();
+        let mut want = vec![0u8; 144];
+        for x in expected {
+            want[(x >> 3) as usize] |= 1 << (x & 7);
+        }
+        assert_eq!(c.links()[0].data, want);
+        assert!(!c.contains(&c.hash(b"baz")));
+        assert!(!c.contains(&c.hash(b"qux")));
+
+        let mut g = RbChain::reserve(0.01, 10, Some(2), u64::MAX).unwrap();
+        fill(&mut g, 50);
+        assert_eq!(g.links().len(), 3);
+        assert!(!g.contains(&g.hash(b"zz-not-here")));
+        let probes = |link: usize, item: &str| {
+            let h = g.hash(item.as_bytes());
+            let m = g.links()[link].params.modulus();
+            (0..g.links()[link].params.hashes)
+                .map(|i| h.probe(i) % m)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(probes(0, "i0"), [87, 120, 25, 58, 91, 124, 29, 62]);
+        assert_eq!(probes(1, "i25"), [26, 98, 170, 242, 58, 130, 202, 18, 90]);
+        assert_eq!(
+            probes(2, "i45"),
+            [109, 305, 501, 249, 445, 65, 261, 457, 77, 401]
+        );
+    }
+
+    #[test]
+    fn legacy_32_bit_probes_match_the_spec_vectors() {
+        let h = HashPair::of(b"foo", false);
+        let probes = |m: u64, k: u32| (0..k).map(|i| h.probe(i) % m).collect::<Vec<_>>();
+        assert_eq!(probes(1 << 11, 7), [1744, 1317, 890, 463, 36, 1657, 1230]);
+        assert_eq!(probes(1920, 7), [1616, 1829, 122, 335, 548, 761, 974]);
+        assert_eq!(probes(1102, 8), [4, 1037, 968, 899, 830, 761, 692, 623]);
+        let h = HashPair::of(b"foo", true);
+        let c = RbChain::reserve(0.001, 1000, None, u64::MAX).unwrap();
+        let m = c.links()[0].params.modulus();
+        assert_eq!(m, 14400);
+        let got: Vec<u64> = (0..10).map(|i| h.probe(i) % m).collect();
+        assert_eq!(
+            got,
+            [8909, 12367, 12241, 1299, 1173, 4631, 8089, 7963, 11421, 479]
+        );
+    }
+
+    #[test]
+    fn nonscaling_fills_up_and_present_items_change_nothing() {
+        let mut c = RbChain::reserve(0.01, 100, None, u64::MAX).unwrap();
+        let mut added = 0;
+        let mut full = false;
+        for i in 0..200 {
+            match c.add(&c.hash(format!("x{i}").as_bytes()), u64::MAX) {
+                Ok(a) => added += a as u64,
+                Err(e) => {
+                    assert_eq!(e, AddError::Full);
+                    full = true;
+                    break;
+                }
+            }
+        }
+        assert!(full);
+        assert_eq!(c.size(), added);
+        assert_eq!(c.size(), 100);
+        let before = c.clone();
+        assert_eq!(c.add(&c.hash(b"x0"), u64::MAX), Ok(false));
+        assert_eq!(c, before);
+        assert_eq!(c.expansion(), None);
+        assert_eq!(c.info_size(), 32 + 64 + 120);
+    }
+
+    #[test]
+    fn growth_respects_the_limit_and_leaves_the_chain_unchanged() {
+        let mut c = RbChain::reserve(0.01, 10, Some(2), u64::MAX).unwrap();
+        fill(&mut c, 10);
+        let before = c.clone();
+        let limit = c.memory_bytes() + 10;
+        let err = c.add(&c.hash(b"one more"), limit).unwrap_err();
+        assert!(matches!(err, AddError::TooLarge { .. }));
+        assert_eq!(c, before);
+        assert!(c.try_clone().unwrap() == c);
+    }
+
+    #[test]
+    fn chain_checks() {
+        assert!(check_chain_fields(0, 5, 2, 0, || Some(0)).is_err());
+        assert!(check_chain_fields(0, 5, 2, 1000, || Some(0)).is_err());
+        assert!(check_chain_fields(0, 16, 2, 1, || Some(0)).is_err());
+        assert!(check_chain_fields(0, 5, 0, 1, || Some(0)).is_err());
+        assert!(check_chain_fields(0, 13, 0, 1, || Some(0)).is_ok());
+        assert!(check_chain_fields(3, 5, 2, 1, || Some(2)).is_err());
+        assert!(check_chain_fields(3, 5, 2, 1, || None).is_err());
+    }
+}

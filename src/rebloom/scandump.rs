@@ -1,0 +1,241 @@
+//! `BF.SCANDUMP` / `BF.LOADCHUNK` for RedisBloom chains, byte-compatible with RedisBloom 2.8.2
+//! (header layout in `mod.rs`).
+//!
+//! The data is one byte stream, the links' bit arrays oldest first. Iterator `it ≥ 1` names
+//! stream position `it − 1`; a chunk never crosses a link and is at most 16 MiB; the iterator
+//! returned with a chunk is the position after it, plus one. `BF.LOADCHUNK key it data` writes
+//! `data` at iterator `it − len(data)`.
+
+use super::chain::{check_chain_fields, memory_bytes_for, zeroed, RbChain};
+use super::link::{Link, LinkParams};
+use super::DecodeError;
+
+const FIXED: usize = 20;
+const PER_LINK: usize = 53;
+/// Largest data chunk (RedisBloom's).
+pub const CHUNK_BYTES: u64 = 16 << 20;
+
+const BAD_DATA: DecodeError = DecodeError("ERR received bad data");
+const NO_LINK: DecodeError = DecodeError("ERR invalid offset - no link found");
+const TOO_BIG: DecodeError = DecodeError("ERR invalid chunk - Too big for current filter");
+
+/// The header chunk (iterator 1): a packed little-endian struct, 20 + 53·nfilters bytes.
+pub fn encode_header(chain: &RbChain) -> Vec<u8> {
+    let mut out = Vec::with_capacity(FIXED + PER_LINK * chain.links().len());
+    out.extend_from_slice(&chain.size().to_le_bytes());
+    out.extend_from_slice(&(chain.links().len() as u32).to_le_bytes());
+    out.extend_from_slice(&chain.options().to_le_bytes());
+    out.extend_from_slice(&chain.growth().to_le_bytes());
+    for link in chain.links() {
+        let p = &link.params;
+        out.extend_from_slice(&p.bytes.to_le_bytes());
+        out.extend_from_slice(&p.bits.to_le_bytes());
+        out.extend_from_slice(&link.size.to_le_bytes());
+        out.extend_from_slice(&p.error.to_le_bytes());
+        out.extend_from_slice(&p.bpe.to_le_bytes());
+        out.extend_from_slice(&p.hashes.to_le_bytes());
+        out.extend_from_slice(&p.entries.to_le_bytes());
+        out.push(p.n2);
+    }
+    out
+}
+
+fn u64_at(b: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"))
+}
+
+fn u32_at(b: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes(b[at..at + 4].try_into().expect("4 bytes"))
+}
+
+/// Whether `header` has the shape of a RedisBloom header (its length matches its count).
+pub fn looks_like_header(header: &[u8]) -> bool {
+    header.len() >= FIXED
+        && (header.len() - FIXED) as u64 == u32_at(header, 8) as u64 * PER_LINK as u64
+}
+
+/// A zero-filled chain from a header, validated as an RDB value is (plus RedisBloom's own
+/// LOADCHUNK checks) and refused over `limit` bytes before anything is allocated.
+pub fn decode_header(header: &[u8], limit: u64) -> Result<RbChain, DecodeError> {
+    if !looks_like_header(header) {
+        return Err(BAD_DATA);
+    }
+    let (size, nfilters, options, growth) = (
+        u64_at(header, 0),
+        u32_at(header, 8),
+        u32_at(header, 12),
+        u32_at(header, 16),
+    );
+    let params: Vec<(LinkParams, u64)> = header[FIXED..]
+        .chunks_exact(PER_LINK)
+        .map(|l| {
+            let p = LinkParams {
+                bytes: u64_at(l, 0),
+                bits: u64_at(l, 8),
+                error: f64::from_le_bytes(l[24..32].try_into().expect("8 bytes")),
+                bpe: f64::from_le_bytes(l[32..40].try_into().expect("8 bytes")),
+                hashes: u32_at(l, 40),
+                entries: u64_at(l, 44),
+                n2: l[52],
+            };
+            (p, u64_at(l, 16))
+        })
+        .collect();
+    check_chain_fields(size, options, growth, nfilters as u64, || {
+        params
+            .iter()
+            .try_fold(0u64, |s, (_, size)| s.checked_add(*size))
+    })?;
+    let mut data_bytes = 0u64;
+    for (p, _) in &params {
+        p.validate()?;
+        data_bytes = data_bytes.saturating_add(p.bytes);
+    }
+    match memory_bytes_for(params.len() as u64, data_bytes) {
+        Some(m) if m <= limit => {}
+        _ => return Err(DecodeError("ERR filter would exceed max-memory-per-key")),
+    }
+    let mut links = Vec::with_capacity(params.len());
+    for (p, size) in params {
+        let data =
+            zeroed(p.bytes).map_err(|_| DecodeError("ERR insufficient memory to load filter"))?;
+        links.push(Link {
+            params: p,
+            size,
+            data,
+        });
+    }
+    RbChain::from_parts(size, options, growth, links)
+}
+
+/// The link holding stream position `pos`, and the offset in it.
+fn locate(chain: &RbChain, pos: u64) -> Option<(usize, u64)> {
+    let mut start = 0u64;
+    for (j, link) in chain.links().iter().enumerate() {
+        if pos < start + link.params.bytes {
+            return Some((j, pos - start));
+        }
+        start += link.params.bytes;
+    }
+    None
+}
+
+/// The data chunk at iterator `it` (≥ 1) and the iterator to return with it; None past the
+/// end (the reply is then `[0, ""]`).
+pub fn chunk(chain: &RbChain, it: u64) -> Option<(u64, &[u8])> {
+    let (j, offset) = locate(chain, it.checked_sub(1)?)?;
+    let data = &chain.links()[j].data;
+    let len = (data.len() as u64 - offset).min(CHUNK_BYTES);
+    Some((it + len, &data[offset as usize..(offset + len) as usize]))
+}
+
+/// `BF.LOADCHUNK` of a data chunk into an existing chain, with RedisBloom's rules and texts:
+/// it must satisfy `it ≥ len`, start inside a link and fit in it. Nothing changes on error.
+pub fn load_chunk(chain: &mut RbChain, it: i64, data: &[u8]) -> Result<(), DecodeError> {
+    let start = u64::try_from(it)
+        .ok()
+        .and_then(|it| it.checked_sub(data.len() as u64))
+        .filter(|_| it > 0)
+        .ok_or(BAD_DATA)?;
+    let (j, offset) = start
+        .checked_sub(1)
+        .and_then(|pos| locate(chain, pos))
+        .ok_or(NO_LINK)?;
+    let link = &mut chain.links_mut()[j];
+    if data.len() as u64 > link.params.bytes - offset {
+        return Err(TOO_BIG);
+    }
+    link.data[offset as usize..offset as usize + data.len()].copy_from_slice(data);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hex(s: &str) -> Vec<u8> {
+        let s: String = s.chars().filter(|c| !c.is_whitespace()).collect();
+        (0..s.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn header_matches_redisbloom_bytes() {
+        // `BF.RESERVE k 0.05 7` on RedisBloom 2.8.2 (redisbloom-format.md §4.1).
+        let want = hex("0000000000000000 01000000 05000000 02000000 0800000000000000 4000000000000000 0000000000000000 9a9999999999993f 0bd81f7830b61e40 06000000 0700000000000000 00");
+        let c = RbChain::reserve(0.05, 7, Some(2), u64::MAX).unwrap();
+        assert_eq!(encode_header(&c), want);
+        assert_eq!(decode_header(&want, u64::MAX), Ok(c));
+    }
+
+    fn grown() -> RbChain {
+        let mut c = RbChain::reserve(0.01, 10, Some(2), u64::MAX).unwrap();
+        for i in 0..200 {
+            c.add(&c.hash(format!("i{i}").as_bytes()), u64::MAX)
+                .unwrap();
+        }
+        c
+    }
+
+    #[test]
+    fn scandump_walk_and_loadchunk_rebuild_the_chain() {
+        let c = grown();
+        let mut copy = decode_header(&encode_header(&c), u64::MAX).unwrap();
+        let mut it = 1;
+        let mut steps = Vec::new();
+        while let Some((next, data)) = chunk(&c, it) {
+            load_chunk(&mut copy, next as i64, data).unwrap();
+            steps.push(next);
+            it = next;
+        }
+        // Link sizes 16, 32, 72, 160, 336 (RedisBloom's sequence, §4.2).
+        assert_eq!(steps, [17, 49, 121, 281, 617]);
+        assert_eq!(copy, c);
+        assert_eq!(chunk(&c, 0), None);
+        assert_eq!(chunk(&c, 5).unwrap().0, 17);
+        assert_eq!(chunk(&c, 5).unwrap().1.len(), 12);
+    }
+
+    #[test]
+    fn loadchunk_refusals_change_nothing() {
+        let c = grown();
+        let mut copy = c.clone();
+        let cases: [(i64, usize, DecodeError); 6] = [
+            (0, 0, BAD_DATA),
+            (-5, 0, BAD_DATA),
+            (3, 4, BAD_DATA),
+            (4, 4, NO_LINK),
+            (618, 0, NO_LINK),
+            (20, 17, TOO_BIG),
+        ];
+        for (it, len, err) in cases {
+            assert_eq!(
+                load_chunk(&mut copy, it, &vec![0xff; len]),
+                Err(err),
+                "it {it} len {len}"
+            );
+            assert_eq!(copy, c);
+        }
+        assert_eq!(load_chunk(&mut copy, 12, &[0xff; 3]), Ok(()));
+        assert_ne!(copy, c);
+    }
+
+    #[test]
+    fn bad_headers_are_refused() {
+        let good = encode_header(&grown());
+        assert!(decode_header(&good[..19], u64::MAX).is_err());
+        assert!(decode_header(&good[..good.len() - 1], u64::MAX).is_err());
+        let mut zero = good[..20].to_vec();
+        zero[8] = 0;
+        assert!(decode_header(&zero, u64::MAX).is_err(), "nfilters 0");
+        let mut bad_size = good.clone();
+        bad_size[0] ^= 1;
+        assert!(decode_header(&bad_size, u64::MAX).is_err());
+        let mut huge = good.clone();
+        huge[20..28].copy_from_slice(&(1u64 << 60).to_le_bytes());
+        assert!(decode_header(&huge, u64::MAX).is_err());
+        assert!(decode_header(&good, 100).is_err(), "over the limit");
+    }
+}
