@@ -53,7 +53,7 @@ test: deps build unit-test integration-test py-test
 unit-test:
 	cargo test --release --lib
 
-integration-test:
+integration-test: redisbloom
 	cargo test --release --test '*'
 
 py-test: deps-python
@@ -66,7 +66,7 @@ VALKEY_TESTS ?= --test '*'
 valkey: deps-python
 	@scripts/fetch-tool.sh valkey
 
-test-valkey: deps build
+test-valkey: deps build redisbloom
 	vs=$$(realpath "$$(scripts/fetch-tool.sh valkey)") && "$$vs" --version && \
 	REDIS_SERVER=$$vs cargo test --release $(VALKEY_TESTS) && \
 	REDIS_SERVER=$$vs LCBLOOM_MODULE=$(CURDIR)/$(MODULE) $(PY) -m pytest -q tests/py

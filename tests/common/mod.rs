@@ -8,12 +8,14 @@
 //!   127.0.0.1 on a port found free just before, and is killed when the handle drops. Nothing
 //!   here ever talks to a port it did not start.
 //! * Submodules: `cmds` (command helpers, re-exported here), `fuzz` (RNG, mutations, DUMP
-//!   framing), `ops` (the operations tests' workload and encodings).
+//!   framing), `ops` (the operations tests' workload and encodings), `redisbloom` (servers
+//!   running RedisBloom 2.8.2 and the RedisBloom filters the import tests compare).
 #![allow(dead_code)]
 
 mod cmds;
 pub mod fuzz;
 pub mod ops;
+pub mod redisbloom;
 
 pub use cmds::*;
 
@@ -50,6 +52,8 @@ pub struct Server {
     /// Extra `--name value` arguments, kept for restarts.
     args: Vec<String>,
     module_args: Vec<String>,
+    /// The module to load instead of lcbloom (RedisBloom, for the import tests).
+    module: Option<PathBuf>,
     child: Option<Child>,
     keep_dir: bool,
 }
@@ -58,6 +62,7 @@ pub struct ServerBuilder {
     args: Vec<String>,
     module_args: Vec<String>,
     dir: Option<PathBuf>,
+    module: Option<PathBuf>,
 }
 
 impl ServerBuilder {
@@ -75,6 +80,12 @@ impl ServerBuilder {
         self
     }
 
+    /// Load this module instead of lcbloom.
+    pub fn module(mut self, path: &Path) -> Self {
+        self.module = Some(path.to_path_buf());
+        self
+    }
+
     /// Reuse a data directory (to restart from its RDB or AOF files).
     pub fn dir(mut self, dir: &Path) -> Self {
         self.dir = Some(dir.to_path_buf());
@@ -89,6 +100,7 @@ impl ServerBuilder {
             dir,
             args: self.args,
             module_args: self.module_args,
+            module: self.module,
             child: None,
             keep_dir: false,
         };
@@ -111,6 +123,7 @@ impl Server {
             args: Vec::new(),
             module_args: Vec::new(),
             dir: None,
+            module: None,
         }
     }
 
@@ -120,7 +133,7 @@ impl Server {
     }
 
     fn launch(&mut self) {
-        let module = module_path();
+        let module = self.module.clone().unwrap_or_else(module_path);
         assert!(
             module.exists(),
             "{} is missing: run `make test` (it builds the module first)",
@@ -248,6 +261,13 @@ impl Server {
         }
         self.kill();
         self.launch();
+    }
+
+    /// Restarts with another module (same dir and server args), e.g. lcbloom after RedisBloom.
+    pub fn restart_with_module(&mut self, module: &Path) {
+        self.module = Some(module.to_path_buf());
+        self.module_args.clear();
+        self.restart();
     }
 
     /// Restarts with different module arguments (same dir and server args).
