@@ -4,6 +4,7 @@
 pub mod alloc;
 pub mod args;
 pub mod bloom;
+pub mod command_info;
 pub mod config;
 pub mod ffi;
 pub mod hashing;
@@ -37,7 +38,8 @@ fn init(ctx: &Context, _args: &[RedisString]) -> Status {
     if hot.contains(&Status::Err) {
         return Status::Err;
     }
-    Status::Ok
+    // Key specs, COMMAND DOCS and ACL categories of every command, now that all exist.
+    command_info::apply(ctx)
 }
 
 redis_module! {
