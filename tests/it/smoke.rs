@@ -1,6 +1,5 @@
 //! The module loads, registers its commands and configs, and the server answers.
-mod common;
-use common::*;
+use crate::common::*;
 
 #[test]
 fn module_loads_with_its_configs() {

@@ -1,8 +1,7 @@
 //! `INFO lcbloom` follows every way values come and go (create, scale, mode switch, COPY,
 //! RESTORE, reload, DEL, UNLINK on the lazy-free thread, expiry, FLUSHALL) and returns to 0;
 //! every write fires its documented keyspace event.
-mod common;
-use common::*;
+use crate::common::*;
 use redis::{Connection, Value};
 use std::time::{Duration, Instant};
 

@@ -2,9 +2,8 @@
 //! chunks (a 200 MB filter, a 40 MB counter); an AOF written under one set of module defaults
 //! replays identically under another, with a lower max-memory-per-key, which still binds
 //! clients (including RESTORE) but not loading.
-mod common;
-use common::ops::*;
-use common::*;
+use crate::common::ops::*;
+use crate::common::*;
 use std::path::Path;
 
 /// The base file of the rewritten AOF (Redis 7: appendonlydir/<name>.<seq>.base.aof).

@@ -6,11 +6,10 @@
 //! Environment: `FUZZ_SECONDS` (time per decoder, instead of `FUZZ_ITERATIONS`, default
 //! 50,000), `FUZZ_SEED` (default 1). A failure prints the input as hex.
 
-mod common;
-#[path = "../fuzz/targets.rs"]
+#[path = "../../fuzz/targets.rs"]
 mod targets;
 
-use common::fuzz::{mutate, Rng};
+use crate::common::fuzz::{mutate, Rng};
 use lcbloom::bloom::chain::Chain;
 use lcbloom::bloom::codec as bf;
 use lcbloom::hashing::hash_item;

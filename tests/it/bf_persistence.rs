@@ -1,9 +1,8 @@
 //! Bloom filters survive every way Redis moves values: DEBUG RELOAD, restart from the RDB file,
 //! DUMP/RESTORE, COPY, SCANDUMP/LOADCHUNK, AOF (replayed commands and rewrite), replication.
 //! Identity is checked with DEBUG DIGEST-VALUE, which digests the full encoding.
-mod common;
-use common::fuzz::{crc64, dump_payload, split_dump};
-use common::*;
+use crate::common::fuzz::{crc64, dump_payload, split_dump};
+use crate::common::*;
 use redis::Value;
 
 /// Adds `n` items named `{prefix}{i}` in batches.

@@ -2,8 +2,7 @@
 //! and RESP3: every call the crate offers for RedisBloom, with its typed replies, plus the LC
 //! commands through `redis::cmd`.
 
-mod common;
-use common::*;
+use crate::common::*;
 
 use std::collections::HashMap;
 

@@ -1,8 +1,7 @@
 //! BF.* commands against a real redis-server: replies in RESP2 and RESP3, every error path,
 //! scaling and non-scaling filters, WRONGTYPE both ways, MULTI/EXEC, Lua, EXPIRE, keyspace
 //! events, and the memory limit (the Rust client's bloom API: tests/client_rust.rs).
-mod common;
-use common::*;
+use crate::common::*;
 use redis::Value;
 
 /// The reply as sent, errors inside arrays included (`query` would turn them into an Err).

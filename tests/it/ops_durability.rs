@@ -7,8 +7,7 @@
 //! acknowledged, and at most one more (the write in flight at the kill may have reached the
 //! AOF without its reply reaching the client). The filter is checked item by item, and its
 //! item count the same way.
-mod common;
-use common::*;
+use crate::common::*;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 

@@ -1,9 +1,8 @@
 //! Linear counters survive every way Redis moves values: DEBUG RELOAD, RDB restart, DUMP/RESTORE,
 //! COPY, AOF rewrite without RDB preamble, AOF replay and replication to a replica loaded with
 //! other lc-* defaults — with identical counts and DEBUG DIGEST-VALUE.
-mod common;
-use common::fuzz::{crc64, dump_payload, split_dump};
-use common::*;
+use crate::common::fuzz::{crc64, dump_payload, split_dump};
+use crate::common::*;
 use redis::Connection;
 
 /// Counters in every state and body encoding: (key, count).

@@ -4,10 +4,8 @@
 //! offsets. Every call must get an answer; afterwards the server must be alive, serve correct
 //! results on fresh keys, and survive DEBUG RELOAD with whatever mutated values it accepted.
 
-mod common;
-
-use common::fuzz::{dump_payload, mutate, split_dump, Rng};
-use common::*;
+use crate::common::fuzz::{dump_payload, mutate, split_dump, Rng};
+use crate::common::*;
 use redis::Value;
 
 const SEED: u64 = 0x6c63_626c_6f6f_6d06;

@@ -7,8 +7,7 @@
 //! probes: four standard deviations above a filter that exactly meets p, which a correct filter
 //! passes essentially always, while RedisBloom's 2.05% for 0.01 from capacity 10 (or 0.59% for
 //! 0.001) is tens of deviations beyond it.
-mod common;
-use common::*;
+use crate::common::*;
 use redis::Value;
 
 const PROBES: usize = 200_000;

@@ -1,8 +1,7 @@
 //! Replication: a replica loaded with other module defaults and a lower max-memory-per-key
 //! ends up with byte-identical values (full sync and the command stream), and refuses writes.
-mod common;
-use common::ops::*;
-use common::*;
+use crate::common::ops::*;
+use crate::common::*;
 
 #[test]
 fn replica_with_other_defaults_holds_identical_values_and_refuses_writes() {

@@ -3,10 +3,8 @@
 //! RedisBloom does, and legacy payloads built from the spec's layouts (encvers 0–3) load
 //! into both identically. No lcbloom module is involved here (see rb_import.rs for that).
 
-mod common;
-
-use common::fuzz::dump_payload;
-use common::redisbloom::{self as rb, Sample};
+use crate::common::fuzz::dump_payload;
+use crate::common::redisbloom::{self as rb, Sample};
 use lcbloom::rebloom::chain::{zeroed, RbChain};
 use lcbloom::rebloom::dump::{decode_value, encode_value, encode_value_legacy};
 use lcbloom::rebloom::link::{Link, LinkParams, NOROUND};

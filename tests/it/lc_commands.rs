@@ -1,7 +1,6 @@
 //! LC.* commands against a real server: replies (RESP2 and RESP3), errors, exactness, unions,
 //! WRONGTYPE both ways, LC.LOADCHUNK and keyspace notifications.
-mod common;
-use common::*;
+use crate::common::*;
 use redis::{Connection, Value};
 
 fn items(prefix: &str, range: std::ops::Range<u32>) -> Vec<String> {

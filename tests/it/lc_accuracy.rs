@@ -1,8 +1,7 @@
 //! Accuracy and memory of linear counters through a real server, with fixed seeds.
 //! (The full 200 × 50,000 accuracy run is a release-mode unit test of the core,
 //! `lc::counter::tests::accuracy_at_capacity`, with the same hashing.)
-mod common;
-use common::*;
+use crate::common::*;
 use redis::Connection;
 
 /// SplitMix64: distinct-enough random strings from a fixed seed.

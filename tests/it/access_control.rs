@@ -4,9 +4,7 @@
 //! `ACL SETUSER` lines, and `COMMAND INFO` / `COMMAND DOCS` against the table below and
 //! docs/commands.md.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use redis::{Connection, Value};
 use std::collections::BTreeSet;
 
@@ -194,7 +192,7 @@ fn call(e: &Expected, header: &[u8]) -> redis::Cmd {
     for a in &e.call[1..] {
         match *a {
             "$HEADER" => cmd.arg(header),
-            "$COUNTER" => cmd.arg(common::ops::empty_bitmap_encoding(5, 0.5, 20)),
+            "$COUNTER" => cmd.arg(crate::common::ops::empty_bitmap_encoding(5, 0.5, 20)),
             a => cmd.arg(a),
         };
     }

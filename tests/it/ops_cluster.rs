@@ -1,8 +1,7 @@
 //! Redis Cluster: three masters on loopback. Every command declares its keys, so a cluster
 //! client routes them, a key on the wrong node answers MOVED, multi-key LC.COUNT/LC.MERGE across
 //! slots answer CROSSSLOT, and hash-tagged unions work.
-mod common;
-use common::*;
+use crate::common::*;
 use redis::Value;
 use std::process::Command;
 use std::time::{Duration, Instant};

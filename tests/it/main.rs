@@ -1,0 +1,22 @@
+//! The integration tests, one binary (one link) with a module per area. They run real
+//! redis-server processes through `common`; `cargo test --release --test it MODULE::` runs one area.
+
+mod access_control;
+mod bf_accuracy;
+mod bf_commands;
+mod bf_persistence;
+mod client_rust;
+mod common;
+mod fuzz_stable;
+mod hostile;
+mod lc_accuracy;
+mod lc_commands;
+mod lc_persistence;
+mod limits;
+mod ops_cluster;
+mod ops_durability;
+mod ops_info_events;
+mod ops_persistence;
+mod ops_replication;
+mod rb_format;
+mod smoke;
