@@ -8,6 +8,7 @@ mod bf_persistence;
 mod client_rust;
 mod common;
 mod fuzz_stable;
+mod golden;
 mod hostile;
 mod lc_accuracy;
 mod lc_commands;

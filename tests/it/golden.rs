@@ -1,0 +1,424 @@
+//! Golden payloads: the encodings of both types, pinned by values saved in
+//! `tests/fixtures/golden.txt` (written by this file's recorder with the build of 2026-11-22,
+//! before the shared value-type layer).
+//!
+//! Two separate checks, so that a new encoding version only has to drop the first:
+//! * `recreated_values_encode_identically`: running each case's commands again yields the
+//!   same DUMP value bytes (RDB version trailer and CRC left out, so Valkey passes too), the
+//!   same BF.SCANDUMP chunks and the same LC AOF-rewrite commands.
+//! * `saved_payloads_load_and_answer`: RESTORE of each saved payload (and BF.LOADCHUNK of the
+//!   saved chunks, LC.LOADCHUNK of the saved AOF commands) answers every recorded query as
+//!   recorded.
+//!
+//! Re-recording (only when an encoding changes on purpose): `LCBLOOM_GOLDEN_RECORD=1 cargo
+//! test --release --test it golden::record -- --ignored`.
+//!
+//! File format, one record a line: `case NAME`, `run ARG...` (the set-up commands, long item
+//! lists abridged; `cases()` holds them whole), `dump KEY HEX` (the whole DUMP payload), `chunk KEY ITER HEX` (BF.SCANDUMP),
+//! `aof KEY ARG... HEX` (LC.LOADCHUNK from an AOF rewrite, payload as the last field, hex),
+//! `ask REPLY | ARG...` (a query and its reply, integers and arrays of integers).
+
+use crate::common::fuzz::{dump_payload, split_dump};
+use crate::common::*;
+use redis::{Connection, Value};
+use std::fmt::Write as _;
+
+const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/golden.txt");
+
+/// Each case: a name, its set-up commands (on key `k`, or `k`/`src` for merges), the queries
+/// whose answers are recorded.
+fn cases() -> Vec<(&'static str, Vec<Vec<String>>, Vec<Vec<String>>)> {
+    let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<String>>();
+    let add_items = |cmd: &str, prefix: &str, n: u32, batch: u32| {
+        let mut out = Vec::new();
+        let all = items(prefix, n);
+        for chunk in all.chunks(batch as usize) {
+            let mut c = vec![cmd.to_string(), "k".to_string()];
+            c.extend(chunk.iter().cloned());
+            out.push(c);
+        }
+        out
+    };
+    let bf_asks = |prefix: &str, n: u32| {
+        let mut q = s(&["BF.MEXISTS", "k"]);
+        q.extend(items(prefix, n.min(20)));
+        q.extend(items("absent", 20));
+        vec![
+            q,
+            s(&["BF.CARD", "k"]),
+            s(&["BF.INFO", "k", "CAPACITY"]),
+            s(&["BF.INFO", "k", "FILTERS"]),
+            s(&["BF.INFO", "k", "SIZE"]),
+        ]
+    };
+    let lc_asks = || vec![s(&["LC.COUNT", "k"]), s(&["LC.ADD", "k", "x0", "absent0"])];
+    let mut cases = Vec::new();
+
+    cases.push((
+        "bf_empty",
+        vec![s(&["BF.RESERVE", "k", "0.01", "100"])],
+        bf_asks("i", 0),
+    ));
+    let mut few = add_items("BF.MADD", "i", 5, 5);
+    few.insert(0, s(&["BF.ADD", "k", "first"]));
+    cases.push(("bf_default_few", few, bf_asks("i", 5)));
+    let mut grown = vec![s(&["BF.RESERVE", "k", "0.01", "100"])];
+    grown.extend(add_items("BF.MADD", "i", 2_000, 500));
+    cases.push(("bf_grown", grown, bf_asks("i", 2_000)));
+    let mut nonscaling = vec![s(&["BF.RESERVE", "k", "0.05", "300", "NONSCALING"])];
+    nonscaling.extend(add_items("BF.MADD", "i", 250, 250));
+    cases.push(("bf_nonscaling", nonscaling, bf_asks("i", 250)));
+    let mut tight = vec![s(&[
+        "BF.INSERT",
+        "k",
+        "ERROR",
+        "0.001",
+        "CAPACITY",
+        "1000",
+        "EXPANSION",
+        "4",
+        "ITEMS",
+        "a",
+    ])];
+    tight.extend(add_items("BF.MADD", "i", 1_500, 500));
+    cases.push(("bf_rate_0001_exp4", tight, bf_asks("i", 1_500)));
+
+    cases.push((
+        "lc_empty",
+        vec![s(&["LC.RESERVE", "k", "0.01", "1000"])],
+        lc_asks(),
+    ));
+    cases.push(("lc_exact", add_items("LC.ADD", "x", 40, 40), lc_asks()));
+    for (name, cap, n) in [
+        ("lc_cap100_dense", "100", 100),
+        ("lc_cap1000_near_full", "1000", 20_000),
+        ("lc_cap5000", "5000", 6_000),
+        ("lc_cap50000", "50000", 30_000),
+    ] {
+        let mut c = vec![s(&["LC.RESERVE", "k", "0.02", cap])];
+        c.extend(add_items("LC.ADD", "x", n, 2_000));
+        cases.push((name, c, lc_asks()));
+    }
+    let mut merged = vec![s(&["LC.RESERVE", "src", "0.01", "3000"])];
+    merged.push(s(&["LC.ADD", "src", "m0", "m1", "m2"]));
+    merged.extend(add_items("LC.ADD", "x", 9_000, 3_000));
+    merged.push(s(&["LC.MERGE", "k", "src"]));
+    cases.push(("lc_merged", merged, lc_asks()));
+    cases
+}
+
+fn render(v: &Value) -> String {
+    match v {
+        Value::Int(n) => n.to_string(),
+        Value::Okay => "OK".to_string(),
+        Value::SimpleString(s) => s.clone(),
+        Value::BulkString(b) => String::from_utf8_lossy(b).into_owned(),
+        Value::Boolean(b) => (*b as i64).to_string(),
+        Value::Array(a) => a.iter().map(render).collect::<Vec<_>>().join(","),
+        other => format!("{other:?}"),
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().fold(String::new(), |mut s, b| {
+        let _ = write!(s, "{b:02x}");
+        s
+    })
+}
+
+fn unhex(s: &str) -> Vec<u8> {
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+        .collect()
+}
+
+fn run(c: &mut Connection, args: &[String]) -> Value {
+    let mut command = redis::cmd(&args[0]);
+    for a in &args[1..] {
+        command.arg(a);
+    }
+    command.query(c).unwrap_or_else(|e| panic!("{args:?}: {e}"))
+}
+
+/// What a case's value looks like on the wire, computed on a live server.
+#[derive(Default, PartialEq, Debug)]
+struct Recorded {
+    dump: Vec<u8>,
+    chunks: Vec<(i64, Vec<u8>)>,
+    aof: Vec<Vec<Vec<u8>>>,
+}
+
+fn record_value(server: &Server, c: &mut Connection) -> Recorded {
+    let dump: Vec<u8> = redis::cmd("DUMP").arg("k").query(c).unwrap();
+    let mut chunks = Vec::new();
+    if is_bloom(c) {
+        scandump_each(c, "k", 0, |_, it, data| chunks.push((it, data)));
+    }
+    let aof = if is_bloom(c) {
+        Vec::new()
+    } else {
+        aof_commands(server, c)
+    };
+    Recorded { dump, chunks, aof }
+}
+
+fn is_bloom(c: &mut Connection) -> bool {
+    redis::cmd("BF.CARD").arg("k").query::<i64>(c).is_ok()
+}
+
+/// The LC.LOADCHUNK commands an AOF rewrite writes for key `k` (RESP parsed from the base
+/// file, RDB preamble off).
+fn aof_commands(server: &Server, c: &mut Connection) -> Vec<Vec<Vec<u8>>> {
+    ok(c, &["CONFIG", "SET", "aof-use-rdb-preamble", "no"]);
+    ok(c, &["CONFIG", "SET", "appendonly", "yes"]);
+    // Enabling AOF starts a rewrite; wait for it, then rewrite once more to be sure of the base.
+    wait_rewrite(c);
+    ok(c, &["BGREWRITEAOF"]);
+    wait_rewrite(c);
+    ok(c, &["CONFIG", "SET", "appendonly", "no"]);
+    let dir = server.dir.join("appendonlydir");
+    let base = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().contains(".base."))
+        .max_by_key(|p| std::fs::metadata(p).unwrap().modified().unwrap())
+        .expect("an AOF base file");
+    let bytes = std::fs::read(base).unwrap();
+    for f in std::fs::read_dir(&dir).unwrap() {
+        let _ = std::fs::remove_file(f.unwrap().path());
+    }
+    parse_resp_commands(&bytes)
+        .into_iter()
+        .filter(|cmd| cmd[0].eq_ignore_ascii_case(b"LC.LOADCHUNK") && cmd[1] == b"k")
+        .collect()
+}
+
+fn wait_rewrite(c: &mut Connection) {
+    for _ in 0..1_500 {
+        let info: String = redis::cmd("INFO").arg("persistence").query(c).unwrap();
+        if info.contains("aof_rewrite_in_progress:0") && !info.contains("aof_rewrite_scheduled:1") {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    panic!("AOF rewrite never finished");
+}
+
+fn parse_resp_commands(mut b: &[u8]) -> Vec<Vec<Vec<u8>>> {
+    fn line<'a>(b: &mut &'a [u8]) -> &'a [u8] {
+        let end = b.windows(2).position(|w| w == b"\r\n").unwrap();
+        let l = &b[..end];
+        *b = &b[end + 2..];
+        l
+    }
+    let mut out = Vec::new();
+    while !b.is_empty() {
+        let head = line(&mut b);
+        assert_eq!(head[0], b'*', "AOF: {:?}", String::from_utf8_lossy(head));
+        let n: usize = std::str::from_utf8(&head[1..]).unwrap().parse().unwrap();
+        let mut args = Vec::new();
+        for _ in 0..n {
+            let len: usize = std::str::from_utf8(&line(&mut b)[1..])
+                .unwrap()
+                .parse()
+                .unwrap();
+            args.push(b[..len].to_vec());
+            b = &b[len + 2..];
+        }
+        out.push(args);
+    }
+    out
+}
+
+/// One case as saved in the fixture.
+#[derive(Default)]
+struct Saved {
+    name: String,
+    recorded: Recorded,
+    asks: Vec<(String, Vec<String>)>,
+}
+
+fn load_fixture() -> Vec<Saved> {
+    let text = std::fs::read_to_string(FIXTURE).expect("tests/fixtures/golden.txt");
+    let mut out: Vec<Saved> = Vec::new();
+    for l in text
+        .lines()
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+    {
+        let mut f = l.split(' ');
+        let kind = f.next().unwrap();
+        if kind == "case" {
+            out.push(Saved {
+                name: f.next().unwrap().to_string(),
+                ..Default::default()
+            });
+            continue;
+        }
+        let cur = out.last_mut().expect("a case line first");
+        let rest: Vec<&str> = f.collect();
+        match kind {
+            "run" => {}
+            "dump" => cur.recorded.dump = unhex(rest[1]),
+            "chunk" => cur
+                .recorded
+                .chunks
+                .push((rest[1].parse().unwrap(), unhex(rest[2]))),
+            "aof" => {
+                let mut args: Vec<Vec<u8>> = rest[..rest.len() - 1]
+                    .iter()
+                    .map(|a| a.as_bytes().to_vec())
+                    .collect();
+                args.push(unhex(rest[rest.len() - 1]));
+                cur.recorded.aof.push(args);
+            }
+            "ask" => {
+                let bar = rest.iter().position(|x| *x == "|").unwrap();
+                cur.asks.push((
+                    rest[..bar].join(" "),
+                    rest[bar + 1..].iter().map(|x| x.to_string()).collect(),
+                ));
+            }
+            other => panic!("golden.txt: unknown record {other}"),
+        }
+    }
+    out
+}
+
+/// Runs every case on a fresh server and returns what it recorded, queries answered.
+fn recreate(server: &Server) -> Vec<(Recorded, Vec<(String, Vec<String>)>)> {
+    let mut c = server.conn();
+    let mut out = Vec::new();
+    for (_, setup, asks) in cases() {
+        ok(&mut c, &["FLUSHALL"]);
+        for command in &setup {
+            run(&mut c, command);
+        }
+        let recorded = record_value(server, &mut c);
+        let answers = asks
+            .iter()
+            .map(|q| (render(&run(&mut c, q)), q.clone()))
+            .collect();
+        out.push((recorded, answers));
+    }
+    out
+}
+
+#[test]
+#[ignore = "writes tests/fixtures/golden.txt; run only when an encoding changes on purpose"]
+fn record() {
+    assert!(
+        std::env::var_os("LCBLOOM_GOLDEN_RECORD").is_some(),
+        "set LCBLOOM_GOLDEN_RECORD=1"
+    );
+    let server = Server::start();
+    let mut text = String::from(
+        "# Golden payloads (tests/it/golden.rs): DUMP, BF.SCANDUMP chunks, LC AOF commands, answers.\n",
+    );
+    for ((name, setup, _), (rec, answers)) in cases().into_iter().zip(recreate(&server)) {
+        let _ = writeln!(text, "case {name}");
+        for command in setup {
+            // Long item lists as `first .. last (n items)`: cases() is the source of truth.
+            let line = match command.len() {
+                0..=8 => command.join(" "),
+                n => format!(
+                    "{} .. {} ({} items)",
+                    command[..3].join(" "),
+                    command[n - 1],
+                    n - 2
+                ),
+            };
+            let _ = writeln!(text, "run {line}");
+        }
+        let _ = writeln!(text, "dump k {}", hex(&rec.dump));
+        for (it, data) in &rec.chunks {
+            let _ = writeln!(text, "chunk k {it} {}", hex(data));
+        }
+        for args in &rec.aof {
+            let (last, head) = args.split_last().unwrap();
+            let head: Vec<String> = head
+                .iter()
+                .map(|a| String::from_utf8(a.clone()).unwrap())
+                .collect();
+            let _ = writeln!(text, "aof {} {}", head.join(" "), hex(last));
+        }
+        for (reply, q) in answers {
+            let _ = writeln!(text, "ask {reply} | {}", q.join(" "));
+        }
+    }
+    std::fs::create_dir_all(std::path::Path::new(FIXTURE).parent().unwrap()).unwrap();
+    std::fs::write(FIXTURE, text).unwrap();
+}
+
+/// (a) The same commands still produce the same bytes.
+#[test]
+fn recreated_values_encode_identically() {
+    let saved = load_fixture();
+    let server = Server::start();
+    let now = recreate(&server);
+    assert_eq!(saved.len(), now.len(), "cases() and golden.txt disagree");
+    for (s, (rec, _)) in saved.iter().zip(&now) {
+        assert_eq!(
+            split_dump(&s.recorded.dump).0,
+            split_dump(&rec.dump).0,
+            "{}: DUMP value",
+            s.name
+        );
+        assert_eq!(
+            s.recorded.chunks, rec.chunks,
+            "{}: BF.SCANDUMP chunks",
+            s.name
+        );
+        assert_eq!(s.recorded.aof, rec.aof, "{}: LC AOF rewrite", s.name);
+    }
+}
+
+/// (b) The saved bytes load and answer as they did when saved.
+#[test]
+fn saved_payloads_load_and_answer() {
+    let server = Server::start();
+    let mut c = server.conn();
+    ok(&mut c, &["SET", "probe", "1"]);
+    let probe: Vec<u8> = redis::cmd("DUMP").arg("probe").query(&mut c).unwrap();
+    let version = split_dump(&probe).1;
+    for s in load_fixture() {
+        let check = |c: &mut Connection, how: &str| {
+            for (reply, q) in &s.asks {
+                assert_eq!(&render(&run(c, q)), reply, "{} via {how}: {q:?}", s.name);
+            }
+        };
+        // RESTORE with this server's RDB version in the trailer (Valkey's differs).
+        let payload = dump_payload(&split_dump(&s.recorded.dump).0, version);
+        ok(&mut c, &["FLUSHALL"]);
+        redis::cmd("RESTORE")
+            .arg("k")
+            .arg(0)
+            .arg(payload)
+            .exec(&mut c)
+            .unwrap();
+        check(&mut c, "RESTORE");
+        if !s.recorded.chunks.is_empty() {
+            ok(&mut c, &["FLUSHALL"]);
+            for (it, data) in &s.recorded.chunks {
+                redis::cmd("BF.LOADCHUNK")
+                    .arg("k")
+                    .arg(it)
+                    .arg(data)
+                    .exec(&mut c)
+                    .unwrap();
+            }
+            check(&mut c, "BF.LOADCHUNK");
+        }
+        if !s.recorded.aof.is_empty() {
+            ok(&mut c, &["FLUSHALL"]);
+            for args in &s.recorded.aof {
+                let mut command = redis::cmd("LC.LOADCHUNK");
+                for a in &args[1..] {
+                    command.arg(a.as_slice());
+                }
+                command.exec(&mut c).unwrap();
+            }
+            check(&mut c, "LC.LOADCHUNK");
+        }
+    }
+}
