@@ -1,5 +1,5 @@
 //! The decoder checks shared by the `cargo fuzz` targets (`fuzz_targets/*.rs`) and the stable
-//! fuzz driver (`tests/fuzz_stable.rs`, run by `make test`, and by `make fuzz` where no nightly
+//! fuzz driver (`tests/it/fuzz_stable.rs`, run by `make test`, and by `make fuzz` where no nightly
 //! toolchain is available). Each takes arbitrary bytes and panics only on a real bug: a decoder
 //! that panics, or a value that decodes but does not re-encode to the same bytes.
 #![allow(dead_code)]

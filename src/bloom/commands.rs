@@ -106,7 +106,7 @@ fn parse_expansion(arg: Option<&RedisString>) -> Result<u32, RedisError> {
 
 fn unknown_argument(arg: &RedisString) -> RedisError {
     // Quoted as escaped ASCII: the reply's bytes reach the client as they are, and a client
-    // fails to parse an error line that is not valid UTF-8 (found by tests/hostile.rs).
+    // fails to parse an error line that is not valid UTF-8 (found by tests/it/hostile.rs).
     let text: String = arg
         .as_slice()
         .iter()
