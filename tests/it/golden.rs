@@ -25,9 +25,13 @@ use std::fmt::Write as _;
 
 const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/golden.txt");
 
+type Case = (&'static str, Vec<Vec<String>>, Vec<Vec<String>>);
+/// Queries and their rendered replies.
+type Answers = Vec<(String, Vec<String>)>;
+
 /// Each case: a name, its set-up commands (on key `k`, or `k`/`src` for merges), the queries
 /// whose answers are recorded.
-fn cases() -> Vec<(&'static str, Vec<Vec<String>>, Vec<Vec<String>>)> {
+fn cases() -> Vec<Case> {
     let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<String>>();
     let add_items = |cmd: &str, prefix: &str, n: u32, batch: u32| {
         let mut out = Vec::new();
@@ -236,7 +240,7 @@ fn parse_resp_commands(mut b: &[u8]) -> Vec<Vec<Vec<u8>>> {
 struct Saved {
     name: String,
     recorded: Recorded,
-    asks: Vec<(String, Vec<String>)>,
+    asks: Answers,
 }
 
 fn load_fixture() -> Vec<Saved> {
@@ -286,7 +290,7 @@ fn load_fixture() -> Vec<Saved> {
 }
 
 /// Runs every case on a fresh server and returns what it recorded, queries answered.
-fn recreate(server: &Server) -> Vec<(Recorded, Vec<(String, Vec<String>)>)> {
+fn recreate(server: &Server) -> Vec<(Recorded, Answers)> {
     let mut c = server.conn();
     let mut out = Vec::new();
     for (_, setup, asks) in cases() {
