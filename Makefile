@@ -54,7 +54,7 @@ unit-test:
 	cargo test --release --lib
 
 integration-test: redisbloom
-	cargo test --release --test '*'
+	cargo test --release --test it
 
 py-test: deps-python
 	LCBLOOM_MODULE=$(CURDIR)/$(MODULE) $(PY) -m pytest -q tests/py
