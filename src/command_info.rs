@@ -212,6 +212,11 @@ fn family_category(name: &CStr) -> &'static str {
     }
 }
 
+/// The row of `name` in [`COMMANDS`].
+pub fn find(name: &CStr) -> Option<&'static CommandInfo> {
+    COMMANDS.iter().find(|info| info.name == name)
+}
+
 /// The custom ACL categories, added at load where the server supports it.
 pub const FAMILY_CATEGORIES: [&CStr; 2] = [c"bloom", c"lc"];
 

@@ -5,10 +5,10 @@
 //! [`guard_callback`]: a panic becomes an `ERR` reply (or a rejected load) and a warning in the
 //! server log. The release profile keeps `panic = "unwind"` for this to work.
 //!
-//! The hot commands (single-item adds and lookups) are registered by [`borrowing_command!`]
-//! instead of `redis_module!`, whose wrapper retains every argument into a fresh
-//! `Vec<RedisString>` and releases them afterwards: about a fifth of a short command's time.
-//! Their handlers borrow `argv` as `&[RedisString]` views that are never dropped.
+//! Every command is a row of `lib.rs`'s table made by [`command!`], not a `redis_module!`
+//! command, whose wrapper retains every argument into a fresh `Vec<RedisString>` and releases
+//! them afterwards: about a fifth of a short command's time. Handlers borrow `argv` as
+//! `&[RedisString]` views that are never dropped.
 //!
 //! The reply helpers here cover what the crate's `RedisValue` cannot express: maps with a fixed
 //! field order (RESP3 map, flat array in RESP2).
@@ -24,9 +24,8 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 #[cfg(not(panic = "unwind"))]
 compile_error!("lcbloom must be built with panic = \"unwind\" (see the release profile)");
 
-/// Runs a command handler, turning a panic into an error reply. `A` is `Vec<RedisString>`
-/// (commands registered through `redis_module!`) or `&[RedisString]` (see [`dispatch`]).
-pub fn guard<A>(ctx: &Context, args: A, handler: fn(&Context, A) -> RedisResult) -> RedisResult {
+/// Runs a command handler, turning a panic into an error reply.
+pub fn guard(ctx: &Context, args: &[RedisString], handler: Handler) -> RedisResult {
     match catch_unwind(AssertUnwindSafe(|| handler(ctx, args))) {
         Ok(result) => result,
         Err(panic) => {
@@ -107,11 +106,11 @@ pub fn notify(ctx: &Context, class: NotifyEvent, event: &CStr, key: &RedisString
     }
 }
 
-/// A command handler that borrows its arguments.
-pub type BorrowingHandler = fn(&Context, &[RedisString]) -> RedisResult;
+/// A command handler: the one signature, arguments borrowed.
+pub type Handler = fn(&Context, &[RedisString]) -> RedisResult;
 
 /// Runs `handler` on `argv` inside [`guard`] and sends its reply: the body of the C callback
-/// that [`borrowing_command!`] generates.
+/// that [`command!`] generates.
 ///
 /// # Safety
 /// `ctx`, `argv` and `argc` must be what Redis passed to a command callback.
@@ -119,7 +118,7 @@ pub unsafe fn dispatch(
     ctx: *mut raw::RedisModuleCtx,
     argv: *mut *mut raw::RedisModuleString,
     argc: c_int,
-    handler: BorrowingHandler,
+    handler: Handler,
 ) -> c_int {
     const ON_STACK: usize = 8;
     let context = Context::new(ctx);
@@ -146,51 +145,69 @@ fn as_strings(views: &[ManuallyDrop<RedisString>]) -> &[RedisString] {
     unsafe { &*(views as *const [ManuallyDrop<RedisString>] as *const [RedisString]) }
 }
 
-/// `RedisModule_CreateCommand` for a C callback made by [`borrowing_command!`].
-pub fn create_command(
-    ctx: &Context,
-    name: &str,
-    callback: raw::RedisModuleCmdFunc,
-    flags: &str,
-    keys: (c_int, c_int, c_int),
-) -> Status {
-    let (Ok(name), Ok(flags)) = (CString::new(name), CString::new(flags)) else {
-        return Status::Err;
-    };
-    // SAFETY: called from OnLoad with its context; Redis copies the name and flags.
-    let status = unsafe {
-        raw::RedisModule_CreateCommand.expect("CreateCommand")(
-            ctx.ctx,
-            name.as_ptr(),
-            callback,
-            flags.as_ptr(),
-            keys.0,
-            keys.1,
-            keys.2,
-        )
-    };
-    if status == raw::Status::Ok as c_int {
-        Status::Ok
-    } else {
-        Status::Err
-    }
+/// One row of the module's command table (`lib.rs`): the name, the C callback [`command!`]
+/// makes around the handler, and the key positions `RedisModule_CreateCommand` takes. The
+/// flags, key specs, docs and ACL categories live in `command_info::COMMANDS` under the same
+/// name.
+pub struct Command {
+    pub name: &'static CStr,
+    pub callback: raw::RedisModuleCmdFunc,
+    /// (first key, last key, step), as `RedisModule_CreateCommand` takes them.
+    pub keys: (c_int, c_int, c_int),
 }
 
-/// Registers a command whose handler borrows its arguments:
-/// `borrowing_command!(ctx, "bf.add", bf::add, "write deny-oom fast", (1, 1, 1))`.
-#[macro_export]
-macro_rules! borrowing_command {
-    ($ctx:expr, $name:literal, $handler:path, $flags:literal, $keys:expr) => {{
-        extern "C" fn callback(
-            ctx: *mut redis_module::raw::RedisModuleCtx,
-            argv: *mut *mut redis_module::raw::RedisModuleString,
-            argc: std::ffi::c_int,
-        ) -> std::ffi::c_int {
-            // SAFETY: the arguments are Redis's own, passed straight through.
-            unsafe { $crate::ffi::dispatch(ctx, argv, argc, $handler) }
+/// Creates every command of `table` with the flags `flags_of` gives for its name.
+pub fn create_commands(
+    ctx: &Context,
+    table: &[Command],
+    flags_of: impl Fn(&CStr) -> Option<&'static str>,
+) -> Status {
+    for command in table {
+        let Some(Ok(flags)) = flags_of(command.name).map(CString::new) else {
+            log_warning(&format!("lcbloom: no flags for {:?}", command.name));
+            return Status::Err;
+        };
+        let (first, last, step) = command.keys;
+        // SAFETY: called from OnLoad with its context; Redis copies the name and flags.
+        let status = unsafe {
+            raw::RedisModule_CreateCommand.expect("CreateCommand")(
+                ctx.ctx,
+                command.name.as_ptr(),
+                command.callback,
+                flags.as_ptr(),
+                first,
+                last,
+                step,
+            )
+        };
+        if status != raw::Status::Ok as c_int {
+            return Status::Err;
         }
-        $crate::ffi::create_command($ctx, $name, Some(callback), $flags, $keys)
-    }};
+    }
+    Status::Ok
+}
+
+/// A [`Command`] row whose handler borrows its arguments (see [`dispatch`]):
+/// `command!(c"bf.add", bf::add, (1, 1, 1))`.
+#[macro_export]
+macro_rules! command {
+    ($name:literal, $handler:path, $keys:expr) => {
+        $crate::ffi::Command {
+            name: $name,
+            callback: {
+                extern "C" fn callback(
+                    ctx: *mut redis_module::raw::RedisModuleCtx,
+                    argv: *mut *mut redis_module::raw::RedisModuleString,
+                    argc: std::ffi::c_int,
+                ) -> std::ffi::c_int {
+                    // SAFETY: the arguments are Redis's own, passed straight through.
+                    unsafe { $crate::ffi::dispatch(ctx, argv, argc, $handler) }
+                }
+                Some(callback)
+            },
+            keys: $keys,
+        }
+    };
 }
 
 /// A type's `free_effort`: 1 + the pages a value holds. Redis frees a value in the background

@@ -14,28 +14,42 @@ pub mod stats;
 
 use redis_module::configuration::ConfigurationFlags;
 use redis_module::{redis_module, Context, ModuleOptions, RedisString, Status};
+use std::ffi::CStr;
 
 use bloom::commands as bf;
 use bloom::datatype::BLOOM_TYPE;
-use ffi::guard;
 use lc::commands as lcc;
 use lc::datatype::LC_TYPE;
+
+/// Every command: its name, its handler and its key positions (first, last, step). What else a
+/// command declares (flags, key specs, docs, ACL categories) is `command_info::COMMANDS`'s row
+/// of the same name.
+static COMMANDS: &[ffi::Command] = &[
+    command!(c"bf.reserve", bf::reserve, (1, 1, 1)),
+    command!(c"bf.add", bf::add, (1, 1, 1)),
+    command!(c"bf.madd", bf::madd, (1, 1, 1)),
+    command!(c"bf.insert", bf::insert, (1, 1, 1)),
+    command!(c"bf.exists", bf::exists, (1, 1, 1)),
+    command!(c"bf.mexists", bf::mexists, (1, 1, 1)),
+    command!(c"bf.info", bf::info, (1, 1, 1)),
+    command!(c"bf.card", bf::card, (1, 1, 1)),
+    command!(c"bf.scandump", bf::scandump, (1, 1, 1)),
+    command!(c"bf.loadchunk", bf::loadchunk, (1, 1, 1)),
+    command!(c"lc.reserve", lcc::reserve, (1, 1, 1)),
+    command!(c"lc.add", lcc::add, (1, 1, 1)),
+    command!(c"lc.count", lcc::count, (1, -1, 1)),
+    command!(c"lc.merge", lcc::merge, (1, -1, 1)),
+    command!(c"lc.info", lcc::info, (1, 1, 1)),
+    command!(c"lc.loadchunk", lcc::loadchunk, (1, 1, 1)),
+];
 
 fn init(ctx: &Context, _args: &[RedisString]) -> Status {
     // Without this a truncated or corrupt RDB value aborts the server inside rdb_load.
     ctx.set_module_options(ModuleOptions::HANDLE_IO_ERRORS);
     // Replaces the crate's default INFO callback (which `stats::info` still calls).
     redis_module::raw::register_info_function(ctx.ctx, Some(stats::info));
-    // The hot commands borrow their arguments (see ffi.rs); flags and keys as in the list below.
-    let hot = [
-        borrowing_command!(ctx, "bf.add", bf::add, "write deny-oom fast", (1, 1, 1)),
-        borrowing_command!(ctx, "bf.madd", bf::madd, "write deny-oom", (1, 1, 1)),
-        borrowing_command!(ctx, "bf.exists", bf::exists, "readonly fast", (1, 1, 1)),
-        borrowing_command!(ctx, "bf.mexists", bf::mexists, "readonly", (1, 1, 1)),
-        borrowing_command!(ctx, "lc.add", lcc::add, "write deny-oom", (1, 1, 1)),
-        borrowing_command!(ctx, "lc.count", lcc::count, "readonly", (1, -1, 1)),
-    ];
-    if hot.contains(&Status::Err) {
+    let flags = |name: &CStr| command_info::find(name).map(|info| info.flags);
+    if ffi::create_commands(ctx, COMMANDS, flags) == Status::Err {
         return Status::Err;
     }
     // Key specs, COMMAND DOCS and ACL categories of every command, now that all exist.
@@ -48,19 +62,8 @@ redis_module! {
     allocator: (alloc::ModuleAlloc, alloc::ModuleAlloc),
     data_types: [BLOOM_TYPE, LC_TYPE],
     init: init,
-    commands: [
-        // name, handler, flags, first key, last key, key step, ACL categories ("" on Redis 7.0)
-        ["bf.reserve", |c, a| guard(c, a, bf::reserve), "write deny-oom", 1, 1, 1, ""],
-        ["bf.insert", |c, a| guard(c, a, bf::insert), "write deny-oom", 1, 1, 1, ""],
-        ["bf.info", |c, a| guard(c, a, bf::info), "readonly fast", 1, 1, 1, ""],
-        ["bf.card", |c, a| guard(c, a, bf::card), "readonly fast", 1, 1, 1, ""],
-        ["bf.scandump", |c, a| guard(c, a, bf::scandump), "readonly", 1, 1, 1, ""],
-        ["bf.loadchunk", |c, a| guard(c, a, bf::loadchunk), "write deny-oom", 1, 1, 1, ""],
-        ["lc.reserve", |c, a| guard(c, a, lcc::reserve), "write deny-oom fast", 1, 1, 1, ""],
-        ["lc.merge", |c, a| guard(c, a, lcc::merge), "write deny-oom", 1, -1, 1, ""],
-        ["lc.info", |c, a| guard(c, a, lcc::info), "readonly fast", 1, 1, 1, ""],
-        ["lc.loadchunk", |c, a| guard(c, a, lcc::loadchunk), "write deny-oom", 1, 1, 1, ""],
-    ],
+    // Registered by init from COMMANDS, so that every handler borrows its arguments.
+    commands: [],
     configurations: [
         i64: [
             ["bf-initial-size", &config::BF_INITIAL_SIZE, config::DEFAULT_BF_INITIAL_SIZE, 1, config::MAX_CAPACITY, ConfigurationFlags::DEFAULT, None],
@@ -77,4 +80,27 @@ redis_module! {
         enum: [],
         module_args_as_configuration: true,
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_command_has_its_info_and_every_info_its_command() {
+        for command in COMMANDS {
+            assert!(
+                command_info::find(command.name).is_some(),
+                "{:?}",
+                command.name
+            );
+        }
+        for info in command_info::COMMANDS {
+            assert!(
+                COMMANDS.iter().any(|c| c.name == info.name),
+                "{:?}",
+                info.name
+            );
+        }
+    }
 }

@@ -164,7 +164,7 @@ fn replicate(
 }
 
 /// `BF.RESERVE key error_rate capacity [EXPANSION n] [NONSCALING]`
-pub fn reserve(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+pub fn reserve(ctx: &Context, args: &[RedisString]) -> RedisResult {
     if args.len() < 4 {
         return Err(RedisError::WrongArity);
     }
@@ -245,7 +245,7 @@ pub fn madd(ctx: &Context, args: &[RedisString]) -> RedisResult {
 }
 
 /// `BF.INSERT key [CAPACITY c] [ERROR e] [EXPANSION n] [NOCREATE] [NONSCALING] ITEMS item...`
-pub fn insert(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+pub fn insert(ctx: &Context, args: &[RedisString]) -> RedisResult {
     if args.len() < 4 {
         return Err(RedisError::WrongArity);
     }
@@ -466,7 +466,7 @@ pub fn mexists(ctx: &Context, args: &[RedisString]) -> RedisResult {
 }
 
 /// `BF.INFO key [CAPACITY|SIZE|FILTERS|ITEMS|EXPANSION]`
-pub fn info(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+pub fn info(ctx: &Context, args: &[RedisString]) -> RedisResult {
     if !(2..=3).contains(&args.len()) {
         return Err(RedisError::WrongArity);
     }
@@ -515,7 +515,7 @@ pub fn info(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
 }
 
 /// `BF.CARD key`
-pub fn card(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+pub fn card(ctx: &Context, args: &[RedisString]) -> RedisResult {
     if args.len() != 2 {
         return Err(RedisError::WrongArity);
     }
@@ -526,7 +526,7 @@ pub fn card(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
 
 /// `BF.SCANDUMP key iterator`: `[1, header]` for iterator 0, then `[next, chunk]` where next
 /// is 1 + the chunk's end offset in the data, and `[0, ""]` at the end.
-pub fn scandump(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+pub fn scandump(ctx: &Context, args: &[RedisString]) -> RedisResult {
     if args.len() != 3 {
         return Err(RedisError::WrongArity);
     }
@@ -553,7 +553,7 @@ pub fn scandump(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
 
 /// `BF.LOADCHUNK key iterator data`: iterator 1 creates the key from a header; later chunks
 /// write `data` at offset iterator − 1 − len, after full validation.
-pub fn loadchunk(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+pub fn loadchunk(ctx: &Context, args: &[RedisString]) -> RedisResult {
     if args.len() != 4 {
         return Err(RedisError::WrongArity);
     }

@@ -56,7 +56,7 @@ fn modify<T>(counter: &mut Counter, write: impl FnOnce(&mut Counter) -> T) -> T 
 }
 
 /// `LC.RESERVE key error_rate capacity`
-pub fn reserve(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+pub fn reserve(ctx: &Context, args: &[RedisString]) -> RedisResult {
     let [_, key_name, rate, capacity] = &args[..] else {
         return Err(RedisError::WrongArity);
     };
@@ -180,7 +180,7 @@ pub fn count(ctx: &Context, args: &[RedisString]) -> RedisResult {
 /// destination itself). A missing destination gets the geometry of the sources'
 /// union (`Counter::empty_for_union`); when no source exists either, nothing is created.
 /// Incompatible sizes are refused before anything changes.
-pub fn merge(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+pub fn merge(ctx: &Context, args: &[RedisString]) -> RedisResult {
     if args.len() < 3 {
         return Err(RedisError::WrongArity);
     }
@@ -229,7 +229,7 @@ pub fn merge(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
 }
 
 /// `LC.INFO key`
-pub fn info(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+pub fn info(ctx: &Context, args: &[RedisString]) -> RedisResult {
     let [_, key_name] = &args[..] else {
         return Err(RedisError::WrongArity);
     };
@@ -268,7 +268,7 @@ pub fn info(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
 ///
 /// `LC.LOADCHUNK key iterator piece` — internal: a piece of a large counter's bitmap, after
 /// its shell (codec.rs, "Chunked form"); iterator = 1 + the byte offset where the piece ends.
-pub fn loadchunk(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+pub fn loadchunk(ctx: &Context, args: &[RedisString]) -> RedisResult {
     let (key_name, payload) = match &args[..] {
         [_, key_name, payload] => (key_name, payload),
         [_, key_name, iterator, piece] => return load_piece(ctx, key_name, iterator, piece),
