@@ -220,45 +220,6 @@ pub fn free_effort(bytes: u64) -> usize {
     usize::try_from(1 + bytes / 4096).unwrap_or(usize::MAX)
 }
 
-/// The callbacks both data types implement. [`TypeCallbacks::methods`] makes Redis's table of
-/// them, leaving the rest empty: no aux data, unlink or defrag, none of the `*2` variants.
-pub struct TypeCallbacks {
-    pub rdb_load: raw::RedisModuleTypeLoadFunc,
-    pub rdb_save: raw::RedisModuleTypeSaveFunc,
-    pub aof_rewrite: raw::RedisModuleTypeRewriteFunc,
-    pub free: raw::RedisModuleTypeFreeFunc,
-    pub mem_usage: raw::RedisModuleTypeMemUsageFunc,
-    pub digest: raw::RedisModuleTypeDigestFunc,
-    pub free_effort: raw::RedisModuleTypeFreeEffortFunc,
-    pub copy: raw::RedisModuleTypeCopyFunc,
-}
-
-impl TypeCallbacks {
-    pub const fn methods(self) -> raw::RedisModuleTypeMethods {
-        raw::RedisModuleTypeMethods {
-            version: raw::REDISMODULE_TYPE_METHOD_VERSION as u64,
-            rdb_load: self.rdb_load,
-            rdb_save: self.rdb_save,
-            aof_rewrite: self.aof_rewrite,
-            free: self.free,
-            mem_usage: self.mem_usage,
-            digest: self.digest,
-            aux_load: None,
-            aux_save: None,
-            aux_save2: None,
-            aux_save_triggers: 0,
-            free_effort: self.free_effort,
-            unlink: None,
-            copy: self.copy,
-            defrag: None,
-            mem_usage2: None,
-            free_effort2: None,
-            unlink2: None,
-            copy2: None,
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

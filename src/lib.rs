@@ -11,6 +11,7 @@ pub mod hashing;
 pub mod lc;
 pub mod rebloom;
 pub mod stats;
+pub mod value;
 
 use redis_module::configuration::ConfigurationFlags;
 use redis_module::{redis_module, Context, ModuleOptions, RedisString, Status};

@@ -1,0 +1,276 @@
+//! The layer every stored type shares: what a type must say about itself ([`StoredValue`]),
+//! the Redis type callbacks written once for all of them ([`methods`]), the typed key helpers
+//! the commands use ([`read`], [`write`], [`store`], [`modify`]) and the one way a write
+//! command ends ([`finish_write`]).
+//!
+//! Everything is generic, never `dyn`: each type gets its own monomorphic callbacks and
+//! helpers, which compile to what a hand-written copy would.
+//!
+//! * Accounting: a value entering the keyspace (`store`, RDB load, `COPY`) is counted in its
+//!   type's `INFO lcbloom` tally, a value leaving it (`free`) uncounted, and a write that may
+//!   change a value's size runs inside `modify`.
+//! * Writes: [`finish_write`] is handed what was applied, and replicates/propagates exactly
+//!   that and fires the keyspace event, also when a command stopped part-way with an error.
+
+use crate::config::{load_memory_limit, note_loaded_size};
+use crate::ffi::{free_effort, guard_callback, log_warning};
+use crate::stats::Tally;
+use redis_module::key::{RedisKey, RedisKeyWritable};
+use redis_module::{native_types::RedisType, raw, Context, NotifyEvent, RedisError, RedisString};
+use std::ffi::CStr;
+use std::os::raw::{c_char, c_int, c_longlong, c_void};
+use std::ptr::null_mut;
+
+/// A value stored under a key: one impl per Redis type.
+pub trait StoredValue: Sized + 'static {
+    /// What the logs call it ("Bloom filter").
+    const NAME: &'static str;
+    /// The type's RDB encoding version (`encver`); others are refused at load.
+    const ENCVER: c_int;
+    /// The command an AOF rewrite emits to rebuild the value.
+    const AOF_COMMAND: &'static CStr;
+
+    /// The registered type (a `static` next to the impl).
+    fn redis_type() -> &'static RedisType;
+    /// Its `INFO lcbloom` tally.
+    fn tally() -> &'static Tally;
+    /// Bytes in memory, as `MEMORY USAGE` reports them.
+    fn memory_bytes(&self) -> u64;
+    /// A deep copy, or why it could not be made (`COPY`).
+    fn try_copy(&self) -> Result<Self, String>;
+    /// Reads a value `rdb_save` wrote; `limit` bounds the bytes it may allocate.
+    fn rdb_load(rdb: *mut raw::RedisModuleIO, limit: u64) -> Result<Self, String>;
+    /// Writes the value to an RDB (or a DUMP payload).
+    fn rdb_save(&self, rdb: *mut raw::RedisModuleIO);
+    /// The AOF form: `emit(None, payload)` for `AOF_COMMAND key payload`,
+    /// `emit(Some(iterator), chunk)` for `AOF_COMMAND key iterator chunk`.
+    fn aof_parts(&self, emit: impl FnMut(Option<u64>, &[u8]));
+    /// The bytes `DEBUG DIGEST-VALUE` digests, in order: equal iff the values are.
+    fn digest_parts(&self, add: impl FnMut(&[u8]));
+}
+
+/// Redis's callback table for `T`: every callback runs inside `ffi::guard_callback`, so a bug
+/// is logged and the value refused (or the work skipped), never an abort. No aux data,
+/// unlink or defrag, none of the `*2` variants.
+pub const fn methods<T: StoredValue>() -> raw::RedisModuleTypeMethods {
+    raw::RedisModuleTypeMethods {
+        version: raw::REDISMODULE_TYPE_METHOD_VERSION as u64,
+        rdb_load: Some(rdb_load::<T>),
+        rdb_save: Some(rdb_save::<T>),
+        aof_rewrite: Some(aof_rewrite::<T>),
+        free: Some(free::<T>),
+        mem_usage: Some(mem_usage::<T>),
+        digest: Some(digest::<T>),
+        aux_load: None,
+        aux_save: None,
+        aux_save2: None,
+        aux_save_triggers: 0,
+        free_effort: Some(effort::<T>),
+        unlink: None,
+        copy: Some(copy::<T>),
+        defrag: None,
+        mem_usage2: None,
+        free_effort2: None,
+        unlink2: None,
+        copy2: None,
+    }
+}
+
+/// # Safety
+/// `value` must be a pointer this module handed to Redis for a `T` (a boxed `T`), alive for
+/// `'a`: Redis passes callbacks only the values of their own type.
+unsafe fn value<'a, T>(value: *const c_void) -> &'a T {
+    // SAFETY: the caller's contract.
+    unsafe { &*value.cast::<T>() }
+}
+
+fn into_redis<T: StoredValue>(v: T) -> *mut c_void {
+    T::tally().created(v.memory_bytes());
+    Box::into_raw(Box::new(v)).cast()
+}
+
+unsafe extern "C" fn rdb_load<T: StoredValue>(
+    rdb: *mut raw::RedisModuleIO,
+    encver: c_int,
+) -> *mut c_void {
+    guard_callback("rdb_load", null_mut(), || {
+        if encver != T::ENCVER {
+            log_warning(&format!(
+                "lcbloom: cannot load a {} of encoding version {encver}",
+                T::NAME
+            ));
+            return null_mut();
+        }
+        // `max-memory-per-key` binds RESTORE, not the server's own files (config::memory_limit).
+        match T::rdb_load(rdb, load_memory_limit(rdb)) {
+            Ok(v) if !raw::is_io_error(rdb) => {
+                note_loaded_size(T::NAME, v.memory_bytes());
+                into_redis(v)
+            }
+            Ok(_) => null_mut(),
+            Err(why) => {
+                log_warning(&format!("lcbloom: refusing a {} from RDB: {why}", T::NAME));
+                null_mut()
+            }
+        }
+    })
+}
+
+unsafe extern "C" fn rdb_save<T: StoredValue>(rdb: *mut raw::RedisModuleIO, v: *mut c_void) {
+    // SAFETY: Redis passes a value of this type.
+    guard_callback("rdb_save", (), || unsafe { value::<T>(v) }.rdb_save(rdb))
+}
+
+unsafe extern "C" fn aof_rewrite<T: StoredValue>(
+    aof: *mut raw::RedisModuleIO,
+    key: *mut raw::RedisModuleString,
+    v: *mut c_void,
+) {
+    guard_callback("aof_rewrite", (), || {
+        let Some(emit) = raw::RedisModule_EmitAOF else {
+            return;
+        };
+        let command = T::AOF_COMMAND.as_ptr();
+        // SAFETY: Redis passes a value of this type.
+        unsafe { value::<T>(v) }.aof_parts(|iterator, bytes| {
+            let (data, len) = (bytes.as_ptr().cast::<c_char>(), bytes.len());
+            // SAFETY: the AOF handle and key Redis passed; formats match the arguments
+            // (s: key, l: long long, b: buffer and length). Redis copies everything.
+            unsafe {
+                match iterator {
+                    None => emit(aof, command, c"sb".as_ptr(), key, data, len),
+                    Some(it) => emit(
+                        aof,
+                        command,
+                        c"slb".as_ptr(),
+                        key,
+                        it as c_longlong,
+                        data,
+                        len,
+                    ),
+                }
+            }
+        });
+    })
+}
+
+unsafe extern "C" fn free<T: StoredValue>(v: *mut c_void) {
+    guard_callback("free", (), || {
+        // SAFETY: Redis hands back ownership of a value this module boxed, once.
+        let v = unsafe { Box::from_raw(v.cast::<T>()) };
+        T::tally().freed(v.memory_bytes());
+    })
+}
+
+unsafe extern "C" fn effort<T: StoredValue>(
+    _key: *mut raw::RedisModuleString,
+    v: *const c_void,
+) -> usize {
+    // SAFETY: Redis passes a value of this type.
+    guard_callback("free_effort", 0, || {
+        free_effort(unsafe { value::<T>(v) }.memory_bytes())
+    })
+}
+
+unsafe extern "C" fn mem_usage<T: StoredValue>(v: *const c_void) -> usize {
+    // SAFETY: Redis passes a value of this type.
+    guard_callback("mem_usage", 0, || {
+        unsafe { value::<T>(v) }.memory_bytes() as usize
+    })
+}
+
+unsafe extern "C" fn digest<T: StoredValue>(md: *mut raw::RedisModuleDigest, v: *mut c_void) {
+    guard_callback("digest", (), || {
+        let (Some(add), Some(end)) = (
+            raw::RedisModule_DigestAddStringBuffer,
+            raw::RedisModule_DigestEndSequence,
+        ) else {
+            return;
+        };
+        // SAFETY: Redis passes a value of this type; the digest handle is live for the call
+        // and the API copies the bytes.
+        unsafe {
+            value::<T>(v)
+                .digest_parts(|bytes| add(md, bytes.as_ptr().cast::<c_char>(), bytes.len()));
+            end(md);
+        }
+    })
+}
+
+unsafe extern "C" fn copy<T: StoredValue>(
+    _from: *mut raw::RedisModuleString,
+    _to: *mut raw::RedisModuleString,
+    v: *const c_void,
+) -> *mut c_void {
+    guard_callback("copy", null_mut(), || {
+        // SAFETY: Redis passes a value of this type.
+        match unsafe { value::<T>(v) }.try_copy() {
+            Ok(copy) => into_redis(copy),
+            Err(why) => {
+                log_warning(&format!("lcbloom: COPY of a {} failed: {why}", T::NAME));
+                null_mut()
+            }
+        }
+    })
+}
+
+/// The value under a key opened for reading; `WRONGTYPE` for a key of another type.
+pub fn read<T: StoredValue>(key: &RedisKey) -> Result<Option<&T>, RedisError> {
+    // `get_value` fails only on another type, with a text that is not Redis's WRONGTYPE.
+    key.get_value::<T>(T::redis_type())
+        .map_err(|_| RedisError::WrongType)
+}
+
+/// The value under a key opened for writing; `WRONGTYPE` for a key of another type.
+pub fn write<T: StoredValue>(key: &RedisKeyWritable) -> Result<Option<&mut T>, RedisError> {
+    key.get_value::<T>(T::redis_type())
+        .map_err(|_| RedisError::WrongType)
+}
+
+/// Stores a new value under an empty key and counts it; returns it, stored.
+pub fn store<T: StoredValue>(key: &RedisKeyWritable, v: T) -> Result<&mut T, RedisError> {
+    let bytes = v.memory_bytes();
+    key.set_value(T::redis_type(), v)?;
+    T::tally().created(bytes);
+    write::<T>(key)?.ok_or(RedisError::Str(
+        "ERR lcbloom internal error (value not stored)",
+    ))
+}
+
+/// Runs a write on a stored value, accounting for the bytes it adds or frees.
+pub fn modify<T: StoredValue, R>(v: &mut T, write: impl FnOnce(&mut T) -> R) -> R {
+    let before = v.memory_bytes();
+    let result = write(v);
+    T::tally().resized(before, v.memory_bytes());
+    result
+}
+
+/// What a write command applied, for [`finish_write`].
+pub enum Applied<'a> {
+    /// Nothing changed: nothing is propagated, no event fires.
+    Nothing,
+    /// The command as the client sent it: propagated verbatim.
+    Whole,
+    /// Exactly these commands redo what was applied (a create with its parameters spelled
+    /// out, or the part done before an error): propagated instead of the command.
+    As(&'a [(&'a str, Vec<&'a [u8]>)]),
+}
+
+/// The one way a write command ends: replicas and the AOF get what was applied (see
+/// [`Applied`]) and, when something changed, the keyspace event `event` fires on `key` (class
+/// `d`, module types). Called before the reply, also when the reply is an error: a command
+/// that stopped part-way has still applied its first part.
+pub fn finish_write(ctx: &Context, event: &CStr, key: &RedisString, applied: Applied) {
+    match applied {
+        Applied::Nothing => return,
+        Applied::Whole => {
+            ctx.replicate_verbatim();
+        }
+        Applied::As(commands) => {
+            for (command, args) in commands {
+                ctx.replicate(command, &args[..]);
+            }
+        }
+    }
+    crate::ffi::notify(ctx, NotifyEvent::MODULE, event, key);
+}
