@@ -20,16 +20,12 @@
 
 use super::chain::Chain;
 use super::codec;
-use super::datatype::BLOOM_TYPE;
 use crate::args::{is_keyword, parse_f64, parse_i64};
 use crate::config::{bf_defaults, check_item_count, memory_limit, MAX_EXPANSION};
 use crate::ffi::reply_ordered_map;
 use crate::hashing::{hash_item, ItemHash};
-use crate::stats;
-use redis_module::key::{RedisKey, RedisKeyWritable};
-use redis_module::{
-    raw, Context, ContextFlags, NotifyEvent, RedisError, RedisResult, RedisString, RedisValue,
-};
+use crate::value::{finish_write, modify, read, store, write, Applied};
+use redis_module::{raw, Context, ContextFlags, RedisError, RedisResult, RedisString, RedisValue};
 use std::ffi::CStr;
 
 const NOT_FOUND: &str = "ERR not found";
@@ -60,20 +56,40 @@ impl Create {
             .map_err(|e| RedisError::String(e.message()))
     }
 
-    /// `CAPACITY c ERROR e EXPANSION x` or `... NONSCALING`, as `BF.INSERT` takes them.
-    fn insert_options(&self) -> Vec<String> {
-        let mut out = vec![
-            "CAPACITY".to_string(),
-            self.capacity.to_string(),
-            "ERROR".to_string(),
-            // Rust prints the shortest text that parses back to the same f64.
+    /// The parameters as text: rate (Rust prints the shortest text that parses back to the
+    /// same f64), capacity, and `EXPANSION x` or `NONSCALING`.
+    fn spelled_out(&self) -> [String; 4] {
+        let (keyword, expansion) = match self.expansion {
+            0 => ("NONSCALING", String::new()),
+            e => ("EXPANSION", e.to_string()),
+        };
+        [
             self.rate.to_string(),
-        ];
-        match self.expansion {
-            0 => out.push("NONSCALING".to_string()),
-            e => out.extend(["EXPANSION".to_string(), e.to_string()]),
-        }
-        out
+            self.capacity.to_string(),
+            keyword.to_string(),
+            expansion,
+        ]
+    }
+
+    /// `key CAPACITY c ERROR e EXPANSION x|NONSCALING ITEMS items...`: the arguments of the
+    /// `BF.INSERT` that creates this filter holding `items`.
+    fn insert_args<'a>(
+        key: &'a RedisString,
+        spelled: &'a [String; 4],
+        items: &'a [RedisString],
+    ) -> Vec<&'a [u8]> {
+        let [rate, capacity, expansion @ ..] = spelled;
+        let mut args = vec![key.as_slice(), b"CAPACITY", capacity.as_bytes(), b"ERROR"];
+        args.push(rate.as_bytes());
+        args.extend(
+            expansion
+                .iter()
+                .filter(|a| !a.is_empty())
+                .map(|a| a.as_bytes()),
+        );
+        args.push(b"ITEMS");
+        args.extend(items.iter().map(|i| i.as_slice()));
+        args
     }
 }
 
@@ -123,46 +139,6 @@ fn duplicate(option: &str) -> RedisError {
 
 const NONSCALING_EXPANSION: &str = "ERR nonscaling filters cannot expand";
 
-/// The chain under a key opened for reading; `WRONGTYPE` for other types.
-fn read_chain(key: &RedisKey) -> Result<Option<&Chain>, RedisError> {
-    key.get_value::<Chain>(&BLOOM_TYPE)
-        .map_err(|_| RedisError::WrongType)
-}
-
-fn write_chain(key: &RedisKeyWritable) -> Result<Option<&mut Chain>, RedisError> {
-    key.get_value::<Chain>(&BLOOM_TYPE)
-        .map_err(|_| RedisError::WrongType)
-}
-
-fn notify(ctx: &Context, event: &CStr, key: &RedisString) {
-    crate::ffi::notify(ctx, NotifyEvent::MODULE, event, key);
-}
-
-/// Stores a new chain under an empty key, counting it for `INFO lcbloom`.
-fn store(key: &RedisKeyWritable, chain: Chain) -> Result<(), RedisError> {
-    let bytes = chain.memory_bytes();
-    key.set_value(&BLOOM_TYPE, chain)?;
-    stats::BLOOM.created(bytes);
-    Ok(())
-}
-
-/// Replicates `cmd key args...` (a command whose parameters are spelled out).
-fn replicate(
-    ctx: &Context,
-    cmd: &str,
-    key: &RedisString,
-    options: &[String],
-    items: &[RedisString],
-) {
-    let mut args: Vec<&[u8]> = vec![key.as_slice()];
-    args.extend(options.iter().map(|o| o.as_bytes()));
-    if !items.is_empty() {
-        args.push(b"ITEMS");
-        args.extend(items.iter().map(|i| i.as_slice()));
-    }
-    ctx.replicate(cmd, &args[..]);
-}
-
 /// `BF.RESERVE key error_rate capacity [EXPANSION n] [NONSCALING]`
 pub fn reserve(ctx: &Context, args: &[RedisString]) -> RedisResult {
     if args.len() < 4 {
@@ -202,15 +178,21 @@ pub fn reserve(ctx: &Context, args: &[RedisString]) -> RedisResult {
         },
     };
     let key = ctx.open_key_writable(&args[1]);
-    if write_chain(&key)?.is_some() {
+    if write::<Chain>(&key)?.is_some() {
         return Err(RedisError::Str(ITEM_EXISTS));
     }
     store(&key, create.build(memory_limit(ctx))?)?;
     // BF.RESERVE key rate capacity EXPANSION x|NONSCALING: the expansion spelled out.
-    let mut options = vec![rate.to_string(), capacity.to_string()];
-    options.extend(create.insert_options().split_off(4));
-    replicate(ctx, "BF.RESERVE", &args[1], &options, &[]);
-    notify(ctx, c"bf.reserve", &args[1]);
+    let spelled = create.spelled_out();
+    let mut reserve = vec![args[1].as_slice()];
+    reserve.extend(
+        spelled
+            .iter()
+            .filter(|a| !a.is_empty())
+            .map(|a| a.as_bytes()),
+    );
+    let commands = [("BF.RESERVE", reserve)];
+    finish_write(ctx, c"bf.reserve", &args[1], Applied::As(&commands));
     Ok(RedisValue::SimpleStringStatic("OK"))
 }
 
@@ -331,47 +313,40 @@ fn add_items(
 ) -> RedisResult {
     check_item_count(ctx, items.len())?;
     let key = ctx.open_key_writable(name);
-    let mut fresh = None;
-    let (chain, limit) = match write_chain(&key)? {
+    let (chain, limit, created) = match write::<Chain>(&key)? {
         // The limit only matters when a sub-filter is added, and reading it costs a
         // RedisModule_GetContextFlags call: skip that for the writes that cannot scale.
-        Some(chain) if chain.can_hold(items.len() as u64) => (chain, u64::MAX),
-        Some(chain) => (chain, memory_limit(ctx)),
+        Some(chain) if chain.can_hold(items.len() as u64) => (chain, u64::MAX, None),
+        Some(chain) => (chain, memory_limit(ctx), None),
         None => {
             let create = create.ok_or(RedisError::Str(NOT_FOUND))?;
             let limit = memory_limit(ctx);
-            (&mut fresh.insert((create, create.build(limit)?)).1, limit)
+            (store(&key, create.build(limit)?)?, limit, Some(create))
         }
     };
-    let bytes_before = chain.memory_bytes();
     let error = |e: super::chain::ChainError| RedisError::String(e.message());
     if !multi {
         // BF.ADD: one item, no batch buffers.
-        let result = chain.add(&hash_item(items[0].as_slice()), limit);
-        let written = Written {
-            bytes: (bytes_before, chain.memory_bytes()),
-            changed: matches!(result, Ok(true)),
-            done: if result.is_ok() { items } else { &[] },
-            fresh,
-        };
-        finish_write(ctx, &key, event, name, items, written)?;
+        let result = modify(chain, |c| c.add(&hash_item(items[0].as_slice()), limit));
+        let done = usize::from(result.is_ok());
+        finish_add(
+            ctx,
+            event,
+            name,
+            items,
+            done,
+            matches!(result, Ok(true)),
+            created,
+        );
         return result.map(RedisValue::Bool).map_err(error);
     }
     // Hash everything first so that the chain can prefetch ahead of its probes.
     let hashes: Vec<ItemHash> = items.iter().map(|i| hash_item(i.as_slice())).collect();
     let mut results = Vec::with_capacity(items.len());
-    chain.add_batch(&hashes, limit, |r| results.push(r));
+    modify(chain, |c| c.add_batch(&hashes, limit, |r| results.push(r)));
     let changed = results.iter().any(|r| matches!(r, Ok(true)));
-    let written = Written {
-        bytes: (bytes_before, chain.memory_bytes()),
-        changed,
-        // Only the items before a failed one are propagated: replicas and AOF replays do not
-        // apply max-memory-per-key (config::memory_limit), so they would add items the master
-        // refused.
-        done: &items[..results.iter().take_while(|r| r.is_ok()).count()],
-        fresh,
-    };
-    finish_write(ctx, &key, event, name, items, written)?;
+    let done = results.iter().take_while(|r| r.is_ok()).count();
+    finish_add(ctx, event, name, items, done, changed, created);
     raw::reply_with_array(ctx.ctx, results.len() as std::os::raw::c_long);
     for result in results {
         match result {
@@ -382,53 +357,40 @@ fn add_items(
     Ok(RedisValue::NoReply)
 }
 
-/// What an add did, for `finish_write`.
-struct Written<'a> {
-    /// The chain this command created (not stored yet), with its parameters.
-    fresh: Option<(Create, Chain)>,
-    /// The chain's bytes before and after (scaling out adds a sub-filter).
-    bytes: (u64, u64),
-    changed: bool,
-    /// The items processed before the first refused one.
-    done: &'a [RedisString],
-}
-
-/// After an add: stores a freshly created chain, replicates what was done and notifies.
-fn finish_write(
+/// After an add of which the first `done` items were applied: a filter this command created
+/// propagates as the `BF.INSERT` that builds it with those items, a stop part-way as the
+/// `BF.MADD` of those items. Replicas and AOF replays do not apply max-memory-per-key
+/// (config::memory_limit), so they would otherwise add items the master refused.
+fn finish_add(
     ctx: &Context,
-    key: &RedisKeyWritable,
     event: &CStr,
     name: &RedisString,
     items: &[RedisString],
-    written: Written,
-) -> Result<(), RedisError> {
-    let Written {
-        fresh,
-        bytes: (bytes_before, bytes_after),
-        changed,
-        done,
-    } = written;
-    match fresh {
-        Some((create, chain)) => {
-            store(key, chain)?;
-            replicate(ctx, "BF.INSERT", name, &create.insert_options(), done);
+    done: usize,
+    changed: bool,
+    created: Option<Create>,
+) {
+    let spelled;
+    let commands;
+    let applied = match created {
+        Some(create) => {
+            spelled = create.spelled_out();
+            commands = [(
+                "BF.INSERT",
+                Create::insert_args(name, &spelled, &items[..done]),
+            )];
+            Applied::As(&commands)
         }
+        None if !changed => Applied::Nothing,
+        None if done == items.len() => Applied::Whole,
         None => {
-            // Scaling out added a sub-filter.
-            stats::BLOOM.resized(bytes_before, bytes_after);
-            if changed && done.len() == items.len() {
-                ctx.replicate_verbatim();
-            } else if changed {
-                let mut args = vec![name.as_slice()];
-                args.extend(done.iter().map(|i| i.as_slice()));
-                ctx.replicate("BF.MADD", &args[..]);
-            }
+            let mut madd = vec![name.as_slice()];
+            madd.extend(items[..done].iter().map(|i| i.as_slice()));
+            commands = [("BF.MADD", madd)];
+            Applied::As(&commands)
         }
-    }
-    if changed {
-        notify(ctx, event, name);
-    }
-    Ok(())
+    };
+    finish_write(ctx, event, name, applied);
 }
 
 /// `BF.EXISTS key item`
@@ -437,7 +399,7 @@ pub fn exists(ctx: &Context, args: &[RedisString]) -> RedisResult {
         return Err(RedisError::WrongArity);
     }
     let key = ctx.open_key(&args[1]);
-    let found = read_chain(&key)?.is_some_and(|c| c.contains(&hash_item(args[2].as_slice())));
+    let found = read::<Chain>(&key)?.is_some_and(|c| c.contains(&hash_item(args[2].as_slice())));
     Ok(RedisValue::Bool(found))
 }
 
@@ -448,7 +410,7 @@ pub fn mexists(ctx: &Context, args: &[RedisString]) -> RedisResult {
     }
     check_item_count(ctx, args.len() - 2)?;
     let key = ctx.open_key(&args[1]);
-    let chain = read_chain(&key)?;
+    let chain = read::<Chain>(&key)?;
     let items = &args[2..];
     raw::reply_with_array(ctx.ctx, items.len() as std::os::raw::c_long);
     match chain {
@@ -471,7 +433,7 @@ pub fn info(ctx: &Context, args: &[RedisString]) -> RedisResult {
         return Err(RedisError::WrongArity);
     }
     let key = ctx.open_key(&args[1]);
-    let chain = read_chain(&key)?.ok_or(RedisError::Str(NOT_FOUND))?;
+    let chain = read::<Chain>(&key)?.ok_or(RedisError::Str(NOT_FOUND))?;
     let expansion = match chain.expansion() {
         Some(e) => RedisValue::Integer(e as i64),
         None => RedisValue::Null,
@@ -520,7 +482,7 @@ pub fn card(ctx: &Context, args: &[RedisString]) -> RedisResult {
         return Err(RedisError::WrongArity);
     }
     let key = ctx.open_key(&args[1]);
-    let items = read_chain(&key)?.map_or(0, Chain::items);
+    let items = read::<Chain>(&key)?.map_or(0, Chain::items);
     Ok(RedisValue::Integer(items as i64))
 }
 
@@ -531,7 +493,7 @@ pub fn scandump(ctx: &Context, args: &[RedisString]) -> RedisResult {
         return Err(RedisError::WrongArity);
     }
     let key = ctx.open_key(&args[1]);
-    let chain = read_chain(&key)?.ok_or(RedisError::Str(NOT_FOUND))?;
+    let chain = read::<Chain>(&key)?.ok_or(RedisError::Str(NOT_FOUND))?;
     let iterator = parse_i64(&args[2])
         .filter(|i| *i >= 0)
         .ok_or(RedisError::Str(BAD_ITERATOR))?;
@@ -562,7 +524,7 @@ pub fn loadchunk(ctx: &Context, args: &[RedisString]) -> RedisResult {
         .ok_or(RedisError::Str(BAD_ITERATOR))?;
     let data = args[3].as_slice();
     let key = ctx.open_key_writable(&args[1]);
-    let existing = write_chain(&key)?;
+    let existing = write::<Chain>(&key)?;
     let codec_error = |e: codec::DecodeError| RedisError::Str(e.0);
     if iterator == 1 {
         if existing.is_some() {
@@ -580,7 +542,6 @@ pub fn loadchunk(ctx: &Context, args: &[RedisString]) -> RedisResult {
                 ))?;
         codec::write_data(chain, offset, data).map_err(codec_error)?;
     }
-    ctx.replicate_verbatim();
-    notify(ctx, c"bf.loadchunk", &args[1]);
+    finish_write(ctx, c"bf.loadchunk", &args[1], Applied::Whole);
     Ok(RedisValue::SimpleStringStatic("OK"))
 }

@@ -12,47 +12,16 @@
 
 use super::codec;
 use super::counter::{Counter, LcError};
-use super::datatype::LC_TYPE;
 use crate::args::{parse_in_range, parse_rate};
 use crate::config::{check_item_count, lc_defaults, memory_limit, MAX_CAPACITY};
 use crate::ffi::reply_ordered_map;
-use crate::stats;
-use redis_module::{
-    key::{RedisKey, RedisKeyWritable},
-    Context, NotifyEvent, RedisError, RedisResult, RedisString, RedisValue,
-};
-use std::ffi::CStr;
+use crate::value::{finish_write, modify, read, store, write, Applied};
+use redis_module::{key::RedisKey, Context, RedisError, RedisResult, RedisString, RedisValue};
 
 const OK: RedisResult = Ok(RedisValue::SimpleStringStatic("OK"));
 
-/// `get_value` fails only on a key of another type; its text is not Redis's WRONGTYPE.
-fn wrong_type(_: RedisError) -> RedisError {
-    RedisError::WrongType
-}
-
 fn core_error(e: LcError) -> RedisError {
     RedisError::String(format!("ERR {e}"))
-}
-
-fn notify(ctx: &Context, event: &CStr, key: &RedisString) {
-    crate::ffi::notify(ctx, NotifyEvent::MODULE, event, key);
-}
-
-/// Stores a new counter under an empty key, counting it for `INFO lcbloom`.
-fn store(key: &RedisKeyWritable, counter: Counter) -> Result<(), RedisError> {
-    let bytes = counter.memory_usage() as u64;
-    key.set_value(&LC_TYPE, counter)?;
-    stats::LC.created(bytes);
-    Ok(())
-}
-
-/// Runs a write on a stored counter, accounting for the bytes it adds (the exact set growing,
-/// the switch to the bitmap).
-fn modify<T>(counter: &mut Counter, write: impl FnOnce(&mut Counter) -> T) -> T {
-    let before = counter.memory_usage() as u64;
-    let result = write(counter);
-    stats::LC.resized(before, counter.memory_usage() as u64);
-    result
 }
 
 /// `LC.RESERVE key error_rate capacity`
@@ -71,27 +40,30 @@ pub fn reserve(ctx: &Context, args: &[RedisString]) -> RedisResult {
         "ERR capacity must be an integer between 1 and 2^50",
     )? as u64;
     let key = ctx.open_key_writable(key_name);
-    if key
-        .get_value::<Counter>(&LC_TYPE)
-        .map_err(wrong_type)?
-        .is_some()
-    {
+    if write::<Counter>(&key)?.is_some() {
         return Err(RedisError::Str("ERR item exists"));
     }
     let counter = Counter::reserve(rate, capacity, memory_limit(ctx)).map_err(core_error)?;
     store(&key, counter)?;
-    ctx.replicate_verbatim();
-    notify(ctx, c"lc.reserve", key_name);
+    finish_write(ctx, c"lc.reserve", key_name, Applied::Whole);
     OK
 }
 
-/// Adds every item; how many changed the counter.
-fn add_items(counter: &mut Counter, items: &[RedisString]) -> Result<i64, RedisError> {
+/// Adds the items in order until one fails: how many changed the counter, how many were
+/// added, and the error that stopped the rest.
+fn add_items(
+    counter: &mut Counter,
+    items: &[RedisString],
+    limit: u64,
+) -> (i64, usize, Option<LcError>) {
     let mut changed = 0;
-    for item in items {
-        changed += counter.add(item.as_slice()).map_err(core_error)? as i64;
+    for (done, item) in items.iter().enumerate() {
+        match counter.add_within(item.as_slice(), limit) {
+            Ok(new) => changed += new as i64,
+            Err(e) => return (changed, done, Some(e)),
+        }
     }
-    Ok(changed)
+    (changed, items.len(), None)
 }
 
 /// `LC.ADD key [item ...]`
@@ -102,34 +74,62 @@ pub fn add(ctx: &Context, args: &[RedisString]) -> RedisResult {
     let (key_name, items) = (&args[1], &args[2..]);
     check_item_count(ctx, items.len())?;
     let key = ctx.open_key_writable(key_name);
-    let changed = match key.get_value::<Counter>(&LC_TYPE).map_err(wrong_type)? {
-        Some(counter) => {
-            let changed = modify(counter, |c| add_items(c, items))?;
-            if changed > 0 {
-                ctx.replicate_verbatim();
-                notify(ctx, c"lc.add", key_name);
-            }
-            changed
-        }
+    let (counter, created) = match write::<Counter>(&key)? {
+        Some(counter) => (counter, None),
         None => {
             let (rate, capacity) = lc_defaults();
-            let mut counter =
+            let counter =
                 Counter::reserve(rate, capacity, memory_limit(ctx)).map_err(core_error)?;
-            let changed = add_items(&mut counter, items)?;
-            store(&key, counter)?;
-            // f64's Display is the shortest text that parses back to the same value.
-            let (rate, capacity) = (rate.to_string(), capacity.to_string());
-            let reserve: [&[u8]; 3] = [key_name.as_slice(), rate.as_bytes(), capacity.as_bytes()];
-            ctx.replicate("LC.RESERVE", &reserve[..]);
-            if !items.is_empty() {
-                let add: Vec<&[u8]> = args[1..].iter().map(|a| a.as_slice()).collect();
-                ctx.replicate("LC.ADD", &add[..]);
-            }
-            notify(ctx, c"lc.add", key_name);
-            changed
+            (store(&key, counter)?, Some((rate, capacity)))
         }
     };
-    Ok(RedisValue::Integer(changed))
+    // The limit binds only the switch to the bitmap; reading it costs a
+    // RedisModule_GetContextFlags call, so skip that for adds that cannot switch.
+    let limit = if items.len() as u64 <= counter.exact_room() {
+        u64::MAX
+    } else {
+        memory_limit(ctx)
+    };
+    let (changed, done, error) = modify(counter, |c| add_items(c, items, limit));
+    // Propagated: what was applied. A new key as `LC.RESERVE` with the defaults it used
+    // (f64's Display is the shortest text that parses back to the same value), then its items.
+    let params;
+    let commands;
+    let added = || {
+        let mut add = vec![key_name.as_slice()];
+        add.extend(items[..done].iter().map(|i| i.as_slice()));
+        ("LC.ADD", add)
+    };
+    let applied = match created {
+        Some((rate, capacity)) => {
+            params = [rate.to_string(), capacity.to_string()];
+            let reserve = (
+                "LC.RESERVE",
+                vec![
+                    key_name.as_slice(),
+                    params[0].as_bytes(),
+                    params[1].as_bytes(),
+                ],
+            );
+            commands = if done > 0 {
+                vec![reserve, added()]
+            } else {
+                vec![reserve]
+            };
+            Applied::As(&commands)
+        }
+        None if changed == 0 => Applied::Nothing,
+        None if done == items.len() => Applied::Whole,
+        None => {
+            commands = vec![added()];
+            Applied::As(&commands)
+        }
+    };
+    finish_write(ctx, c"lc.add", key_name, applied);
+    match error {
+        Some(e) => Err(core_error(e)),
+        None => Ok(RedisValue::Integer(changed)),
+    }
 }
 
 /// Each key name once, in first-seen order: a union does not change when a key repeats, and
@@ -143,7 +143,7 @@ fn distinct(names: &[RedisString]) -> Vec<&RedisString> {
 fn read_counters(keys: &[RedisKey]) -> Result<Vec<&Counter>, RedisError> {
     let mut counters = Vec::with_capacity(keys.len());
     for key in keys {
-        if let Some(counter) = key.get_value::<Counter>(&LC_TYPE).map_err(wrong_type)? {
+        if let Some(counter) = read::<Counter>(key)? {
             counters.push(counter);
         }
     }
@@ -158,10 +158,7 @@ pub fn count(ctx: &Context, args: &[RedisString]) -> RedisResult {
     if let [_, name] = args {
         // One key, the common case: no buffers.
         let key = ctx.open_key(name);
-        let n = key
-            .get_value::<Counter>(&LC_TYPE)
-            .map_err(wrong_type)?
-            .map_or(0, Counter::count);
+        let n = read::<Counter>(&key)?.map_or(0, Counter::count);
         return Ok(RedisValue::Integer(n as i64));
     }
     check_item_count(ctx, args.len() - 1)?;
@@ -187,45 +184,65 @@ pub fn merge(ctx: &Context, args: &[RedisString]) -> RedisResult {
     check_item_count(ctx, args.len() - 2)?;
     let dest_name = &args[1];
     let dest_key = ctx.open_key_writable(dest_name);
-    let dest = dest_key
-        .get_value::<Counter>(&LC_TYPE)
-        .map_err(wrong_type)?;
+    let dest = write::<Counter>(&dest_key)?;
     // The destination absorbing itself is a no-op; skipping it also avoids aliasing its value.
-    let source_keys: Vec<RedisKey> = distinct(&args[2..])
+    let source_names: Vec<&RedisString> = distinct(&args[2..])
         .into_iter()
         .filter(|k| k.as_slice() != dest_name.as_slice())
-        .map(|k| ctx.open_key(k))
         .collect();
+    let source_keys: Vec<RedisKey> = source_names.iter().map(|k| ctx.open_key(k)).collect();
     let sources = read_counters(&source_keys)?;
-    let changed = match dest {
-        Some(dest) => {
-            for source in &sources {
-                dest.check_absorbable(source).map_err(core_error)?;
-            }
-            modify(dest, |dest| {
-                let mut changed = false;
-                for source in &sources {
-                    changed |= dest.absorb(source).map_err(core_error)?;
-                }
-                Ok::<_, RedisError>(changed)
-            })?
+    let Some(dest) = dest else {
+        let Some(mut union) = Counter::empty_for_union(&sources) else {
+            return OK;
+        };
+        for source in &sources {
+            union.absorb(source).map_err(core_error)?;
         }
-        None => {
-            let Some(mut union) = Counter::empty_for_union(&sources) else {
-                return OK;
-            };
-            for source in &sources {
-                union.absorb(source).map_err(core_error)?;
-            }
-            store(&dest_key, union)?;
-            true
-        }
+        store(&dest_key, union)?;
+        finish_write(ctx, c"lc.merge", dest_name, Applied::Whole);
+        return OK;
     };
-    if changed {
-        ctx.replicate_verbatim();
-        notify(ctx, c"lc.merge", dest_name);
+    for source in &sources {
+        dest.check_absorbable(source).map_err(core_error)?;
     }
-    OK
+    // Each source is absorbed whole or not at all (Counter::absorb_within); the limit binds
+    // only the switch to the bitmap. A merge stopped part-way propagates as the merge of the
+    // sources before the one refused.
+    let limit = memory_limit(ctx);
+    let (changed, done, error) = modify(dest, |dest| {
+        let mut changed = false;
+        for (done, source) in sources.iter().enumerate() {
+            match dest.absorb_within(source, limit) {
+                Ok(new) => changed |= new,
+                Err(e) => return (changed, done, Some(e)),
+            }
+        }
+        (changed, sources.len(), None)
+    });
+    let commands;
+    let applied = if !changed {
+        Applied::Nothing
+    } else if done == sources.len() {
+        Applied::Whole
+    } else {
+        // Missing sources were skipped by `read_counters`: name the keys that were read.
+        let mut merge = vec![dest_name.as_slice()];
+        let read: Vec<&RedisString> = source_names
+            .iter()
+            .zip(&source_keys)
+            .filter(|(_, key)| !key.is_null())
+            .map(|(name, _)| *name)
+            .collect();
+        merge.extend(read[..done].iter().map(|n| n.as_slice()));
+        commands = [("LC.MERGE", merge)];
+        Applied::As(&commands)
+    };
+    finish_write(ctx, c"lc.merge", dest_name, applied);
+    match error {
+        Some(e) => Err(core_error(e)),
+        None => OK,
+    }
 }
 
 /// `LC.INFO key`
@@ -234,10 +251,7 @@ pub fn info(ctx: &Context, args: &[RedisString]) -> RedisResult {
         return Err(RedisError::WrongArity);
     };
     let key = ctx.open_key(key_name);
-    let counter = key
-        .get_value::<Counter>(&LC_TYPE)
-        .map_err(wrong_type)?
-        .ok_or(RedisError::Str("ERR not found"))?;
+    let counter = read::<Counter>(&key)?.ok_or(RedisError::Str("ERR not found"))?;
     let mode = if counter.is_exact() {
         "exact"
     } else {
@@ -275,18 +289,13 @@ pub fn loadchunk(ctx: &Context, args: &[RedisString]) -> RedisResult {
         _ => return Err(RedisError::WrongArity),
     };
     let key = ctx.open_key_writable(key_name);
-    if key
-        .get_value::<Counter>(&LC_TYPE)
-        .map_err(wrong_type)?
-        .is_some()
-    {
+    if write::<Counter>(&key)?.is_some() {
         return Err(RedisError::Str("ERR item exists"));
     }
     let counter = codec::decode(payload.as_slice(), memory_limit(ctx))
         .map_err(|e| RedisError::String(format!("ERR invalid counter encoding: {e}")))?;
     store(&key, counter)?;
-    ctx.replicate_verbatim();
-    notify(ctx, c"lc.loadchunk", key_name);
+    finish_write(ctx, c"lc.loadchunk", key_name, Applied::Whole);
     OK
 }
 
@@ -304,13 +313,9 @@ fn load_piece(
             "ERR invalid chunk: iterator and length do not match",
         ))?;
     let key = ctx.open_key_writable(key_name);
-    let counter = key
-        .get_value::<Counter>(&LC_TYPE)
-        .map_err(wrong_type)?
-        .ok_or(RedisError::Str("ERR not found"))?;
+    let counter = write::<Counter>(&key)?.ok_or(RedisError::Str("ERR not found"))?;
     codec::write_dense(counter, offset, piece)
         .map_err(|e| RedisError::String(format!("ERR invalid chunk: {e}")))?;
-    ctx.replicate_verbatim();
-    notify(ctx, c"lc.loadchunk", key_name);
+    finish_write(ctx, c"lc.loadchunk", key_name, Applied::Whole);
     OK
 }

@@ -320,12 +320,33 @@ impl Counter {
 
     /// Adds one item; true if it changed the counter.
     pub fn add(&mut self, item: &[u8]) -> Result<bool, LcError> {
-        self.add_hash(hash_item(item).h1)
+        self.add_hash_within(hash_item(item).h1, u64::MAX)
+    }
+
+    /// Adds one item; the switch to the bitmap, if this item needs it, is refused
+    /// (`TooLarge`, nothing changed) when the bitmap would take more than `limit` bytes: a
+    /// counter reserved under a higher `max-memory-per-key` stops growing, as a filter does.
+    pub fn add_within(&mut self, item: &[u8], limit: u64) -> Result<bool, LcError> {
+        self.add_hash_within(hash_item(item).h1, limit)
+    }
+
+    /// How many more new hashes the exact set takes before the switch to the bitmap
+    /// (`u64::MAX` in bitmap mode, where no add allocates): adds of at most this many items
+    /// never need a memory limit.
+    pub fn exact_room(&self) -> u64 {
+        match &self.state {
+            State::Exact(hashes) => exact_limit(self.m) - hashes.len() as u64,
+            State::Bitmap { .. } => u64::MAX,
+        }
     }
 
     /// Adds one `h1`; true if it changed the counter (a new hash in exact mode, including the
     /// one that switches to the bitmap; a bit flipped 0→1 in bitmap mode).
     pub fn add_hash(&mut self, h: u64) -> Result<bool, LcError> {
+        self.add_hash_within(h, u64::MAX)
+    }
+
+    fn add_hash_within(&mut self, h: u64, limit_bytes: u64) -> Result<bool, LcError> {
         let limit = exact_limit(self.m) as usize;
         match &mut self.state {
             State::Exact(hashes) => {
@@ -343,7 +364,7 @@ impl Counter {
                     }
                     hashes.insert(at, h);
                 } else {
-                    self.switch_to_bitmap()?;
+                    self.switch_to_bitmap(limit_bytes)?;
                     self.set_position(reduce(h, self.m));
                 }
                 Ok(true)
@@ -352,11 +373,13 @@ impl Counter {
         }
     }
 
-    /// Replays the exact set into a freshly allocated bitmap.
-    fn switch_to_bitmap(&mut self) -> Result<(), LcError> {
+    /// Replays the exact set into a freshly allocated bitmap, refused (nothing changed) when
+    /// the bitmap would take more than `limit` bytes.
+    fn switch_to_bitmap(&mut self, limit: u64) -> Result<(), LcError> {
         let State::Exact(hashes) = &self.state else {
             return Ok(());
         };
+        self.check_bitmap_within(limit)?;
         let words = self.m.div_ceil(64) as usize;
         let mut raw: Vec<u64> = Vec::new();
         raw.try_reserve_exact(words)
@@ -399,11 +422,29 @@ impl Counter {
         Ok(())
     }
 
+    fn check_bitmap_within(&self, limit: u64) -> Result<(), LcError> {
+        let bytes = bitmap_bytes(self.m);
+        if bytes > limit {
+            return Err(LcError::TooLarge { bytes, limit });
+        }
+        Ok(())
+    }
+
     /// Makes this counter the union of itself and `other`, keeping its own size; true if it
     /// changed. Refused, with nothing changed, when `other` is a bitmap whose size is not a
     /// multiple of this one's.
     pub fn absorb(&mut self, other: &Counter) -> Result<bool, LcError> {
+        self.absorb_within(other, u64::MAX)
+    }
+
+    /// [`Counter::absorb`], refused with nothing changed (`TooLarge`) when it could need the
+    /// switch to a bitmap of more than `limit` bytes: each source is absorbed whole or not at
+    /// all, so a merge that stops part-way has absorbed exactly the sources before.
+    pub fn absorb_within(&mut self, other: &Counter, limit: u64) -> Result<bool, LcError> {
         self.check_absorbable(other)?;
+        if other.bits_or_hashes_exceed(self.exact_room()) {
+            self.check_bitmap_within(limit)?;
+        }
         let mut changed = false;
         match &other.state {
             State::Exact(hashes) => {
@@ -413,7 +454,7 @@ impl Counter {
             }
             State::Bitmap { bits: source, .. } => {
                 if self.is_exact() {
-                    self.switch_to_bitmap()?;
+                    self.switch_to_bitmap(u64::MAX)?;
                     changed = true;
                 }
                 let d = other.m / self.m;
@@ -443,6 +484,15 @@ impl Counter {
             }
         }
         Ok(changed)
+    }
+
+    /// Whether absorbing this counter could add more than `room` hashes to an exact set (a
+    /// bitmap always switches an exact destination).
+    fn bits_or_hashes_exceed(&self, room: u64) -> bool {
+        match &self.state {
+            State::Exact(hashes) => hashes.len() as u64 > room,
+            State::Bitmap { .. } => room != u64::MAX,
+        }
     }
 
     /// An empty counter with the geometry a union of `sources` gets: that of the smallest
@@ -553,6 +603,31 @@ mod tests {
 
     fn item(i: u64) -> Vec<u8> {
         format!("item:{i}").into_bytes()
+    }
+
+    #[test]
+    fn the_switch_to_the_bitmap_respects_a_lowered_limit() {
+        let mut c = Counter::reserve(0.01, 100_000, u64::MAX).unwrap();
+        let room = c.exact_room();
+        for i in 0..room {
+            assert!(c.add_within(&i.to_le_bytes(), 1024).unwrap());
+        }
+        let full = c.clone();
+        let bytes = bitmap_bytes(c.bits());
+        assert_eq!(
+            c.add_within(b"one more", 1024),
+            Err(LcError::TooLarge { bytes, limit: 1024 })
+        );
+        assert_eq!(c, full, "a refused add changes nothing");
+        // A merge needing the switch is refused whole, before any hash moves.
+        let mut other = Counter::reserve(0.01, 100_000, u64::MAX).unwrap();
+        other.add(b"x").unwrap();
+        other.add(b"y").unwrap();
+        let mut dest = full.clone();
+        assert!(dest.absorb_within(&other, 1024).is_err());
+        assert_eq!(dest, full);
+        assert!(dest.absorb_within(&other, bytes).unwrap());
+        assert!(!dest.is_exact());
     }
 
     #[test]
