@@ -26,7 +26,7 @@ fn core_error(e: LcError) -> RedisError {
 
 /// `LC.RESERVE key error_rate capacity`
 pub fn reserve(ctx: &Context, args: &[RedisString]) -> RedisResult {
-    let [_, key_name, rate, capacity] = &args[..] else {
+    let [_, key_name, rate, capacity] = args else {
         return Err(RedisError::WrongArity);
     };
     let rate = parse_rate(
@@ -247,7 +247,7 @@ pub fn merge(ctx: &Context, args: &[RedisString]) -> RedisResult {
 
 /// `LC.INFO key`
 pub fn info(ctx: &Context, args: &[RedisString]) -> RedisResult {
-    let [_, key_name] = &args[..] else {
+    let [_, key_name] = args else {
         return Err(RedisError::WrongArity);
     };
     let key = ctx.open_key(key_name);
@@ -283,7 +283,7 @@ pub fn info(ctx: &Context, args: &[RedisString]) -> RedisResult {
 /// `LC.LOADCHUNK key iterator piece` — internal: a piece of a large counter's bitmap, after
 /// its shell (codec.rs, "Chunked form"); iterator = 1 + the byte offset where the piece ends.
 pub fn loadchunk(ctx: &Context, args: &[RedisString]) -> RedisResult {
-    let (key_name, payload) = match &args[..] {
+    let (key_name, payload) = match args {
         [_, key_name, payload] => (key_name, payload),
         [_, key_name, iterator, piece] => return load_piece(ctx, key_name, iterator, piece),
         _ => return Err(RedisError::WrongArity),

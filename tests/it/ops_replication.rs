@@ -95,3 +95,70 @@ fn writes_refused_by_the_limit_propagate_only_what_was_done() {
     master.restart();
     assert_eq!(digests(&mut master.conn()), on_master, "AOF replay");
 }
+
+/// The same for linear counters: an `LC.ADD` or `LC.MERGE` that the master's
+/// max-memory-per-key stops at the switch to the bitmap (the limit lowered after the counters
+/// were reserved) has applied its first items or sources; replica and AOF replay hold exactly
+/// that, though neither applies the limit.
+#[test]
+fn lc_writes_stopped_part_way_propagate_only_what_was_done() {
+    let mut master = Server::builder().arg("appendonly", "yes").start();
+    let replica = Server::start();
+    attach_replica(&master, &replica);
+    let mut m = master.conn();
+    for key in ["add", "dest", "exact:src", "bitmap:src"] {
+        ok(&mut m, &["LC.RESERVE", key, "0.01", "100000"]);
+    }
+    // The exact set holds min(bits / 64, 8192) hashes (lc/counter.rs, "Exact mode").
+    let info: Vec<redis::Value> = redis::cmd("LC.INFO").arg("add").query(&mut m).unwrap();
+    let bits = match &info[7] {
+        redis::Value::Int(bits) => *bits as u32,
+        other => panic!("Bits: {other:?}"),
+    };
+    let exact_limit = (bits / 64).min(8192);
+    assert!(bits / 8 > 2048 && exact_limit > 400, "{bits} bits");
+    // Room for 400 more hashes in "add" and "dest".
+    add_many(&mut m, "LC.ADD", "add", "old", exact_limit - 400);
+    add_many(&mut m, "LC.ADD", "dest", "d", exact_limit - 400);
+    add_many(&mut m, "LC.ADD", "exact:src", "s", 300);
+    add_many(&mut m, "LC.ADD", "bitmap:src", "b", 3 * exact_limit);
+    let room = |m: &mut redis::Connection, key: &str| -> i64 {
+        let count: i64 = redis::cmd("LC.COUNT").arg(key).query(m).unwrap();
+        count
+    };
+    ok(
+        &mut m,
+        &["CONFIG", "SET", "lcbloom.max-memory-per-key", "2048"],
+    );
+
+    // LC.ADD: 1,000 new items, the exact set has room for 400 of them.
+    let before = room(&mut m, "add");
+    let e = err_text(
+        redis::cmd("LC.ADD")
+            .arg("add")
+            .arg(items("new", 1_000))
+            .query::<i64>(&mut m),
+    );
+    assert!(e.contains("max-memory-per-key"), "{e}");
+    let after = room(&mut m, "add");
+    assert_eq!(after, before + 400);
+
+    // LC.MERGE: the exact source fits the destination's exact set, the bitmap one would
+    // switch it to the bitmap; the first is absorbed, the second refused.
+    let before = room(&mut m, "dest");
+    let e = err_text(
+        redis::cmd("LC.MERGE")
+            .arg(&["dest", "missing", "exact:src", "bitmap:src"])
+            .query::<()>(&mut m),
+    );
+    assert!(e.contains("max-memory-per-key"), "{e}");
+    assert_eq!(room(&mut m, "dest"), before + 300);
+
+    let acked: i64 = redis::cmd("WAIT").arg(1).arg(5000).query(&mut m).unwrap();
+    assert_eq!(acked, 1);
+    let on_master = digests(&mut m);
+    assert_eq!(on_master.len(), 4);
+    assert_eq!(digests(&mut replica.conn()), on_master, "replica");
+    master.restart();
+    assert_eq!(digests(&mut master.conn()), on_master, "AOF replay");
+}
