@@ -1,4 +1,5 @@
-//! What every command declares to the server beyond its handler, and the calls that declare it.
+//! The command table: every command's handler and what it declares to the server, and the
+//! calls that register them. Adding a command means adding a row to [`COMMANDS`].
 //!
 //! * **Key specs**: which arguments are keys and what the command does to each. ACL key
 //!   permissions follow the logical flags: `ACCESS` needs read permission (`%R~`), `INSERT`,
@@ -14,20 +15,28 @@
 //! * **ACL categories**: `@read` or `@write` from the command flags, `@fast` or `@slow`, and
 //!   the family's own category (`@bloom` for `BF.*`, as RedisBloom, and `@lc` for `LC.*`).
 //!
-//! [`apply`] runs in `OnLoad` after every command exists. `RedisModule_SetCommandInfo`
+//! [`register`] runs in `OnLoad`: it creates every command (`RedisModule_CreateCommand`, with
+//! the flags and, for servers without key specs, the key range glued from the specs), then
+//! declares the rest once all exist. `RedisModule_SetCommandInfo`
 //! (Redis 7.0+, Valkey) deep-copies what it is given (strings with `zstrdup`, arrays walked
 //! with the element sizes of [`INFO_VERSION`]), so the raw structs built here live only for
 //! the call. `RedisModule_SetCommandACLCategories` exists from Redis 7.2 and Valkey 8, and
 //! `RedisModule_AddACLCategory` from Redis 7.4 and Valkey 8: each is used only when the server
 //! has it, so the module loads on 7.0 (the README gives 7.0's `ACL SETUSER` lines instead).
 
+use crate::bloom::commands as bf;
+use crate::callback;
+use crate::ffi;
+use crate::lc::commands as lc;
 use redis_module::{raw, Context, Status};
 use std::ffi::{c_char, c_int, CStr, CString};
 use std::ptr;
 
-/// One command's declarations. `name` is the lower-case name it is registered under.
+/// One command. `name` is the lower-case name it is registered under.
 pub struct CommandInfo {
     pub name: &'static CStr,
+    /// The C callback around the handler, made by `callback!`.
+    pub callback: raw::RedisModuleCmdFunc,
     /// The flags given to `RedisModule_CreateCommand` ("write deny-oom fast" ...).
     pub flags: &'static str,
     pub summary: &'static CStr,
@@ -188,6 +197,20 @@ impl CommandInfo {
         }
     }
 
+    /// The (first, last, step) triple for `RedisModule_CreateCommand`, which servers without
+    /// key specs use: the specs glued into one range (ours are contiguous, step 1).
+    pub fn legacy_keys(&self) -> (c_int, c_int, c_int) {
+        let (Some(first), Some(last)) = (self.keys.first(), self.keys.last()) else {
+            return (0, 0, 0);
+        };
+        let end = if last.last < 0 {
+            last.last
+        } else {
+            last.index + last.last
+        };
+        (first.index, end, first.step)
+    }
+
     /// The ACL categories, space separated: from the flags, plus the family's own category
     /// when the server knows it.
     pub fn acl_categories(&self, with_family: bool) -> String {
@@ -212,11 +235,6 @@ fn family_category(name: &CStr) -> &'static str {
     }
 }
 
-/// The row of `name` in [`COMMANDS`].
-pub fn find(name: &CStr) -> Option<&'static CommandInfo> {
-    COMMANDS.iter().find(|info| info.name == name)
-}
-
 /// The custom ACL categories, added at load where the server supports it.
 pub const FAMILY_CATEGORIES: [&CStr; 2] = [c"bloom", c"lc"];
 
@@ -226,6 +244,7 @@ const SINCE: &CStr = c"0.1.0";
 pub static COMMANDS: &[CommandInfo] = &[
     CommandInfo {
         name: c"bf.reserve",
+        callback: callback!(bf::reserve),
         flags: "write deny-oom",
         summary: c"Creates an empty Bloom filter for a capacity and a false-positive rate",
         since: SINCE,
@@ -241,6 +260,7 @@ pub static COMMANDS: &[CommandInfo] = &[
     },
     CommandInfo {
         name: c"bf.add",
+        callback: callback!(bf::add),
         flags: "write deny-oom fast",
         summary: c"Adds an item to a Bloom filter, creating the filter if needed",
         since: SINCE,
@@ -250,6 +270,7 @@ pub static COMMANDS: &[CommandInfo] = &[
     },
     CommandInfo {
         name: c"bf.madd",
+        callback: callback!(bf::madd),
         flags: "write deny-oom",
         summary: c"Adds items to a Bloom filter, creating the filter if needed",
         since: SINCE,
@@ -259,6 +280,7 @@ pub static COMMANDS: &[CommandInfo] = &[
     },
     CommandInfo {
         name: c"bf.insert",
+        callback: callback!(bf::insert),
         flags: "write deny-oom",
         summary: c"Adds items to a Bloom filter, creating it with the given options if needed",
         since: SINCE,
@@ -276,6 +298,7 @@ pub static COMMANDS: &[CommandInfo] = &[
     },
     CommandInfo {
         name: c"bf.exists",
+        callback: callback!(bf::exists),
         flags: "readonly fast",
         summary: c"Tells whether an item was (probably) added to a Bloom filter",
         since: SINCE,
@@ -285,6 +308,7 @@ pub static COMMANDS: &[CommandInfo] = &[
     },
     CommandInfo {
         name: c"bf.mexists",
+        callback: callback!(bf::mexists),
         flags: "readonly",
         summary: c"Tells for each item whether it was (probably) added to a Bloom filter",
         since: SINCE,
@@ -294,6 +318,7 @@ pub static COMMANDS: &[CommandInfo] = &[
     },
     CommandInfo {
         name: c"bf.info",
+        callback: callback!(bf::info),
         flags: "readonly fast",
         summary: c"Returns the capacity, size, sub-filters, items and expansion of a Bloom filter",
         since: SINCE,
@@ -316,6 +341,7 @@ pub static COMMANDS: &[CommandInfo] = &[
     },
     CommandInfo {
         name: c"bf.card",
+        callback: callback!(bf::card),
         flags: "readonly fast",
         summary: c"Returns the number of items added to a Bloom filter",
         since: SINCE,
@@ -325,6 +351,7 @@ pub static COMMANDS: &[CommandInfo] = &[
     },
     CommandInfo {
         name: c"bf.scandump",
+        callback: callback!(bf::scandump),
         flags: "readonly",
         summary: c"Returns the next chunk of a Bloom filter's serialized form (for BF.LOADCHUNK)",
         since: SINCE,
@@ -334,6 +361,7 @@ pub static COMMANDS: &[CommandInfo] = &[
     },
     CommandInfo {
         name: c"bf.loadchunk",
+        callback: callback!(bf::loadchunk),
         flags: "write deny-oom",
         summary: c"Restores a Bloom filter from the replies of BF.SCANDUMP, chunk by chunk",
         since: SINCE,
@@ -343,6 +371,7 @@ pub static COMMANDS: &[CommandInfo] = &[
     },
     CommandInfo {
         name: c"lc.reserve",
+        callback: callback!(lc::reserve),
         flags: "write deny-oom fast",
         summary: c"Creates an empty linear counter for a capacity and a standard error",
         since: SINCE,
@@ -352,6 +381,7 @@ pub static COMMANDS: &[CommandInfo] = &[
     },
     CommandInfo {
         name: c"lc.add",
+        callback: callback!(lc::add),
         flags: "write deny-oom",
         summary: c"Adds items to a linear counter, creating the counter if needed",
         since: SINCE,
@@ -362,6 +392,7 @@ pub static COMMANDS: &[CommandInfo] = &[
     },
     CommandInfo {
         name: c"lc.count",
+        callback: callback!(lc::count),
         flags: "readonly",
         summary: c"Estimates the number of distinct items in the union of linear counters",
         since: SINCE,
@@ -371,6 +402,7 @@ pub static COMMANDS: &[CommandInfo] = &[
     },
     CommandInfo {
         name: c"lc.merge",
+        callback: callback!(lc::merge),
         flags: "write deny-oom",
         summary: c"Merges linear counters into a destination counter",
         since: SINCE,
@@ -384,6 +416,7 @@ pub static COMMANDS: &[CommandInfo] = &[
     },
     CommandInfo {
         name: c"lc.info",
+        callback: callback!(lc::info),
         flags: "readonly fast",
         summary: c"Returns the geometry, mode, count and standard error of a linear counter",
         since: SINCE,
@@ -393,6 +426,7 @@ pub static COMMANDS: &[CommandInfo] = &[
     },
     CommandInfo {
         name: c"lc.loadchunk",
+        callback: callback!(lc::loadchunk),
         flags: "write deny-oom",
         summary:
             c"Recreates a linear counter from its serialized form, whole or in pieces (AOF rewrite)",
@@ -424,10 +458,23 @@ static INFO_VERSION: raw::RedisModuleCommandInfoVersion = raw::RedisModuleComman
     sizeof_arg: std::mem::size_of::<raw::RedisModuleCommandArg>(),
 };
 
-/// Declares key specs, docs and ACL categories of every command in [`COMMANDS`]; call it in
-/// `OnLoad` once all of them are created. Fails the load only on what the server refuses
-/// although it supports it (a broken table); on a server without an API it logs and goes on.
-pub fn apply(ctx: &Context) -> Status {
+/// Creates every command of [`COMMANDS`], then declares their key specs, docs and ACL
+/// categories; called from `OnLoad`.
+pub fn register(ctx: &Context) -> Status {
+    for info in COMMANDS {
+        let keys = info.legacy_keys();
+        if ffi::create_command(ctx, info.name, info.callback, info.flags, keys) == Status::Err {
+            ctx.log_warning(&format!("lcbloom: cannot create {:?}", info.name));
+            return Status::Err;
+        }
+    }
+    declare(ctx)
+}
+
+/// Declares key specs, docs and ACL categories of every command. Fails the load only on what
+/// the server refuses although it supports it (a broken table); on a server without an API it
+/// logs and goes on.
+fn declare(ctx: &Context) -> Status {
     // SAFETY: plain reads of function pointers Redis sets before OnLoad.
     let (get, set_info, set_categories, add_category) = unsafe {
         (
@@ -650,6 +697,13 @@ mod tests {
         for (name, arity) in expected {
             assert_eq!(command(name).arity(), arity, "{name}");
         }
+    }
+
+    #[test]
+    fn legacy_key_ranges_glue_the_specs() {
+        assert_eq!(command("bf.add").legacy_keys(), (1, 1, 1));
+        assert_eq!(command("lc.count").legacy_keys(), (1, -1, 1));
+        assert_eq!(command("lc.merge").legacy_keys(), (1, -1, 1));
     }
 
     #[test]

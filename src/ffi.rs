@@ -5,8 +5,8 @@
 //! [`guard_callback`]: a panic becomes an `ERR` reply (or a rejected load) and a warning in the
 //! server log. The release profile keeps `panic = "unwind"` for this to work.
 //!
-//! Every command is a row of `lib.rs`'s table made by [`command!`], not a `redis_module!`
-//! command, whose wrapper retains every argument into a fresh `Vec<RedisString>` and releases
+//! Every command's C callback is made by [`callback!`] (its row in `command_info::COMMANDS`),
+//! not by `redis_module!`, whose wrapper retains every argument into a fresh `Vec<RedisString>` and releases
 //! them afterwards: about a fifth of a short command's time. Handlers borrow `argv` as
 //! `&[RedisString]` views that are never dropped.
 //!
@@ -110,7 +110,7 @@ pub fn notify(ctx: &Context, class: NotifyEvent, event: &CStr, key: &RedisString
 pub type Handler = fn(&Context, &[RedisString]) -> RedisResult;
 
 /// Runs `handler` on `argv` inside [`guard`] and sends its reply: the body of the C callback
-/// that [`command!`] generates.
+/// that [`callback!`] generates.
 ///
 /// # Safety
 /// `ctx`, `argv` and `argc` must be what Redis passed to a command callback.
@@ -145,69 +145,51 @@ fn as_strings(views: &[ManuallyDrop<RedisString>]) -> &[RedisString] {
     unsafe { &*(views as *const [ManuallyDrop<RedisString>] as *const [RedisString]) }
 }
 
-/// One row of the module's command table (`lib.rs`): the name, the C callback [`command!`]
-/// makes around the handler, and the key positions `RedisModule_CreateCommand` takes. The
-/// flags, key specs, docs and ACL categories live in `command_info::COMMANDS` under the same
-/// name.
-pub struct Command {
-    pub name: &'static CStr,
-    pub callback: raw::RedisModuleCmdFunc,
-    /// (first key, last key, step), as `RedisModule_CreateCommand` takes them.
-    pub keys: (c_int, c_int, c_int),
-}
-
-/// Creates every command of `table` with the flags `flags_of` gives for its name.
-pub fn create_commands(
+/// `RedisModule_CreateCommand` with a C callback made by [`callback!`].
+pub fn create_command(
     ctx: &Context,
-    table: &[Command],
-    flags_of: impl Fn(&CStr) -> Option<&'static str>,
+    name: &CStr,
+    callback: raw::RedisModuleCmdFunc,
+    flags: &str,
+    (first, last, step): (c_int, c_int, c_int),
 ) -> Status {
-    for command in table {
-        let Some(Ok(flags)) = flags_of(command.name).map(CString::new) else {
-            log_warning(&format!("lcbloom: no flags for {:?}", command.name));
-            return Status::Err;
-        };
-        let (first, last, step) = command.keys;
-        // SAFETY: called from OnLoad with its context; Redis copies the name and flags.
-        let status = unsafe {
-            raw::RedisModule_CreateCommand.expect("CreateCommand")(
-                ctx.ctx,
-                command.name.as_ptr(),
-                command.callback,
-                flags.as_ptr(),
-                first,
-                last,
-                step,
-            )
-        };
-        if status != raw::Status::Ok as c_int {
-            return Status::Err;
-        }
+    let Ok(flags) = CString::new(flags) else {
+        return Status::Err;
+    };
+    // SAFETY: called from OnLoad with its context; Redis copies the name and flags.
+    let status = unsafe {
+        raw::RedisModule_CreateCommand.expect("CreateCommand")(
+            ctx.ctx,
+            name.as_ptr(),
+            callback,
+            flags.as_ptr(),
+            first,
+            last,
+            step,
+        )
+    };
+    if status == raw::Status::Ok as c_int {
+        Status::Ok
+    } else {
+        Status::Err
     }
-    Status::Ok
 }
 
-/// A [`Command`] row whose handler borrows its arguments (see [`dispatch`]):
-/// `command!(c"bf.add", bf::add, (1, 1, 1))`.
+/// The C callback for a handler that borrows its arguments (see [`dispatch`]):
+/// `callback!(bf::add)`.
 #[macro_export]
-macro_rules! command {
-    ($name:literal, $handler:path, $keys:expr) => {
-        $crate::ffi::Command {
-            name: $name,
-            callback: {
-                extern "C" fn callback(
-                    ctx: *mut redis_module::raw::RedisModuleCtx,
-                    argv: *mut *mut redis_module::raw::RedisModuleString,
-                    argc: std::ffi::c_int,
-                ) -> std::ffi::c_int {
-                    // SAFETY: the arguments are Redis's own, passed straight through.
-                    unsafe { $crate::ffi::dispatch(ctx, argv, argc, $handler) }
-                }
-                Some(callback)
-            },
-            keys: $keys,
+macro_rules! callback {
+    ($handler:path) => {{
+        extern "C" fn callback(
+            ctx: *mut redis_module::raw::RedisModuleCtx,
+            argv: *mut *mut redis_module::raw::RedisModuleString,
+            argc: std::ffi::c_int,
+        ) -> std::ffi::c_int {
+            // SAFETY: the arguments are Redis's own, passed straight through.
+            unsafe { $crate::ffi::dispatch(ctx, argv, argc, $handler) }
         }
-    };
+        Some(callback)
+    }};
 }
 
 /// A type's `free_effort`: 1 + the pages a value holds. Redis frees a value in the background

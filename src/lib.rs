@@ -15,46 +15,17 @@ pub mod value;
 
 use redis_module::configuration::ConfigurationFlags;
 use redis_module::{redis_module, Context, ModuleOptions, RedisString, Status};
-use std::ffi::CStr;
 
-use bloom::commands as bf;
 use bloom::datatype::BLOOM_TYPE;
-use lc::commands as lcc;
 use lc::datatype::LC_TYPE;
-
-/// Every command: its name, its handler and its key positions (first, last, step). What else a
-/// command declares (flags, key specs, docs, ACL categories) is `command_info::COMMANDS`'s row
-/// of the same name.
-static COMMANDS: &[ffi::Command] = &[
-    command!(c"bf.reserve", bf::reserve, (1, 1, 1)),
-    command!(c"bf.add", bf::add, (1, 1, 1)),
-    command!(c"bf.madd", bf::madd, (1, 1, 1)),
-    command!(c"bf.insert", bf::insert, (1, 1, 1)),
-    command!(c"bf.exists", bf::exists, (1, 1, 1)),
-    command!(c"bf.mexists", bf::mexists, (1, 1, 1)),
-    command!(c"bf.info", bf::info, (1, 1, 1)),
-    command!(c"bf.card", bf::card, (1, 1, 1)),
-    command!(c"bf.scandump", bf::scandump, (1, 1, 1)),
-    command!(c"bf.loadchunk", bf::loadchunk, (1, 1, 1)),
-    command!(c"lc.reserve", lcc::reserve, (1, 1, 1)),
-    command!(c"lc.add", lcc::add, (1, 1, 1)),
-    command!(c"lc.count", lcc::count, (1, -1, 1)),
-    command!(c"lc.merge", lcc::merge, (1, -1, 1)),
-    command!(c"lc.info", lcc::info, (1, 1, 1)),
-    command!(c"lc.loadchunk", lcc::loadchunk, (1, 1, 1)),
-];
 
 fn init(ctx: &Context, _args: &[RedisString]) -> Status {
     // Without this a truncated or corrupt RDB value aborts the server inside rdb_load.
     ctx.set_module_options(ModuleOptions::HANDLE_IO_ERRORS);
     // Replaces the crate's default INFO callback (which `stats::info` still calls).
     redis_module::raw::register_info_function(ctx.ctx, Some(stats::info));
-    let flags = |name: &CStr| command_info::find(name).map(|info| info.flags);
-    if ffi::create_commands(ctx, COMMANDS, flags) == Status::Err {
-        return Status::Err;
-    }
-    // Key specs, COMMAND DOCS and ACL categories of every command, now that all exist.
-    command_info::apply(ctx)
+    // Every command, with its key specs, COMMAND DOCS and ACL categories.
+    command_info::register(ctx)
 }
 
 redis_module! {
@@ -63,7 +34,8 @@ redis_module! {
     allocator: (alloc::ModuleAlloc, alloc::ModuleAlloc),
     data_types: [BLOOM_TYPE, LC_TYPE],
     init: init,
-    // Registered by init from COMMANDS, so that every handler borrows its arguments.
+    // Registered by init from command_info::COMMANDS, so that every handler borrows its
+    // arguments.
     commands: [],
     configurations: [
         i64: [
@@ -81,27 +53,4 @@ redis_module! {
         enum: [],
         module_args_as_configuration: true,
     ]
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn every_command_has_its_info_and_every_info_its_command() {
-        for command in COMMANDS {
-            assert!(
-                command_info::find(command.name).is_some(),
-                "{:?}",
-                command.name
-            );
-        }
-        for info in command_info::COMMANDS {
-            assert!(
-                COMMANDS.iter().any(|c| c.name == info.name),
-                "{:?}",
-                info.name
-            );
-        }
-    }
 }
