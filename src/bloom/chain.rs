@@ -38,8 +38,11 @@
 //!   caller's limit (`max-memory-per-key`), p_i stays ≥ `MIN_ERROR_RATE` (about 200 scale-outs
 //!   at most), capacity arithmetic is checked. Each failure is an error, never an abort.
 //! * `items` counts the adds that returned "new"; each sub-filter counts its own.
+//! * Every sub-filter has the chain's layout (standard or blocked, `filter::Layout`), chosen at
+//!   creation; the blocked layout sizes each sub-filter for its p_i by its own rule
+//!   (`blocked.rs`), so the compound bound holds for it too.
 
-use super::filter::{Filter, FilterParams, SizeError, MIN_ERROR_RATE};
+use super::filter::{Filter, FilterParams, Layout, SizeError, MIN_ERROR_RATE};
 use crate::hashing::ItemHash;
 
 /// The share of the error budget the first sub-filter of a scaling chain gets.
@@ -112,6 +115,7 @@ pub fn memory_bytes_for(filters: u64, data_bytes: u64) -> Option<u64> {
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct Chain {
+    layout: Layout,
     error_rate: f64,
     /// 0: non-scaling.
     expansion: u32,
@@ -120,8 +124,20 @@ pub struct Chain {
 }
 
 impl Chain {
-    /// A chain with one empty filter, refused if it would take more than `limit` bytes.
+    /// A standard-layout chain with one empty filter, refused if it would take more than
+    /// `limit` bytes.
     pub fn new(
+        error_rate: f64,
+        capacity: u64,
+        expansion: u32,
+        limit: u64,
+    ) -> Result<Self, ChainError> {
+        Self::with_layout(Layout::Standard, error_rate, capacity, expansion, limit)
+    }
+
+    /// `new` with the given layout.
+    pub fn with_layout(
+        layout: Layout,
         error_rate: f64,
         capacity: u64,
         expansion: u32,
@@ -132,8 +148,9 @@ impl Chain {
         } else {
             error_rate * HEAD_SHARE
         };
-        let params = FilterParams::for_capacity(capacity, first_rate)?;
+        let params = FilterParams::for_layout(layout, capacity, first_rate)?;
         let mut chain = Self {
+            layout,
             error_rate,
             expansion,
             items: 0,
@@ -144,10 +161,14 @@ impl Chain {
     }
 
     /// A chain from decoded parts; the codec has validated them (at least one filter, a
-    /// non-scaling chain has exactly one).
+    /// non-scaling chain has exactly one, every filter has the chain's layout).
     pub fn from_parts(error_rate: f64, expansion: u32, filters: Vec<Filter>) -> Self {
         let items = filters.iter().map(Filter::items).sum();
+        let layout = filters
+            .first()
+            .map_or(Layout::Standard, |f| f.params().layout);
         Self {
+            layout,
             error_rate,
             expansion,
             items,
@@ -162,15 +183,17 @@ impl Chain {
             .try_reserve_exact(self.filters.len())
             .map_err(|_| ChainError::OutOfMemory)?;
         for f in &self.filters {
-            let mut copy = Filter::new(*f.params(), f.items())?;
-            copy.words_mut().copy_from_slice(f.words());
-            filters.push(copy);
+            filters.push(f.try_clone()?);
         }
         Ok(Self::from_parts(self.error_rate, self.expansion, filters))
     }
 
     pub fn error_rate(&self) -> f64 {
         self.error_rate
+    }
+
+    pub fn layout(&self) -> Layout {
+        self.layout
     }
 
     /// The expansion factor, or None for a non-scaling chain.
@@ -327,7 +350,7 @@ impl Chain {
         if rate.is_nan() || rate < MIN_ERROR_RATE {
             return Err(ChainError::CannotScale);
         }
-        Ok(FilterParams::for_capacity(capacity, rate)?)
+        Ok(FilterParams::for_layout(self.layout, capacity, rate)?)
     }
 
     fn push_filter(&mut self, params: FilterParams, limit: u64) -> Result<(), ChainError> {
@@ -409,8 +432,12 @@ mod tests {
     fn batches_match_one_by_one() {
         // Scaling and non-scaling, with repeats inside a batch and a non-scaling filter that
         // fills up mid-batch (the batch stops at the error, like one-by-one adds would).
-        for (capacity, expansion) in [(50u64, 2u32), (1000, 0), (7, 1)] {
-            let mut one = Chain::new(0.01, capacity, expansion, GIB).unwrap();
+        let shapes = [(50u64, 2u32), (1000, 0), (7, 1)];
+        for (layout, (capacity, expansion)) in [Layout::Standard, Layout::Blocked]
+            .into_iter()
+            .flat_map(|l| shapes.map(|s| (l, s)))
+        {
+            let mut one = Chain::with_layout(layout, 0.01, capacity, expansion, GIB).unwrap();
             let mut batch = one.clone();
             let hashes: Vec<ItemHash> = (0..3000).map(|i| h(i * 7 % 1900)).collect();
             let mut expected = Vec::new();
@@ -436,6 +463,42 @@ mod tests {
             let singles: Vec<bool> = probes.iter().map(|p| one.contains(p)).collect();
             assert_eq!(found, singles);
         }
+    }
+
+    #[test]
+    fn blocked_chains_keep_the_rate_when_scaling() {
+        // 1% reserved at 1,000 and grown 100× (8 sub-filters), then 0.1% grown 10×: the
+        // compound rate over 1,000,000 non-members stays within p (plus 3σ of noise).
+        for (p, capacity, items) in [(0.01, 1000u64, 100_000u64), (0.001, 10_000, 100_000)] {
+            let mut c = Chain::with_layout(Layout::Blocked, p, capacity, 2, GIB).unwrap();
+            for i in 0..items {
+                c.add(&hash_item(format!("member:{i}").as_bytes()), GIB)
+                    .unwrap();
+            }
+            assert!(c.filters().len() > 3);
+            assert!(c
+                .filters()
+                .iter()
+                .all(|f| f.params().layout == Layout::Blocked));
+            assert!((0..items).all(|i| c.contains(&hash_item(format!("member:{i}").as_bytes()))));
+            let probes = 1_000_000u32;
+            let hits = (0..probes)
+                .filter(|i| c.contains(&hash_item(format!("other:{i}").as_bytes())))
+                .count();
+            let fp = hits as f64 / probes as f64;
+            assert!(fp <= p + 3.0 * (p / probes as f64).sqrt(), "p={p}: {fp}");
+            assert_eq!(c.try_clone().unwrap(), c);
+        }
+    }
+
+    #[test]
+    fn blocked_costs_at_most_15_percent_more_at_0_001() {
+        // The filter: 0.001 / 200M, scaling (its first sub-filter gets 55% of p).
+        let rate = 0.001 * HEAD_SHARE;
+        let standard = FilterParams::for_capacity(200_000_000, rate).unwrap();
+        let blocked = FilterParams::for_layout(Layout::Blocked, 200_000_000, rate).unwrap();
+        let ratio = blocked.bytes() as f64 / standard.bytes() as f64;
+        assert!(ratio <= 1.15, "{ratio}");
     }
 
     #[test]
@@ -529,6 +592,7 @@ mod tests {
             error_rate: 0.5,
             bits: 64,
             hashes: 1,
+            layout: Layout::Standard,
         };
         let mut c = Chain::from_parts(0.5, 4, vec![Filter::new(params, huge).unwrap()]);
         assert_eq!(c.add(&h(1), u64::MAX), Err(ChainError::Overflow));

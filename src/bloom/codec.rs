@@ -9,16 +9,17 @@
 //! | offset | size | field |
 //! |---|---|---|
 //! | 0 | 4 | magic `LCBF` |
-//! | 4 | 1 | encoding version (1) |
+//! | 4 | 1 | encoding version (1 or 2, see below) |
 //! | 5 | 1 | hash scheme (`hashing::HASH_SCHEME`, 1) |
-//! | 6 | 2 | reserved, zero |
+//! | 6 | 1 | layout: 0 standard (version 1), 1 blocked (version 2) |
+//! | 7 | 1 | reserved, zero |
 //! | 8 | 8 | requested error rate p, in (0, 1) |
 //! | 16 | 4 | expansion (0: non-scaling) |
 //! | 20 | 4 | count: number of sub-filters, 1..=1024 (exactly 1 when non-scaling) |
 //! | 24 | 8 | items: total items, the sum of the sub-filters' items |
 //! | 32 + 40i | 8 | sub-filter i: capacity (≥ 1) |
 //! | +8 | 8 | its error rate, in (0, 1) |
-//! | +16 | 8 | its bits m, 1..=2^48 |
+//! | +16 | 8 | its bits m, 1..=2^48 (a multiple of 512 in the blocked layout) |
 //! | +24 | 4 | its hashes k, 1..=64 |
 //! | +28 | 4 | reserved, zero |
 //! | +32 | 8 | its items (≤ capacity) |
@@ -35,14 +36,21 @@
 //! any byte is written. Each sub-filter keeps its own parameters, so a later sizing or scaling
 //! schedule cannot break stored values.
 //!
-//! Versions: 1 (lcbloom 0.1) is the only one.
+//! Versions. A value is written with the lowest version that can express it, so a release that
+//! only knows version 1 still loads every standard-layout filter, and refuses (with "bad
+//! data") a blocked one rather than misreading it.
+//! * 1 (lcbloom 0.1): standard layout; byte 6 was reserved and is 0.
+//! * 2: byte 6 is the layout and is 1, blocked (`blocked.rs`: each item's probes in one 64-byte
+//!   block). Everything else as in version 1. A version 2 value with layout 0 is refused as
+//!   non-canonical (it would re-encode as version 1).
 
 use super::chain::{memory_bytes_for, Chain};
-use super::filter::{Filter, FilterParams};
+use super::filter::{Filter, FilterParams, Layout};
 use crate::hashing::HASH_SCHEME;
 
 pub const MAGIC: &[u8; 4] = b"LCBF";
-pub const ENCODING_VERSION: u8 = 1;
+/// The newest encoding version (see "Versions" above).
+pub const ENCODING_VERSION: u8 = 2;
 /// Largest data chunk of `BF.SCANDUMP`, RDB and AOF (RedisBloom's limit too).
 pub const CHUNK_BYTES: u64 = 16 << 20;
 /// Most sub-filters a value may have (scaling stops near 200, see `chain.rs`).
@@ -92,7 +100,11 @@ pub fn encode_header(chain: &Chain) -> Vec<u8> {
     let filters = chain.filters();
     let mut out = Vec::with_capacity(FIXED + PER_FILTER * filters.len());
     out.extend_from_slice(MAGIC);
-    out.extend_from_slice(&[ENCODING_VERSION, HASH_SCHEME, 0, 0]);
+    let (version, layout) = match chain.layout() {
+        Layout::Standard => (1, 0),
+        Layout::Blocked => (2, 1),
+    };
+    out.extend_from_slice(&[version, HASH_SCHEME, layout, 0]);
     out.extend_from_slice(&chain.error_rate().to_bits().to_le_bytes());
     out.extend_from_slice(&chain.expansion().unwrap_or(0).to_le_bytes());
     out.extend_from_slice(&(filters.len() as u32).to_le_bytes());
@@ -126,13 +138,14 @@ pub fn decode_header(bytes: &[u8], limit: u64) -> Result<Header, DecodeError> {
     if bytes.len() != header_len(bytes)? {
         return Err(BAD_DATA);
     }
-    if &bytes[0..4] != MAGIC
-        || bytes[4] != ENCODING_VERSION
-        || bytes[5] != HASH_SCHEME
-        || bytes[6..8] != [0, 0]
-    {
+    if &bytes[0..4] != MAGIC || bytes[5] != HASH_SCHEME || bytes[7] != 0 {
         return Err(BAD_DATA);
     }
+    let layout = match (bytes[4], bytes[6]) {
+        (1, 0) => Layout::Standard,
+        (2, 1) => Layout::Blocked,
+        _ => return Err(BAD_DATA),
+    };
     let error_rate = f64::from_bits(u64_at(bytes, 8));
     let expansion = u32_at(bytes, 16);
     let count = u32_at(bytes, 20) as usize;
@@ -152,6 +165,7 @@ pub fn decode_header(bytes: &[u8], limit: u64) -> Result<Header, DecodeError> {
             error_rate: f64::from_bits(u64_at(bytes, at + 8)),
             bits: u64_at(bytes, at + 16),
             hashes: u32_at(bytes, at + 24),
+            layout,
         };
         let items = u64_at(bytes, at + 32);
         if !params.is_valid() || u32_at(bytes, at + 28) != 0 || items > params.capacity {
@@ -314,7 +328,11 @@ mod tests {
     const LIMIT: u64 = 1 << 24;
 
     fn chain(p: f64, capacity: u64, expansion: u32, items: u64) -> Chain {
-        let mut c = Chain::new(p, capacity, expansion, LIMIT).unwrap();
+        chain_of(Layout::Standard, p, capacity, expansion, items)
+    }
+
+    fn chain_of(layout: Layout, p: f64, capacity: u64, expansion: u32, items: u64) -> Chain {
+        let mut c = Chain::with_layout(layout, p, capacity, expansion, LIMIT).unwrap();
         for i in 0..items {
             let _ = c.add(&hash_item(&i.to_le_bytes()), LIMIT);
         }
@@ -347,9 +365,11 @@ mod tests {
             decode(&b, LIMIT)
         };
         assert!(mutate(0, b"X").is_err()); // magic
-        assert!(mutate(4, &[2]).is_err()); // encoding version
+        assert!(mutate(4, &[2]).is_err()); // version 2 must say blocked
+        assert!(mutate(4, &[3]).is_err()); // unknown encoding version
         assert!(mutate(5, &[9]).is_err()); // hash scheme
-        assert!(mutate(6, &[1]).is_err()); // reserved
+        assert!(mutate(6, &[1]).is_err()); // version 1 has no layout byte
+        assert!(mutate(7, &[1]).is_err()); // reserved
         assert!(mutate(8, &f64::NAN.to_bits().to_le_bytes()).is_err());
         assert!(mutate(8, &1.0f64.to_bits().to_le_bytes()).is_err());
         assert!(mutate(20, &2u32.to_le_bytes()).is_err()); // count vs length
@@ -363,6 +383,30 @@ mod tests {
         longer.push(0);
         assert!(decode(&longer, LIMIT).is_err());
         assert_eq!(decode(&good, 100).unwrap_err(), TOO_LARGE);
+    }
+
+    #[test]
+    fn blocked_chains_are_version_2() {
+        let c = chain_of(Layout::Blocked, 0.01, 100, 2, 250);
+        assert!(c.filters().len() > 1);
+        let good = encode(&c);
+        assert_eq!(&good[0..8], b"LCBF\x02\x01\x01\x00");
+        let back = decode(&good, LIMIT).unwrap();
+        assert_eq!(back.layout(), Layout::Blocked);
+        assert_eq!(back, c);
+        for i in 0..250u64 {
+            assert!(back.contains(&hash_item(&i.to_le_bytes())));
+        }
+        let mutate = |at: usize, value: &[u8]| {
+            let mut b = good.clone();
+            b[at..at + value.len()].copy_from_slice(value);
+            decode(&b, LIMIT)
+        };
+        assert!(mutate(4, &[1]).is_err()); // version 1 cannot say blocked
+        assert!(mutate(6, &[0]).is_err()); // version 2 with the standard layout
+        assert!(mutate(6, &[2]).is_err()); // unknown layout
+        let bits = c.filters()[0].params().bits;
+        assert!(mutate(32 + 16, &(bits - 64).to_le_bytes()).is_err()); // not whole blocks
     }
 
     #[test]
@@ -407,12 +451,13 @@ mod tests {
 
     fn arb_chain() -> impl Strategy<Value = Chain> {
         (
+            prop::sample::select(vec![Layout::Standard, Layout::Blocked]),
             prop::sample::select(vec![0.5, 0.1, 0.01, 0.001]),
             1u64..60,
             0u32..4,
             0u64..400,
         )
-            .prop_map(|(p, cap, exp, items)| chain(p, cap, exp, items))
+            .prop_map(|(layout, p, cap, exp, items)| chain_of(layout, p, cap, exp, items))
     }
 
     proptest! {

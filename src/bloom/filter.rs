@@ -1,9 +1,12 @@
 //! One fixed-size Bloom filter: its bits, its probes and the math that sizes it.
 //!
-//! A filter has a capacity n, a target error rate p, m bits (a `BitVec<u64, Lsb0>`, so word w
-//! holds bits 64w..64w+63, bit 0 in the least significant position) and k hashes. An item's
-//! probes are `reduce(hash.probe(i), m)` for i in 0..k (see `hashing.rs`): the item is hashed
-//! once by the caller and the same `ItemHash` serves every filter of a chain.
+//! A filter has a capacity n, a target error rate p, m bits (u64 words, `words.rs`: word w
+//! holds bits 64w..64w+63, bit 0 in the least significant position), k hashes and a layout.
+//! In the standard layout an item's probes are `reduce(hash.probe(i), m)` for i in 0..k (see
+//! `hashing.rs`); the blocked layout puts them all in one 64-byte block and has its own
+//! derivation and sizing (`blocked.rs`). The item is hashed once by the caller and the same
+//! `ItemHash` serves every filter of a chain. Everything below about sizing is the standard
+//! layout's.
 //!
 //! Sizing. The textbook optimum is m_opt = ⌈-n·ln p / ln²2⌉ bits with k = (m/n)·ln 2 hashes,
 //! where the false-positive rate after n items is FP ≈ (1 - e^{-kn/m})^k = p. Two things make
@@ -27,9 +30,9 @@
 //! an abort. Bits past m in the last word are always zero (the codec checks it on load), so the
 //! words are a canonical representation of the filter.
 
+use super::blocked;
+use super::words::Words;
 use crate::hashing::{reduce, ItemHash};
-use bitvec::prelude::{BitVec, Lsb0};
-use std::alloc::Layout;
 use std::sync::Mutex;
 
 /// Largest number of hashes a filter may use (an error rate of 1e-15 needs 50).
@@ -55,6 +58,26 @@ pub enum SizeError {
     OutOfMemory,
 }
 
+/// Where an item's probes fall: anywhere in the array (the textbook filter, RedisBloom's), or
+/// all in one 64-byte block chosen by the hash (`blocked.rs`: one cache miss per item instead
+/// of k, for some more bits). Every sub-filter of a chain has the chain's layout.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Layout {
+    #[default]
+    Standard,
+    Blocked,
+}
+
+impl Layout {
+    /// The name in `BF.INFO`, `INFO lcbloom`, the `BLOCKED` keyword's docs and the config.
+    pub fn name(self) -> &'static str {
+        match self {
+            Layout::Standard => "standard",
+            Layout::Blocked => "blocked",
+        }
+    }
+}
+
 /// The parameters of one filter, as stored in its encoding.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct FilterParams {
@@ -62,27 +85,52 @@ pub struct FilterParams {
     pub error_rate: f64,
     pub bits: u64,
     pub hashes: u32,
+    pub layout: Layout,
 }
 
 impl FilterParams {
-    /// The smallest filter that holds `capacity` items at an expected FP rate ≤ `error_rate`.
+    /// The smallest standard-layout filter that holds `capacity` items at an expected FP rate
+    /// ≤ `error_rate`.
+    pub fn for_capacity(capacity: u64, error_rate: f64) -> Result<Self, SizeError> {
+        Self::for_layout(Layout::Standard, capacity, error_rate)
+    }
+
+    /// The smallest filter of `layout` that holds `capacity` items at an expected FP rate
+    /// ≤ `error_rate`.
     ///
     /// Sizing a small filter exactly takes up to a few milliseconds, and most filters share
     /// their parameters (every key created with the defaults, and its scale-outs), so recent
     /// results are remembered: a small direct-mapped cache, which changes nothing but speed.
-    pub fn for_capacity(capacity: u64, error_rate: f64) -> Result<Self, SizeError> {
+    pub fn for_layout(layout: Layout, capacity: u64, error_rate: f64) -> Result<Self, SizeError> {
         static CACHE: Mutex<[Option<FilterParams>; 64]> = Mutex::new([None; 64]);
         let capacity = capacity.max(1);
-        let slot = ((capacity ^ error_rate.to_bits().rotate_left(29))
+        let slot = ((capacity ^ error_rate.to_bits().rotate_left(29) ^ layout as u64)
             .wrapping_mul(0x9e37_79b9_7f4a_7c15)
             >> 58) as usize;
         let same = |p: &FilterParams| {
-            p.capacity == capacity && p.error_rate.to_bits() == error_rate.to_bits()
+            p.capacity == capacity
+                && p.error_rate.to_bits() == error_rate.to_bits()
+                && p.layout == layout
         };
         if let Some(hit) = CACHE.lock().ok().and_then(|c| c[slot].filter(same)) {
             return Ok(hit);
         }
-        let params = Self::size(capacity, error_rate)?;
+        let params = match layout {
+            Layout::Standard => Self::size(capacity, error_rate)?,
+            Layout::Blocked => {
+                if !(MIN_ERROR_RATE..1.0).contains(&error_rate) {
+                    return Err(SizeError::ErrorRate);
+                }
+                let (bits, hashes) = blocked::size(capacity, error_rate)?;
+                Self {
+                    capacity,
+                    error_rate,
+                    bits,
+                    hashes,
+                    layout,
+                }
+            }
+        };
         if let Ok(mut cache) = CACHE.lock() {
             cache[slot] = Some(params);
         }
@@ -122,6 +170,7 @@ impl FilterParams {
             error_rate,
             bits,
             hashes,
+            layout: Layout::Standard,
         })
     }
 
@@ -142,6 +191,7 @@ impl FilterParams {
             && self.error_rate < 1.0
             && (1..=MAX_BITS).contains(&self.bits)
             && (1..=MAX_HASHES).contains(&self.hashes)
+            && (self.layout == Layout::Standard || self.bits.is_multiple_of(blocked::BLOCK_BITS))
     }
 }
 
@@ -184,49 +234,86 @@ pub fn approx_fp(n: f64, bits: u64, hashes: u32) -> f64 {
 /// Exact expected FP after n items for each k in lo..=hi: E[(X/m)^k] over the distribution of
 /// the number X of distinct bits set by n·k uniform probes.
 pub fn exact_fp(n: u64, bits: u64, lo: u32, hi: u32) -> Vec<(u32, f64)> {
-    let m = bits as usize;
-    let mf = bits as f64;
-    // dist[x] = P(X = x) for x in first..=last; entries outside are below NEGLIGIBLE.
-    let mut dist = vec![0.0f64; m + 1];
-    dist[0] = 1.0;
-    let (mut first, mut last) = (0usize, 0usize);
-    let mut throws = 0u64;
+    let mut occupancy = Occupancy::new(bits);
     let mut out = Vec::new();
     for k in lo..=hi {
         let target = n.saturating_mul(k as u64);
-        while throws < target {
-            // One more probe: it lands on a set bit with probability x/m.
-            let new_last = (last + 1).min(m);
-            for x in (first..=new_last).rev() {
-                let stay = if x <= last {
-                    dist[x] * (x as f64 / mf)
-                } else {
-                    0.0
-                };
-                let grow = if x > first {
-                    dist[x - 1] * ((mf - (x - 1) as f64) / mf)
-                } else {
-                    0.0
-                };
-                dist[x] = stay + grow;
-            }
-            last = new_last;
-            while first < last && dist[first] < NEGLIGIBLE {
-                dist[first] = 0.0;
-                first += 1;
-            }
-            while last > first && dist[last] < NEGLIGIBLE {
-                dist[last] = 0.0;
-                last -= 1;
-            }
-            throws += 1;
+        while occupancy.throws() < target {
+            occupancy.throw();
         }
-        let fp = (first..=last)
-            .map(|x| dist[x] * (x as f64 / mf).powi(k as i32))
-            .sum();
-        out.push((k, fp));
+        out.push((k, occupancy.fp(k)));
     }
     out
+}
+
+/// The distribution of the number X of distinct bits set among m by t uniform throws, one
+/// throw at a time (a throw hits a set bit with probability x/m); tails below `NEGLIGIBLE` are
+/// dropped, so a throw costs O(√m). Shared by the exact sizing above and the blocked layout's
+/// per-block false-positive rates (`blocked.rs`).
+pub struct Occupancy {
+    /// dist[x] = P(X = x) for x in first..=last; entries outside are below NEGLIGIBLE.
+    dist: Vec<f64>,
+    first: usize,
+    last: usize,
+    throws: u64,
+}
+
+impl Occupancy {
+    pub fn new(bits: u64) -> Self {
+        let mut dist = vec![0.0f64; bits as usize + 1];
+        dist[0] = 1.0;
+        Self {
+            dist,
+            first: 0,
+            last: 0,
+            throws: 0,
+        }
+    }
+
+    pub fn throws(&self) -> u64 {
+        self.throws
+    }
+
+    /// One more uniform throw.
+    pub fn throw(&mut self) {
+        let m = self.dist.len() - 1;
+        let mf = m as f64;
+        let (first, last) = (self.first, self.last);
+        let dist = &mut self.dist;
+        let new_last = (last + 1).min(m);
+        for x in (first..=new_last).rev() {
+            let stay = if x <= last {
+                dist[x] * (x as f64 / mf)
+            } else {
+                0.0
+            };
+            let grow = if x > first {
+                dist[x - 1] * ((mf - (x - 1) as f64) / mf)
+            } else {
+                0.0
+            };
+            dist[x] = stay + grow;
+        }
+        let (mut first, mut last) = (first, new_last);
+        while first < last && dist[first] < NEGLIGIBLE {
+            dist[first] = 0.0;
+            first += 1;
+        }
+        while last > first && dist[last] < NEGLIGIBLE {
+            dist[last] = 0.0;
+            last -= 1;
+        }
+        (self.first, self.last) = (first, last);
+        self.throws += 1;
+    }
+
+    /// E[(X/m)^k]: the chance that k more uniform probes all hit set bits.
+    pub fn fp(&self, k: u32) -> f64 {
+        let mf = (self.dist.len() - 1) as f64;
+        (self.first..=self.last)
+            .map(|x| self.dist[x] * (x as f64 / mf).powi(k as i32))
+            .sum()
+    }
 }
 
 /// One Bloom filter and the number of items added to it.
@@ -234,7 +321,7 @@ pub fn exact_fp(n: u64, bits: u64, lo: u32, hi: u32) -> Vec<(u32, f64)> {
 pub struct Filter {
     params: FilterParams,
     items: u64,
-    bits: BitVec<u64, Lsb0>,
+    words: Words,
 }
 
 impl Filter {
@@ -243,13 +330,25 @@ impl Filter {
         if !params.is_valid() {
             return Err(SizeError::TooLarge);
         }
-        let words = usize::try_from(params.words()).map_err(|_| SizeError::TooLarge)?;
-        let mut bits = BitVec::from_vec(zeroed_words(words).ok_or(SizeError::OutOfMemory)?);
-        bits.truncate(params.bits as usize);
+        let len = usize::try_from(params.words()).map_err(|_| SizeError::TooLarge)?;
+        let align = match params.layout {
+            Layout::Standard => 8,
+            Layout::Blocked => blocked::BLOCK_BYTES,
+        };
+        let words = Words::zeroed(len, align).ok_or(SizeError::OutOfMemory)?;
         Ok(Self {
             params,
             items,
-            bits,
+            words,
+        })
+    }
+
+    /// A deep copy, allocated fallibly.
+    pub fn try_clone(&self) -> Result<Self, SizeError> {
+        Ok(Self {
+            params: self.params,
+            items: self.items,
+            words: self.words.try_clone().ok_or(SizeError::OutOfMemory)?,
         })
     }
 
@@ -268,8 +367,11 @@ impl Filter {
 
     #[inline]
     pub fn contains(&self, hash: &ItemHash) -> bool {
+        if self.params.layout == Layout::Blocked {
+            return blocked::contains(&self.words, hash, self.params.hashes);
+        }
         let m = self.params.bits;
-        let words = self.bits.as_raw_slice();
+        let words = &self.words[..];
         (0..self.params.hashes).all(|i| {
             let bit = reduce(hash.probe(i), m);
             words[(bit / 64) as usize] & (1 << (bit % 64)) != 0
@@ -296,8 +398,11 @@ impl Filter {
     /// Sets the item's bits; whether any was zero.
     #[inline]
     fn set_bits(&mut self, hash: &ItemHash) -> bool {
+        if self.params.layout == Layout::Blocked {
+            return blocked::set(&mut self.words, hash, self.params.hashes);
+        }
         let m = self.params.bits;
-        let words = self.bits.as_raw_mut_slice();
+        let words = &mut self.words[..];
         let mut changed = 0;
         for i in 0..self.params.hashes {
             let bit = reduce(hash.probe(i), m);
@@ -317,34 +422,29 @@ impl Filter {
     }
 
     /// `prefetch` of the first `probes` probes only: a lookup in a filter that does not hold
-    /// the item usually stops after one or two.
+    /// the item usually stops after one or two. A blocked filter has one line to fetch.
     #[inline]
     pub fn prefetch_probes(&self, hash: &ItemHash, probes: u32) {
-        #[cfg(target_arch = "x86_64")]
-        {
-            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-            let m = self.params.bits;
-            let words = self.bits.as_raw_slice();
-            for i in 0..probes.min(self.params.hashes) {
-                let word = (reduce(hash.probe(i), m) / 64) as usize;
-                if let Some(w) = words.get(word) {
-                    // SAFETY: a prefetch is only a hint; the pointer is in bounds anyway.
-                    unsafe { _mm_prefetch::<_MM_HINT_T0>((w as *const u64).cast()) };
-                }
+        if self.params.layout == Layout::Blocked {
+            return blocked::prefetch(&self.words, hash);
+        }
+        let m = self.params.bits;
+        for i in 0..probes.min(self.params.hashes) {
+            let word = (reduce(hash.probe(i), m) / 64) as usize;
+            if let Some(w) = self.words.get(word) {
+                prefetch_line(w);
             }
         }
-        #[cfg(not(target_arch = "x86_64"))]
-        let _ = (hash, probes);
     }
 
     /// The bit array as words (bits past m are zero).
     pub fn words(&self) -> &[u64] {
-        self.bits.as_raw_slice()
+        &self.words
     }
 
     /// Mutable words, for loading; the caller keeps the bits past m zero (see `padding_mask`).
     pub fn words_mut(&mut self) -> &mut [u64] {
-        self.bits.as_raw_mut_slice()
+        &mut self.words
     }
 
     /// The bits of the last word that lie past m and must stay zero.
@@ -356,23 +456,17 @@ impl Filter {
     }
 }
 
-/// `n` zero words, or None if the allocator refuses; zeroed allocation lets the allocator hand
-/// out fresh pages of a large filter without touching them.
-fn zeroed_words(n: usize) -> Option<Vec<u64>> {
-    if n == 0 {
-        return Some(Vec::new());
-    }
-    let layout = Layout::array::<u64>(n).ok()?;
-    // SAFETY: the layout is non-zero-sized; a non-null block from the global allocator with
-    // this layout, all zero (a valid u64), is exactly what Vec::from_raw_parts requires.
+/// Asks the CPU to start loading the cache line holding `word` (a hint: nothing else happens).
+#[inline(always)]
+pub fn prefetch_line(word: &u64) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch is only a hint, and the pointer comes from a reference.
     unsafe {
-        let ptr = std::alloc::alloc_zeroed(layout).cast::<u64>();
-        if ptr.is_null() {
-            None
-        } else {
-            Some(Vec::from_raw_parts(ptr, n, n))
-        }
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        _mm_prefetch::<_MM_HINT_T0>((word as *const u64).cast());
     }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = word;
 }
 
 #[cfg(test)]

@@ -1,7 +1,9 @@
-//! The Bloom filter wing: a pure core (`filter`, `chain`, `codec`) and its Redis adapters
-//! (`commands`, `datatype`).
+//! The Bloom filter wing: a pure core (`filter`, `blocked`, `words`, `chain`, `codec`) and its
+//! Redis adapters (`commands`, `datatype`).
+pub mod blocked;
 pub mod chain;
 pub mod codec;
 pub mod commands;
 pub mod datatype;
 pub mod filter;
+pub mod words;

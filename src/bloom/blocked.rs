@@ -1,0 +1,367 @@
+//! The blocked ("cache-local") layout of a Bloom filter: all k probes of an item fall in one
+//! 64-byte block, so a lookup or an add in a filter far larger than the caches costs one cache
+//! miss instead of k (RocksDB's FastLocalBloom and Parquet's split-block filters do the same).
+//! It is opt-in per filter: it needs some more bits than the standard layout for the same rate.
+//!
+//! Layout and probes (layout 1 of encoding version 2, `codec.rs`; hash scheme 1, `hashing.rs`,
+//! whose outputs it reuses without changing them):
+//! * The filter is B blocks of 512 bits (8 words, 64-byte aligned: `words.rs`), m = 512·B.
+//! * An item's block is `reduce(h1, B)`.
+//! * Its k bit positions inside the block are 9-bit fields, 7 per 64-bit word, read from the
+//!   lowest bits up: first of `h2 >> 1` (h2's lowest bit is always 1), then of `probe(1)`,
+//!   `probe(2)`, … (the standard layout's probe values, see `hashing.rs`). Positions may repeat,
+//!   like the standard layout's probes; the sizing below counts that.
+//!
+//! Sizing. A query for a non-member lands in a uniformly chosen block. That block holds L
+//! items, L ~ Binomial(n, 1/B) (Poisson(λ = n/B) for large B), and after L·k uniform throws
+//! into its 512 bits the chance that the query's k probes all hit set bits is
+//! f_k(L) = E[(X_L/512)^k], X_L being the number of distinct bits set. So the false-positive
+//! rate of a filter holding n items is the mixture over block loads
+//!
+//!   FP(n, B, k) = Σ_L P(L) · f_k(L).
+//!
+//! f_k(L) is computed exactly (the occupancy dynamic program of `filter.rs`, 512 states) and
+//! P(L) as the binomial, so FP is exact for every n and B, not an approximation that holds for
+//! large filters only. FP grows with the load, so for each k the smallest B with FP ≤ p is found
+//! by bisection, and the k needing the fewest blocks wins (k near log2(1/p), a little below the
+//! standard layout's: a crowded block loses more to an extra probe). The overloaded blocks of
+//! the Poisson tail are what costs extra bits: the standard layout sees only the average fill.
+//!
+//! Bits per item at capacity (large n), from `size` (a unit test checks the rows):
+//!
+//! | rate p  | standard | blocked (k) | blocked ÷ standard |
+//! |---------|----------|-------------|--------------------|
+//! | 0.1     | 4.81     | 4.84 (3)    | 1.01               |
+//! | 0.05    | 6.25     | 6.32 (4)    | 1.01               |
+//! | 0.01    | 9.59     | 9.92 (6)    | 1.03               |
+//! | 0.005   | 11.04    | 11.54 (7)   | 1.05               |
+//! | 0.001   | 14.38    | 15.55 (9)   | 1.08               |
+//! | 0.00055 | 15.63    | 17.13 (10)  | 1.10               |
+//! | 1e-4    | 19.18    | 22.03 (12)  | 1.15               |
+//! | 1e-5    | 23.97    | 29.67 (14)  | 1.24               |
+//! | 1e-6    | 28.77    | 38.82 (16)  | 1.35               |
+//! | 1e-9    | 43.15    | 80.18 (22)  | 1.86               |
+//!
+//! (n = 2^30; 0.00055 is the first sub-filter of a scaling 0.001 filter.) Up to 1e-4 the extra
+//! memory is at most 15%; below, the Poisson tail dominates and the standard layout is the
+//! better choice.
+//!
+//! Measured false-positive rates match the model (a test at 200,000 items; the benchmark in
+//! docs/BENCHMARKS.md at 0.001 / 200,000,000 over 1,000,000 non-members).
+
+use super::filter::{prefetch_line, Occupancy, SizeError, MAX_BITS, MAX_HASHES};
+use crate::hashing::{reduce, ItemHash};
+
+/// Bits in a block: one 64-byte cache line.
+pub const BLOCK_BITS: u64 = 512;
+/// Bytes in a block, and the alignment of a blocked filter's words.
+pub const BLOCK_BYTES: usize = 64;
+const BLOCK_WORDS: usize = 8;
+/// 9-bit positions per 64-bit source word.
+const FIELDS_PER_WORD: u32 = 7;
+
+/// The block an item's probes fall in, as the index of its first word.
+#[inline(always)]
+fn block_start(words: &[u64], hash: &ItemHash) -> usize {
+    let blocks = (words.len() / BLOCK_WORDS) as u64;
+    reduce(hash.h1, blocks) as usize * BLOCK_WORDS
+}
+
+/// The item's k bits inside its block, as a block-sized mask.
+#[inline(always)]
+fn mask(hash: &ItemHash, k: u32) -> [u64; BLOCK_WORDS] {
+    let mut mask = [0u64; BLOCK_WORDS];
+    let mut source = hash.h2 >> 1;
+    let (mut left, mut next) = (FIELDS_PER_WORD, 1);
+    for _ in 0..k {
+        if left == 0 {
+            source = hash.probe(next);
+            next += 1;
+            left = FIELDS_PER_WORD;
+        }
+        let bit = (source & 511) as usize;
+        mask[bit / 64] |= 1 << (bit % 64);
+        source >>= 9;
+        left -= 1;
+    }
+    mask
+}
+
+/// Whether all the item's bits are set.
+#[inline]
+pub fn contains(words: &[u64], hash: &ItemHash, k: u32) -> bool {
+    let start = block_start(words, hash);
+    let block = &words[start..start + BLOCK_WORDS];
+    let mask = mask(hash, k);
+    block
+        .iter()
+        .zip(mask)
+        .fold(0, |missing, (word, bits)| missing | (bits & !word))
+        == 0
+}
+
+/// Sets the item's bits; whether any was zero.
+#[inline]
+pub fn set(words: &mut [u64], hash: &ItemHash, k: u32) -> bool {
+    let start = block_start(words, hash);
+    let block = &mut words[start..start + BLOCK_WORDS];
+    let mask = mask(hash, k);
+    let mut changed = 0;
+    for (word, bits) in block.iter_mut().zip(mask) {
+        changed |= bits & !*word;
+        *word |= bits;
+    }
+    changed != 0
+}
+
+/// Starts loading the item's block.
+#[inline]
+pub fn prefetch(words: &[u64], hash: &ItemHash) {
+    if let Some(word) = words.get(block_start(words, hash)) {
+        prefetch_line(word);
+    }
+}
+
+/// Bits (a multiple of 512) and hashes of the smallest blocked filter holding `capacity` items
+/// at FP ≤ `error_rate` (already checked to be in [MIN_ERROR_RATE, 1)).
+pub fn size(capacity: u64, error_rate: f64) -> Result<(u64, u32), SizeError> {
+    let n = capacity.max(1);
+    let ln2 = std::f64::consts::LN_2;
+    // The standard layout's optimum: blocked filters need at least about as many bits.
+    let standard_bits = -(n as f64) * error_rate.ln() / (ln2 * ln2);
+    let start_k = ((-error_rate.log2()).round() as u32).clamp(1, MAX_HASHES);
+    let mut best: Option<(u64, u32)> = None;
+    // Scan k down then up from log2(1/p) while the block count keeps improving.
+    for step in [-1i64, 1] {
+        let mut k = start_k as i64 + if step > 0 { 1 } else { 0 };
+        let mut worse = 0;
+        while (1..=MAX_HASHES as i64).contains(&k) && worse < 2 {
+            let blocks = min_blocks(n, error_rate, k as u32, standard_bits)?;
+            match best {
+                Some((b, _)) if b <= blocks => worse += 1,
+                _ => {
+                    best = Some((blocks, k as u32));
+                    worse = 0;
+                }
+            }
+            k += step;
+        }
+    }
+    let (blocks, k) = best.ok_or(SizeError::TooLarge)?;
+    Ok((blocks * BLOCK_BITS, k))
+}
+
+/// The smallest block count with FP(n, B, k) ≤ p, by bisection between a count known (or
+/// taken) to be too small and one that is large enough.
+fn min_blocks(n: u64, p: f64, k: u32, standard_bits: f64) -> Result<u64, SizeError> {
+    let max_blocks = MAX_BITS / BLOCK_BITS;
+    let mut loads = LoadFp::new(k);
+    // Below 80% of the standard optimum no blocked filter reaches p: treat it as too small.
+    let mut low = ((standard_bits * 0.8 / BLOCK_BITS as f64) as u64).min(max_blocks);
+    let mut high = (low + 1).max((standard_bits / BLOCK_BITS as f64).ceil() as u64);
+    while loads.fp(n, high, p) > p {
+        if high >= max_blocks {
+            return Err(SizeError::TooLarge);
+        }
+        low = high;
+        high = (high + high / 4 + 1).min(max_blocks);
+    }
+    while high - low > 1 {
+        let mid = low + (high - low) / 2;
+        if loads.fp(n, mid, p) <= p {
+            high = mid;
+        } else {
+            low = mid;
+        }
+    }
+    Ok(high)
+}
+
+/// f_k(L) for L = 0, 1, 2, … computed on demand.
+struct LoadFp {
+    k: u32,
+    occupancy: Occupancy,
+    /// f[L] = f_k(L).
+    f: Vec<f64>,
+}
+
+impl LoadFp {
+    fn new(k: u32) -> Self {
+        Self {
+            k,
+            occupancy: Occupancy::new(BLOCK_BITS),
+            f: vec![0.0],
+        }
+    }
+
+    /// f_k(load); 1 once the block is all but certainly full.
+    fn at(&mut self, load: u64) -> f64 {
+        while (self.f.len() as u64) <= load {
+            let last = *self.f.last().expect("f holds f(0)");
+            if last >= 1.0 - 1e-15 {
+                return 1.0;
+            }
+            for _ in 0..self.k {
+                self.occupancy.throw();
+            }
+            self.f.push(self.occupancy.fp(self.k));
+        }
+        self.f[load as usize]
+    }
+
+    /// FP(n, B, k), exact to far below p; stops early once it exceeds `p` (the caller only
+    /// compares it with p).
+    fn fp(&mut self, n: u64, blocks: u64, p: f64) -> f64 {
+        if blocks == 0 {
+            return 1.0;
+        }
+        if blocks == 1 {
+            return self.at(n);
+        }
+        let q = 1.0 / blocks as f64;
+        let lambda = n as f64 * q;
+        let odds = (q / (1.0 - q)).ln();
+        // ln P(L), L ~ Binomial(n, q), by the ratio P(L+1)/P(L) = (n-L)/(L+1) · q/(1-q).
+        let mut ln_p = n as f64 * (-q).ln_1p();
+        let negligible = (p * 1e-9).ln();
+        let mut total = 0.0;
+        for load in 0..=n {
+            if ln_p > -745.0 {
+                total += ln_p.exp() * self.at(load);
+                if total > p {
+                    return total;
+                }
+            }
+            if load as f64 > lambda && ln_p < negligible {
+                break;
+            }
+            ln_p += ((n - load) as f64 / (load + 1) as f64).ln() + odds;
+        }
+        total
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bloom::filter::{Filter, FilterParams, Layout};
+    use crate::hashing::hash_item;
+
+    #[test]
+    fn probes_stay_in_one_block() {
+        let words = vec![0u64; 8 * 1000];
+        for i in 0..10_000u32 {
+            let h = hash_item(&i.to_le_bytes());
+            let start = block_start(&words, &h);
+            assert!(start.is_multiple_of(8) && start + 8 <= words.len());
+            // Probes past the first seven come from probe(1), probe(2), ...
+            let bits: u32 = mask(&h, 20).iter().map(|w| w.count_ones()).sum();
+            assert!((15..=20).contains(&bits), "item {i}: {bits} distinct bits");
+        }
+    }
+
+    #[test]
+    fn the_probe_derivation_is_stable() {
+        // Persisted blocked filters depend on these exact positions: never change this test.
+        let h = hash_item(b"lcbloom");
+        let words = vec![0u64; 8 * 1000];
+        assert_eq!(block_start(&words, &h) / 8, 268);
+        assert_eq!(
+            mask(&h, 9),
+            [
+                256,
+                8796093022208,
+                0,
+                70368744177952,
+                0,
+                0,
+                256,
+                72057595145224192
+            ]
+        );
+    }
+
+    #[test]
+    fn sizing_meets_the_rate_exactly_at_every_capacity() {
+        for &p in &[0.5, 0.1, 0.01, 0.001, 0.00055, 1e-4, 1e-6] {
+            for &n in &[1u64, 2, 10, 100, 1000, 50_000, 200_000_000] {
+                let (bits, k) = size(n, p).unwrap();
+                let blocks = bits / BLOCK_BITS;
+                let fp = LoadFp::new(k).fp(n, blocks, 1.0);
+                assert!(fp <= p, "n={n} p={p}: fp {fp}");
+                // Fewer blocks miss the rate (the size is the smallest for this k, to within
+                // the precision that matters for a huge filter).
+                if blocks > 1 {
+                    let fewer = LoadFp::new(k).fp(n, blocks - 1 - blocks / 100_000, 1.0);
+                    assert!(fewer > p, "n={n} p={p}: {blocks} blocks not minimal");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_header_table_holds() {
+        // (p, standard bits per item, blocked bits per item, blocked k) at n = 2^30.
+        let rows = [
+            (0.1, 4.81, 4.84, 3),
+            (0.01, 9.59, 9.92, 6),
+            (0.001, 14.38, 15.55, 9),
+            (0.00055, 15.63, 17.13, 10),
+            (1e-4, 19.18, 22.03, 12),
+            (1e-6, 28.77, 38.82, 16),
+        ];
+        let n = 1u64 << 30;
+        for (p, standard, blocked, k) in rows {
+            let s = FilterParams::for_capacity(n, p).unwrap();
+            let b = FilterParams::for_layout(Layout::Blocked, n, p).unwrap();
+            let per_item = |bits: u64| (bits as f64 / n as f64 * 100.0).round() / 100.0;
+            assert_eq!(
+                (per_item(s.bits), per_item(b.bits), b.hashes),
+                (standard, blocked, k)
+            );
+        }
+    }
+
+    #[test]
+    fn poisson_limit_matches_the_mixture() {
+        // For many blocks the binomial mixture is the Poisson one: check against a direct sum.
+        let (k, lambda) = (8u32, 30.0f64);
+        let mut loads = LoadFp::new(k);
+        let mut poisson = 0.0;
+        let mut term = (-lambda).exp();
+        for l in 0..200u64 {
+            poisson += term * loads.at(l);
+            term *= lambda / (l + 1) as f64;
+        }
+        let blocks = 1u64 << 30;
+        let mixture = loads.fp((lambda * blocks as f64) as u64, blocks, 1.0);
+        assert!(
+            (mixture / poisson - 1.0).abs() < 1e-6,
+            "{mixture} vs {poisson}"
+        );
+    }
+
+    #[test]
+    fn measured_fp_is_within_the_rate() {
+        // 200,000 items at 1% and at 0.1%, 1,000,000 non-members each.
+        for &p in &[0.01, 0.001] {
+            let n = 200_000u64;
+            let params = FilterParams::for_layout(Layout::Blocked, n, p).unwrap();
+            let mut f = Filter::new(params, 0).unwrap();
+            for i in 0..n {
+                f.insert(&hash_item(format!("member:{i}").as_bytes()));
+            }
+            for i in 0..n {
+                assert!(f.contains(&hash_item(format!("member:{i}").as_bytes())));
+            }
+            let probes = 1_000_000u32;
+            let hits = (0..probes)
+                .filter(|i| f.contains(&hash_item(format!("other:{i}").as_bytes())))
+                .count();
+            let fp = hits as f64 / probes as f64;
+            // The model's rate is ≤ p; allow three standard deviations of sampling noise.
+            let sigma = (p / probes as f64).sqrt();
+            assert!(fp <= p + 3.0 * sigma, "p={p}: measured {fp}");
+        }
+    }
+}
