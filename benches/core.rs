@@ -8,6 +8,7 @@ use std::hint::black_box;
 
 use lcbloom::bloom::chain::Chain;
 use lcbloom::bloom::codec as bf_codec;
+use lcbloom::bloom::filter::Layout;
 use lcbloom::hashing::{hash_item, ItemHash};
 use lcbloom::lc::codec as lc_codec;
 use lcbloom::lc::counter::Counter;
@@ -171,12 +172,52 @@ fn bench_codec(c: &mut Criterion) {
     group.finish();
 }
 
+/// Batches of 100 (a `BF.MADD`/`BF.MEXISTS`) on the 0.001 / 200M filter in both
+/// layouts, over 2M fresh items so that nearly every probe is a cache miss, as in the server:
+/// the number to hold against `bench/floor/dram_floor` (same array size, same reads per item).
+fn bench_large_batches(c: &mut Criterion) {
+    let mut group = c.benchmark_group("batch_100_on_0.001_200M");
+    group.sample_size(10);
+    let fresh = hashes(0, 2_000_000);
+    for layout in [Layout::Standard, Layout::Blocked] {
+        let mut chain = Chain::with_layout(layout, 0.001, 200_000_000, 2, LIMIT).unwrap();
+        // Touch every page first (zeroed pages are mapped lazily): 2M items, ≥ 1 probe each.
+        for batch in hashes(1 << 40, 2_000_000).chunks(100) {
+            chain.add_batch(batch, LIMIT, |r| {
+                r.unwrap();
+            });
+        }
+        let name = layout.name();
+        group.throughput(Throughput::Elements(fresh.len() as u64));
+        group.bench_function(BenchmarkId::new("mexists", name), |b| {
+            b.iter(|| {
+                for batch in fresh.chunks(100) {
+                    chain.contains_batch(batch, |found| {
+                        black_box(found);
+                    });
+                }
+            })
+        });
+        // The same items again after the first iteration: every probe is read and written.
+        group.bench_function(BenchmarkId::new("madd", name), |b| {
+            b.iter(|| {
+                for batch in fresh.chunks(100) {
+                    chain.add_batch(batch, LIMIT, |r| {
+                        black_box(r.unwrap());
+                    });
+                }
+            })
+        });
+    }
+    group.finish();
+}
+
 criterion_group! {
     name = benches;
     config = Criterion::default()
         .warm_up_time(std::time::Duration::from_millis(500))
         .measurement_time(std::time::Duration::from_secs(2))
         .sample_size(20);
-    targets = bench_hash, bench_filter, bench_chain, bench_lc, bench_codec
+    targets = bench_hash, bench_filter, bench_chain, bench_lc, bench_codec, bench_large_batches
 }
 criterion_main!(benches);

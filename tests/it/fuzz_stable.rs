@@ -12,6 +12,7 @@ mod targets;
 use crate::common::fuzz::{mutate, Rng};
 use lcbloom::bloom::chain::Chain;
 use lcbloom::bloom::codec as bf;
+use lcbloom::bloom::filter::Layout;
 use lcbloom::hashing::hash_item;
 use lcbloom::lc::codec as lc;
 use lcbloom::lc::counter::Counter;
@@ -20,7 +21,11 @@ use lcbloom::rebloom::{dump, scandump};
 use std::time::{Duration, Instant};
 
 fn chain(p: f64, capacity: u64, expansion: u32, items: u64) -> Chain {
-    let mut c = Chain::new(p, capacity, expansion, targets::LIMIT).unwrap();
+    chain_of(Layout::Standard, p, capacity, expansion, items)
+}
+
+fn chain_of(layout: Layout, p: f64, capacity: u64, expansion: u32, items: u64) -> Chain {
+    let mut c = Chain::with_layout(layout, p, capacity, expansion, targets::LIMIT).unwrap();
     for i in 0..items {
         let _ = c.add(&hash_item(&i.to_le_bytes()), targets::LIMIT);
     }
@@ -35,6 +40,8 @@ fn chains() -> Vec<Chain> {
         chain(0.001, 100, 0, 80),
         chain(0.5, 3, 1, 20),
         chain(0.01, 50, 4, 400),
+        chain_of(Layout::Blocked, 0.01, 1, 0, 1),
+        chain_of(Layout::Blocked, 0.01, 50, 2, 300),
     ]
 }
 
