@@ -13,7 +13,7 @@ FUZZ_SECONDS ?= 60
 FUZZ_TARGETS := bf_value bf_loadchunk lc_value rb_value rb_loadchunk
 
 .PHONY: all build run test unit-test integration-test py-test deps deps-system deps-python clean
-.PHONY: valkey test-valkey redisbloom bench bench-peer fuzz
+.PHONY: valkey test-valkey redisbloom bench bench-peer floors fuzz
 
 all: build
 
@@ -79,9 +79,29 @@ PEER_MODULE ?=
 redisbloom: deps-python
 	@scripts/fetch-tool.sh redisbloom
 
-bench: deps build
+bench: deps build floors
 	cargo bench --bench core
-	LCBLOOM_MODULE=$(CURDIR)/$(MODULE) PEER_MODULE=$(PEER_MODULE) $(PY) bench/server_bench.py
+	LCBLOOM_MODULE=$(CURDIR)/$(MODULE) PEER_MODULE=$(PEER_MODULE) FLOOR_MODULE=$(CURDIR)/$(FLOOR_MODULE) \
+	  DRAM_FLOOR=$(CURDIR)/$(DRAM_FLOOR) $(PY) bench/server_bench.py
+
+## The floors lcbloom is measured against (bench/floor/): the module-API floor (a minimal C
+## module) and the DRAM floor (random 64-byte reads, prefetched). redismodule.h is the copy in
+## the redis-module crate's sources, wherever cargo keeps them (CARGO_HOME).
+FLOOR_MODULE := target/floor/floor_module.so
+DRAM_FLOOR := target/floor/dram_floor
+
+floors: $(FLOOR_MODULE) $(DRAM_FLOOR)
+
+$(FLOOR_MODULE): bench/floor/floor_module.c Cargo.lock
+	@mkdir -p $(dir $@)
+	inc=$$(cargo metadata --format-version 1 --locked | python3 -c 'import json, os, sys; \
+	  print(next(os.path.join(os.path.dirname(p["manifest_path"]), "src", "include") \
+	  for p in json.load(sys.stdin)["packages"] if p["name"] == "redis-module"))') && \
+	cc -O2 -Wall -Wextra -shared -fPIC -I"$$inc" $< -o $@
+
+$(DRAM_FLOOR): bench/floor/dram_floor.c
+	@mkdir -p $(dir $@)
+	cc -O2 -Wall -Wextra $< -o $@
 
 bench-peer: deps-python
 	$(MAKE) bench PEER_MODULE=$$(realpath "$$(scripts/fetch-tool.sh redisbloom)")

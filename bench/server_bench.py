@@ -10,9 +10,16 @@ command, steadier than the client's requests/s on a small machine where client a
 CPUs) is the number compared. The ratio is peer ÷ ours: above 1 means we are faster. It is the
 median of the per-round ratios. LC workloads compare LC.* with PFADD/PFCOUNT on our own server.
 
-Memory: MEMORY USAGE of a 0.001 / 200M filter on both sides, and of a scaling filter reserved
-at 0.01 / 1000 grown to 100,000 items (bits per item, and the false-positive rate measured with
-100,000 non-members through BF.MEXISTS).
+Memory: MEMORY USAGE of a 0.001 / 200M filter on both sides (and in lcbloom's blocked layout),
+and of a scaling filter reserved at 0.01 / 1000 grown to 100,000 items (bits per item, and the
+false-positive rate measured with 100,000 non-members through BF.MEXISTS).
+
+Floors (built by `make floors`): FLOOR_MODULE=bench/floor's minimal C module is loaded into our
+server next to lcbloom, and LC.ADD, LC.COUNT and BF.EXISTS are timed against its FLOOR.ADD and
+FLOOR.COUNT (the module API's fixed cost: no module command doing that work can be faster).
+PFADD/PFCOUNT are built into Redis and skip that API, so their rows are information for users
+choosing between the two, not goals. DRAM_FLOOR=bench/floor's dram_floor program gives what the
+memory system allows for the 0.001 / 200M batches (same array size, same reads per item).
 
 A side whose command fails (for instance "ERR not implemented yet" while the commands are being
 written) is shown as an error cell; the rest still runs. Prints a markdown table and writes it
@@ -40,6 +47,11 @@ SERVER_BIN = os.environ.get("REDIS_SERVER", "redis-server")
 BENCH_BIN = os.environ.get("REDIS_BENCHMARK", "redis-benchmark")
 OUR_MODULE = os.environ.get("LCBLOOM_MODULE") or os.path.join(ROOT, "target/release/liblcbloom.so")
 PEER_MODULE = os.environ.get("PEER_MODULE") or None
+FLOOR_MODULE = os.environ.get("FLOOR_MODULE") or None
+DRAM_FLOOR = os.environ.get("DRAM_FLOOR") or None
+# Probes per item of the 0.001 / 200M filters (their first sub-filter is sized for 55% of p):
+# the reads per item the DRAM floor is measured with (src/bloom/blocked.rs has the table).
+STANDARD_PROBES_200M = 11
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "5"))
 SECONDS = float(os.environ.get("BENCH_SECONDS", "1.5"))
 CLIENTS = 50
@@ -62,7 +74,7 @@ def free_port():
 class Server:
     """A redis-server with one module, in its own temp dir; killed by close()."""
 
-    def __init__(self, label, module):
+    def __init__(self, label, *modules):
         self.label = label
         self.dir = tempfile.mkdtemp(prefix="lcbloom-bench-")
         for _ in range(5):
@@ -70,7 +82,7 @@ class Server:
             self.proc = subprocess.Popen(
                 [SERVER_BIN, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
                  "--appendonly", "no", "--dir", self.dir, "--logfile", "server.log",
-                 "--loadmodule", module],
+                 *(arg for m in modules if m for arg in ("--loadmodule", m))],
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             if self._wait_ready():
                 self.client = redis.Redis(host="127.0.0.1", port=self.port, protocol=2)
@@ -221,8 +233,14 @@ class Workload:
 
     def row(self):
         ratio = statistics.median(self.ratios) if self.ratios else None
+        if self.goal is None:
+            return [self.name, cell(self.ours), cell(self.peer), fmt_ratio(ratio), "information", "—"]
         return [self.name, cell(self.ours), cell(self.peer), fmt_ratio(ratio), f"≥ {self.goal}",
                 met(ratio is not None and ratio >= self.goal, ratio)]
+
+    def ns_per_item(self, side, items):
+        """Median server time per item of a batch workload, or None."""
+        return statistics.median(side.usec) * 1000 / items if side.usec and not side.error else None
 
 
 def cell(side):
@@ -259,6 +277,12 @@ def memory_rows(ours, peer):
             server.client.delete("mem200m")
         except redis.exceptions.RedisError as e:
             sizes[label] = "error: " + short_error(e)
+    try:
+        ours.client.execute_command("BF.RESERVE", "mem200m", "0.001", "200000000", "LAYOUT", "blocked")
+        sizes["blocked"] = ours.client.memory_usage("mem200m")
+        ours.client.delete("mem200m")
+    except redis.exceptions.RedisError as e:
+        sizes["blocked"] = "error: " + short_error(e)
     peer_bytes = sizes.get("peer", REDISBLOOM_200M_BYTES)
     ours_bytes = sizes.get("ours")
     ok = isinstance(ours_bytes, int) and isinstance(peer_bytes, int)
@@ -267,6 +291,14 @@ def memory_rows(ours, peer):
                  f"{ours_bytes:,} B" if isinstance(ours_bytes, int) else ours_bytes,
                  f"{peer_bytes:,} B{reference}" if isinstance(peer_bytes, int) else peer_bytes,
                  fmt_ratio(ratio), "≥ 1.0 (ours ≤ peer's bytes)", met(ok and ratio >= 1.0, ratio)])
+    blocked = sizes.get("blocked")
+    ok = isinstance(blocked, int) and isinstance(ours_bytes, int)
+    ratio = blocked / ours_bytes if ok else None
+    rows.append(["MEMORY USAGE, BF.RESERVE 0.001 200M LAYOUT blocked",
+                 f"{blocked:,} B" if isinstance(blocked, int) else blocked,
+                 f"{ours_bytes:,} B (lcbloom, standard)" if isinstance(ours_bytes, int) else ours_bytes,
+                 "—" if ratio is None else f"{ratio:.3f} (blocked÷standard)",
+                 "≤ 1.15 × standard", met(ok and ratio <= 1.15, ratio)])
 
     grown = {}
     for label, server in (("ours", ours), ("peer", peer)):
@@ -297,9 +329,10 @@ def memory_rows(ours, peer):
     return rows
 
 
-def workloads(ours, peer):
+def workloads(ours, peer, floor):
     reserve10m = ["BF.RESERVE bf10m 0.01 10000000"]
     reserve200m = ["BF.RESERVE bf200m 0.001 200000000"]
+    reserve_blocked = ["BF.RESERVE bfblk 0.001 200000000 LAYOUT blocked"]
     prefill_scaling = [lambda s: fill(s, "BF.MADD", "scaling", "prefill:", 1_000_000)]
 
     def bf(command, setup=()):
@@ -314,14 +347,66 @@ def workloads(ours, peer):
                  pipeline=1, calibrate=2_000),
         Workload("BF.ADD default scaling filter, 1M+ items", *bf("BF.ADD scaling __rand_int__", prefill_scaling), 1.2),
         Workload("BF.ADD 0.001/200M", *bf("BF.ADD bf200m __rand_int__", reserve200m), 1.3),
+        Workload("BF.MADD 100 items 0.001/200M", *bf("BF.MADD bf200m " + rand_items(100)), 2.5,
+                 pipeline=1, calibrate=2_000),
+        Workload("BF.MEXISTS 100 items 0.001/200M", *bf("BF.MEXISTS bf200m " + rand_items(100)), 2.5,
+                 pipeline=1, calibrate=2_000),
+        # lcbloom's blocked layout against RedisBloom's (only) layout on the same workloads.
+        Workload("BF.ADD 0.001/200M, blocked", Side(ours, "BF.ADD bfblk __rand_int__", reserve_blocked),
+                 Side(peer, "BF.ADD bf200m __rand_int__"), 2.0),
+        Workload("BF.EXISTS 0.001/200M, blocked", Side(ours, "BF.EXISTS bfblk __rand_int__"),
+                 Side(peer, "BF.EXISTS bf200m __rand_int__"), 2.0),
+        Workload("BF.MADD 100 items 0.001/200M, blocked", Side(ours, "BF.MADD bfblk " + rand_items(100)),
+                 Side(peer, "BF.MADD bf200m " + rand_items(100)), 6.0, pipeline=1, calibrate=2_000),
+        Workload("BF.MEXISTS 100 items 0.001/200M, blocked", Side(ours, "BF.MEXISTS bfblk " + rand_items(100)),
+                 Side(peer, "BF.MEXISTS bf200m " + rand_items(100)), 6.0, pipeline=1, calibrate=2_000),
+        # The module-API floor (bench/floor/floor_module.c, loaded into our server).
+        Workload("LC.ADD 1 item vs floor module", Side(ours, "LC.ADD lc1 __rand_int__"),
+                 Side(floor, "FLOOR.ADD fl1 __rand_int__"), 0.9),
+        Workload("LC.COUNT vs floor module (50k items)",
+                 Side(ours, "LC.COUNT lccount", [lambda s: fill(s, "LC.ADD", "lccount", "c:", 50_000)]),
+                 Side(floor, "FLOOR.COUNT flcount", ["FLOOR.ADD flcount x"]), 0.9),
+        Workload("BF.EXISTS 0.01/10M vs floor module read", Side(ours, "BF.EXISTS bf10m __rand_int__"),
+                 Side(floor, "FLOOR.COUNT flcount"), None),
+        # Built-in HyperLogLog: information, not goals (a native command skips the module API).
         Workload("LC.ADD 1 item vs PFADD", Side(ours, "LC.ADD lc1 __rand_int__"),
-                 Side(ours, "PFADD hll1 __rand_int__"), 1.0),
+                 Side(ours, "PFADD hll1 __rand_int__"), None),
         Workload("LC.ADD 100 items vs PFADD", Side(ours, "LC.ADD lc100 " + rand_items(100)),
                  Side(ours, "PFADD hll100 " + rand_items(100)), 1.5, pipeline=1, calibrate=2_000),
-        Workload("LC.COUNT vs PFCOUNT (50k items)",
-                 Side(ours, "LC.COUNT lccount", [lambda s: fill(s, "LC.ADD", "lccount", "c:", 50_000)]),
-                 Side(ours, "PFCOUNT hllcount", [lambda s: fill(s, "PFADD", "hllcount", "c:", 50_000)]), 1.0),
+        Workload("LC.COUNT vs PFCOUNT (50k items)", Side(ours, "LC.COUNT lccount"),
+                 Side(ours, "PFCOUNT hllcount", [lambda s: fill(s, "PFADD", "hllcount", "c:", 50_000)]), None),
     ]
+
+
+def dram_floor(array_bytes, reads):
+    """ns per item of `reads` random line reads over `array_bytes`, batches of 100, best
+    prefetch distance (bench/floor/dram_floor.c); None without the program."""
+    if not DRAM_FLOOR:
+        return None
+    items = 500_000 if reads > 1 else 2_000_000
+    out = subprocess.run([DRAM_FLOOR, str(array_bytes), str(reads), "100", str(items)],
+                         capture_output=True, text=True, timeout=600).stdout
+    found = re.search(r"^best ([0-9.]+) ns/item", out, re.M)
+    return float(found.group(1)) if found else None
+
+
+def floor_rows(by_name, array_bytes):
+    """The 0.001 / 200M batches in ns per item against the DRAM floor (goal: within 1.3×)."""
+    rows = []
+    floors = {reads: dram_floor(array_bytes, reads) for reads in (STANDARD_PROBES_200M, 1)}
+    for name, reads in (("BF.MADD 100 items 0.001/200M", STANDARD_PROBES_200M),
+                        ("BF.MEXISTS 100 items 0.001/200M", STANDARD_PROBES_200M),
+                        ("BF.MADD 100 items 0.001/200M, blocked", 1),
+                        ("BF.MEXISTS 100 items 0.001/200M, blocked", 1)):
+        w = by_name.get(name)
+        ours = w.ns_per_item(w.ours, 100) if w else None
+        floor = floors[reads]
+        ratio = floor / ours if ours and floor else None
+        rows.append([f"{name} vs DRAM floor ({reads} read{'s' if reads > 1 else ''}/item)",
+                     "—" if ours is None else f"{ours:.0f} ns/item",
+                     "—" if floor is None else f"{floor:.0f} ns/item (floor)",
+                     fmt_ratio(ratio), "≥ 0.77 (ours ≤ 1.3 × floor)", met(ratio is not None and ratio >= 1 / 1.3, ratio)])
+    return rows
 
 
 def machine():
@@ -336,15 +421,29 @@ def machine():
 
 def main():
     started = time.time()
-    ours = Server("lcbloom", OUR_MODULE)
+    ours = Server("lcbloom", OUR_MODULE, FLOOR_MODULE)
     peer = Server("peer", PEER_MODULE) if PEER_MODULE else None
+    floor = ours if FLOOR_MODULE else None
     try:
         version = ours.client.info("server")
         server_version = f"{version.get('server_name', 'redis')} {version.get('valkey_version', version['redis_version'])}"
         rows = []
-        for w in workloads(ours, peer):
+        by_name = {}
+        for w in workloads(ours, peer, floor):
             w.measure()
             rows.append(w.row())
+            by_name[w.name] = w
+        # The 200M filters' memory goes before the next ones are made (one at a time here).
+        array_bytes = None
+        try:
+            array_bytes = ours.client.memory_usage("bf200m")
+            for server in (ours, peer):
+                if server:
+                    server.client.delete("bf200m", "bfblk")
+        except redis.exceptions.RedisError:
+            pass
+        if array_bytes:
+            rows += floor_rows(by_name, array_bytes)
         rows += memory_rows(ours, peer)
     finally:
         ours.close()
@@ -356,6 +455,8 @@ def main():
     lines = [
         f"Server benchmark, {when:%Y-%m-%d %H:%M %Z}: {server_version} on {machine()}.",
         f"Peer module: {PEER_MODULE or 'none (BF peer columns empty; LC rows compare with PFADD/PFCOUNT)'}.",
+        f"Floor module: {FLOOR_MODULE or 'none'}; DRAM floor: {DRAM_FLOOR or 'none'}; "
+        f"load average at start {os.getloadavg()[0]:.2f}.",
         f"{ROUNDS} alternating rounds, {CLIENTS} clients, ~{SECONDS} s per run; server time per call "
         "from INFO commandstats, medians; ratio = median of per-round peer÷ours.",
         "",
