@@ -6,9 +6,11 @@
 //! `LC.ADD` on a missing key); such commands replicate the parameters they actually used, so a
 //! replica or an AOF replay with other defaults still builds the same value.
 
+use crate::bloom::filter::Layout;
 use redis_module::configuration::{ConfigurationContext, ConfigurationValue};
-use redis_module::{raw, Context, ContextFlags, RedisError, RedisString};
+use redis_module::{enum_configuration, raw, Context, ContextFlags, RedisError, RedisString};
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::Mutex;
 
 pub const DEFAULT_BF_ERROR_RATE: f64 = 0.01;
 pub const DEFAULT_BF_INITIAL_SIZE: i64 = 100;
@@ -84,6 +86,28 @@ pub fn bf_defaults() -> (f64, u64, u32) {
         BF_INITIAL_SIZE.load(Ordering::Relaxed) as u64,
         BF_EXPANSION.load(Ordering::Relaxed) as u32,
     )
+}
+
+enum_configuration! {
+    /// `bf-layout`: the layout of Bloom filters created without the `LAYOUT` option (the
+    /// variant names are the config's values, hence lower case).
+    #[allow(non_camel_case_types)]
+    pub enum BfLayout {
+        standard = 0,
+        blocked = 1,
+    }
+}
+
+/// Standard by default: a blocked filter takes a few percent more memory (`bloom/blocked.rs`),
+/// and memory stays ≤ RedisBloom's unless an operator chooses speed.
+pub static BF_LAYOUT: Mutex<BfLayout> = Mutex::new(BfLayout::standard);
+
+/// The layout a Bloom filter created without `LAYOUT` gets.
+pub fn bf_layout() -> Layout {
+    match BF_LAYOUT.lock().map(|l| l.clone()) {
+        Ok(BfLayout::blocked) => Layout::Blocked,
+        _ => Layout::Standard,
+    }
 }
 
 /// The defaults a linear counter created without parameters gets.

@@ -50,7 +50,9 @@ redis_module! {
             ["lc-error-rate", &config::LC_ERROR_RATE, "0.01", ConfigurationFlags::DEFAULT, None],
         ],
         bool: [],
-        enum: [],
+        enum: [
+            ["bf-layout", &config::BF_LAYOUT, config::BfLayout::standard, ConfigurationFlags::DEFAULT, None],
+        ],
         module_args_as_configuration: true,
     ]
 }

@@ -11,7 +11,9 @@
 //! `free_effort` in the datatypes).
 //!
 //! Fields (Redis prefixes each with the module name): `lcbloom_bf_keys`, `lcbloom_bf_bytes`,
-//! `lcbloom_lc_keys`, `lcbloom_lc_bytes`.
+//! `lcbloom_lc_keys`, `lcbloom_lc_bytes`, then `lcbloom_bf_blocked_keys` and
+//! `lcbloom_bf_blocked_bytes` (the filters in the blocked layout, counted in `bf_*` as well) and
+//! `lcbloom_bf_layout` (the layout new filters get without `LAYOUT`: the `bf-layout` config).
 
 use crate::ffi::guard_callback;
 use redis_module::{raw, InfoContext};
@@ -25,6 +27,8 @@ pub struct Tally {
 }
 
 pub static BLOOM: Tally = Tally::new();
+/// Bloom filters in the blocked layout (also counted in `BLOOM`).
+pub static BLOOM_BLOCKED: Tally = Tally::new();
 pub static LC: Tally = Tally::new();
 
 impl Tally {
@@ -76,8 +80,11 @@ pub extern "C" fn info(ctx: *mut raw::RedisModuleInfoCtx, for_crash_report: c_in
             ("bf_bytes", BLOOM.bytes()),
             ("lc_keys", LC.keys()),
             ("lc_bytes", LC.bytes()),
+            ("bf_blocked_keys", BLOOM_BLOCKED.keys()),
+            ("bf_blocked_bytes", BLOOM_BLOCKED.bytes()),
         ] {
             raw::add_info_field_long_long(ctx, name, value);
         }
+        raw::add_info_field_str(ctx, "bf_layout", crate::config::bf_layout().name());
     })
 }

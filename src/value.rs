@@ -34,6 +34,11 @@ pub trait StoredValue: Sized + 'static {
     fn redis_type() -> &'static RedisType;
     /// Its `INFO lcbloom` tally.
     fn tally() -> &'static Tally;
+    /// A second tally this value also counts in, by a property fixed at its creation (blocked
+    /// Bloom filters); none by default.
+    fn sub_tally(&self) -> Option<&'static Tally> {
+        None
+    }
     /// Bytes in memory, as `MEMORY USAGE` reports them.
     fn memory_bytes(&self) -> u64;
     /// A deep copy, or why it could not be made (`COPY`).
@@ -84,8 +89,13 @@ unsafe fn value<'a, T>(value: *const c_void) -> &'a T {
     unsafe { &*value.cast::<T>() }
 }
 
+/// The tallies `v` counts in.
+fn tallies<T: StoredValue>(v: &T) -> impl Iterator<Item = &'static Tally> {
+    std::iter::once(T::tally()).chain(v.sub_tally())
+}
+
 fn into_redis<T: StoredValue>(v: T) -> *mut c_void {
-    T::tally().created(v.memory_bytes());
+    tallies(&v).for_each(|t| t.created(v.memory_bytes()));
     Box::into_raw(Box::new(v)).cast()
 }
 
@@ -158,7 +168,7 @@ unsafe extern "C" fn free<T: StoredValue>(v: *mut c_void) {
     guard_callback("free", (), || {
         // SAFETY: Redis hands back ownership of a value this module boxed, once.
         let v = unsafe { Box::from_raw(v.cast::<T>()) };
-        T::tally().freed(v.memory_bytes());
+        tallies(&*v).for_each(|t| t.freed(v.memory_bytes()));
     })
 }
 
@@ -229,9 +239,11 @@ pub fn write<T: StoredValue>(key: &RedisKeyWritable) -> Result<Option<&mut T>, R
 
 /// Stores a new value under an empty key and counts it; returns it, stored.
 pub fn store<T: StoredValue>(key: &RedisKeyWritable, v: T) -> Result<&mut T, RedisError> {
-    let bytes = v.memory_bytes();
+    let (bytes, sub) = (v.memory_bytes(), v.sub_tally());
     key.set_value(T::redis_type(), v)?;
-    T::tally().created(bytes);
+    std::iter::once(T::tally())
+        .chain(sub)
+        .for_each(|t| t.created(bytes));
     write::<T>(key)?.ok_or(RedisError::Str(
         "ERR lcbloom internal error (value not stored)",
     ))
@@ -241,7 +253,7 @@ pub fn store<T: StoredValue>(key: &RedisKeyWritable, v: T) -> Result<&mut T, Red
 pub fn modify<T: StoredValue, R>(v: &mut T, write: impl FnOnce(&mut T) -> R) -> R {
     let before = v.memory_bytes();
     let result = write(v);
-    T::tally().resized(before, v.memory_bytes());
+    tallies(v).for_each(|t| t.resized(before, v.memory_bytes()));
     result
 }
 

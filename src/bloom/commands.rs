@@ -5,23 +5,29 @@
 //!   answer 0), unknown or duplicate options, trailing arguments and `NONSCALING` with
 //!   `EXPANSION` are errors, and a failed command leaves no key behind.
 //! * `EXPANSION 0` means non-scaling, like `NONSCALING`.
+//! * lcbloom's own option `LAYOUT standard|blocked` on `BF.RESERVE`/`BF.INSERT` picks a new
+//!   filter's layout (`filter::Layout`; without it, the `bf-layout` config). The full `BF.INFO`
+//!   of a blocked filter adds `Blocked: 1` after RedisBloom's five fields (a standard filter's
+//!   is RedisBloom's), and `BF.INFO key LAYOUT` answers `standard` or `blocked`. A client that
+//!   never sends `LAYOUT` (with the default config) sees nothing new.
 //! * Replies: `RedisValue::Bool` (1/0 in RESP2, true/false in RESP3). In MADD/INSERT arrays an
 //!   error (full non-scaling filter, scaling refused) takes that item's place and later items
 //!   are not processed.
 //!
 //! Replication and AOF: a command that creates a key replicates the parameters it used, not
 //! the defaults it relied on (`BF.ADD` on a missing key is replicated as `BF.INSERT key
-//! CAPACITY c ERROR e EXPANSION x|NONSCALING ITEMS ...`, `BF.RESERVE` with its expansion
-//! spelled out), so a replica or an AOF replay with other module defaults builds the identical
-//! value. Other writes are replicated verbatim, and only when they changed something; a
+//! CAPACITY c ERROR e EXPANSION x|NONSCALING LAYOUT l ITEMS ...`, `BF.RESERVE` with its
+//! expansion and layout spelled out), so a replica or an AOF replay with other module defaults
+//! (`bf-layout` included) builds the identical value. Other writes are replicated verbatim, and only when they changed something; a
 //! MADD/INSERT stopped by an error propagates as `BF.MADD key <the items before it>`. Each
 //! write that changed something fires a keyspace event of class `d` (module types) named
 //! after the command (`bf.reserve`, `bf.add`, `bf.madd`, `bf.insert`, `bf.loadchunk`).
 
 use super::chain::Chain;
 use super::codec;
+use super::filter::Layout;
 use crate::args::{is_keyword, parse_f64, parse_i64};
-use crate::config::{bf_defaults, check_item_count, memory_limit, MAX_EXPANSION};
+use crate::config::{bf_defaults, bf_layout, check_item_count, memory_limit, MAX_EXPANSION};
 use crate::ffi::reply_ordered_map;
 use crate::hashing::{hash_item, ItemHash};
 use crate::value::{finish_write, modify, read, store, write, Applied};
@@ -39,6 +45,7 @@ struct Create {
     capacity: u64,
     /// 0: non-scaling.
     expansion: u32,
+    layout: Layout,
 }
 
 impl Create {
@@ -48,17 +55,19 @@ impl Create {
             rate,
             capacity,
             expansion,
+            layout: bf_layout(),
         }
     }
 
     fn build(&self, limit: u64) -> Result<Chain, RedisError> {
-        Chain::new(self.rate, self.capacity, self.expansion, limit)
+        Chain::with_layout(self.layout, self.rate, self.capacity, self.expansion, limit)
             .map_err(|e| RedisError::String(e.message()))
     }
 
     /// The parameters as text: rate (Rust prints the shortest text that parses back to the
-    /// same f64), capacity, and `EXPANSION x` or `NONSCALING`.
-    fn spelled_out(&self) -> [String; 4] {
+    /// same f64), capacity, `EXPANSION x` or `NONSCALING`, and `LAYOUT l` (always: a
+    /// replica's `bf-layout` may differ).
+    fn spelled_out(&self) -> [String; 6] {
         let (keyword, expansion) = match self.expansion {
             0 => ("NONSCALING", String::new()),
             e => ("EXPANSION", e.to_string()),
@@ -68,14 +77,16 @@ impl Create {
             self.capacity.to_string(),
             keyword.to_string(),
             expansion,
+            "LAYOUT".to_string(),
+            self.layout.name().to_string(),
         ]
     }
 
-    /// `key CAPACITY c ERROR e EXPANSION x|NONSCALING ITEMS items...`: the arguments of the
-    /// `BF.INSERT` that creates this filter holding `items`.
+    /// `key CAPACITY c ERROR e EXPANSION x|NONSCALING LAYOUT l ITEMS items...`: the arguments
+    /// of the `BF.INSERT` that creates this filter holding `items`.
     fn insert_args<'a>(
         key: &'a RedisString,
-        spelled: &'a [String; 4],
+        spelled: &'a [String; 6],
         items: &'a [RedisString],
     ) -> Vec<&'a [u8]> {
         let [rate, capacity, expansion @ ..] = spelled;
@@ -139,17 +150,31 @@ fn duplicate(option: &str) -> RedisError {
 
 const NONSCALING_EXPANSION: &str = "ERR nonscaling filters cannot expand";
 
-/// `BF.RESERVE key error_rate capacity [EXPANSION n] [NONSCALING]`
+fn parse_layout(arg: Option<&RedisString>) -> Result<Layout, RedisError> {
+    let arg = arg.ok_or(RedisError::Str("ERR no layout"))?;
+    [Layout::Standard, Layout::Blocked]
+        .into_iter()
+        .find(|l| is_keyword(arg, l.name()))
+        .ok_or(RedisError::Str("ERR LAYOUT must be standard or blocked"))
+}
+
+/// `BF.RESERVE key error_rate capacity [EXPANSION n] [NONSCALING] [LAYOUT standard|blocked]`
 pub fn reserve(ctx: &Context, args: &[RedisString]) -> RedisResult {
     if args.len() < 4 {
         return Err(RedisError::WrongArity);
     }
     let rate = parse_rate(&args[2])?;
     let capacity = parse_capacity(&args[3])?;
-    let (mut expansion, mut nonscaling) = (None, false);
+    let (mut expansion, mut nonscaling, mut layout) = (None, false, None);
     let mut i = 4;
     while i < args.len() {
-        if is_keyword(&args[i], "EXPANSION") {
+        if is_keyword(&args[i], "LAYOUT") {
+            if layout.is_some() {
+                return Err(duplicate("LAYOUT"));
+            }
+            layout = Some(parse_layout(args.get(i + 1))?);
+            i += 2;
+        } else if is_keyword(&args[i], "EXPANSION") {
             if expansion.is_some() {
                 return Err(duplicate("EXPANSION"));
             }
@@ -168,21 +193,23 @@ pub fn reserve(ctx: &Context, args: &[RedisString]) -> RedisResult {
     if nonscaling && expansion.is_some() {
         return Err(RedisError::Str(NONSCALING_EXPANSION));
     }
+    let defaults = Create::defaults();
     let create = Create {
         rate,
         capacity,
         expansion: if nonscaling {
             0
         } else {
-            expansion.unwrap_or(Create::defaults().expansion)
+            expansion.unwrap_or(defaults.expansion)
         },
+        layout: layout.unwrap_or(defaults.layout),
     };
     let key = ctx.open_key_writable(&args[1]);
     if write::<Chain>(&key)?.is_some() {
         return Err(RedisError::Str(ITEM_EXISTS));
     }
     store(&key, create.build(memory_limit(ctx))?)?;
-    // BF.RESERVE key rate capacity EXPANSION x|NONSCALING: the expansion spelled out.
+    // BF.RESERVE key rate capacity EXPANSION x|NONSCALING LAYOUT l: all spelled out.
     let spelled = create.spelled_out();
     let mut reserve = vec![args[1].as_slice()];
     reserve.extend(
@@ -226,13 +253,14 @@ pub fn madd(ctx: &Context, args: &[RedisString]) -> RedisResult {
     )
 }
 
-/// `BF.INSERT key [CAPACITY c] [ERROR e] [EXPANSION n] [NOCREATE] [NONSCALING] ITEMS item...`
+/// `BF.INSERT key [CAPACITY c] [ERROR e] [EXPANSION n] [NOCREATE] [NONSCALING]
+/// [LAYOUT standard|blocked] ITEMS item...`
 pub fn insert(ctx: &Context, args: &[RedisString]) -> RedisResult {
     if args.len() < 4 {
         return Err(RedisError::WrongArity);
     }
     let defaults = Create::defaults();
-    let (mut capacity, mut rate, mut expansion) = (None, None, None);
+    let (mut capacity, mut rate, mut expansion, mut layout) = (None, None, None, None);
     let (mut nocreate, mut nonscaling, mut items_at) = (false, false, None);
     let mut i = 2;
     while i < args.len() {
@@ -240,6 +268,12 @@ pub fn insert(ctx: &Context, args: &[RedisString]) -> RedisResult {
         if is_keyword(arg, "ITEMS") {
             items_at = Some(i + 1);
             break;
+        } else if is_keyword(arg, "LAYOUT") {
+            if layout.is_some() {
+                return Err(duplicate("LAYOUT"));
+            }
+            layout = Some(parse_layout(args.get(i + 1))?);
+            i += 2;
         } else if is_keyword(arg, "CAPACITY") {
             if capacity.is_some() {
                 return Err(duplicate("CAPACITY"));
@@ -297,6 +331,7 @@ pub fn insert(ctx: &Context, args: &[RedisString]) -> RedisResult {
         } else {
             expansion.unwrap_or(defaults.expansion)
         },
+        layout: layout.unwrap_or(defaults.layout),
     });
     add_items(ctx, c"bf.insert", &args[1], items, create, true)
 }
@@ -427,7 +462,7 @@ pub fn mexists(ctx: &Context, args: &[RedisString]) -> RedisResult {
     Ok(RedisValue::NoReply)
 }
 
-/// `BF.INFO key [CAPACITY|SIZE|FILTERS|ITEMS|EXPANSION]`
+/// `BF.INFO key [CAPACITY|SIZE|FILTERS|ITEMS|EXPANSION|LAYOUT]`
 pub fn info(ctx: &Context, args: &[RedisString]) -> RedisResult {
     if !(2..=3).contains(&args.len()) {
         return Err(RedisError::WrongArity);
@@ -462,10 +497,23 @@ pub fn info(ctx: &Context, args: &[RedisString]) -> RedisResult {
         ("EXPANSION", "Expansion rate", expansion),
     ];
     let Some(which) = args.get(2) else {
-        return reply_ordered_map(ctx, fields.into_iter().map(|(_, n, v)| (n, v)).collect());
+        let mut fields: Vec<_> = fields.into_iter().map(|(_, n, v)| (n, v)).collect();
+        // lcbloom's own field, after RedisBloom's and only for blocked filters (a standard
+        // filter's reply is RedisBloom's); a number, because typed clients (the redis crate's
+        // bf_info) read every value of this reply as one.
+        if chain.layout() == Layout::Blocked {
+            fields.push(("Blocked", RedisValue::Integer(1)));
+        }
+        return reply_ordered_map(ctx, fields);
     };
+    let layout = (
+        "LAYOUT",
+        "Layout",
+        RedisValue::SimpleStringStatic(chain.layout().name()),
+    );
     let (_, name, value) = fields
         .into_iter()
+        .chain([layout])
         .find(|(keyword, _, _)| is_keyword(which, keyword))
         .ok_or(RedisError::Str("ERR Invalid information value"))?;
     // RedisBloom: a one-entry map in RESP3, a one-element array in RESP2.

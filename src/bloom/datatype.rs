@@ -15,10 +15,11 @@
 //! * Digest: the encoding itself, so `DEBUG DIGEST-VALUE` is equal iff the values are identical.
 //! * `COPY` makes a deep copy (RedisBloom refuses it); `MEMORY USAGE` reports real bytes.
 //! * `free_effort` lets Redis free large filters on its lazy-free thread; values created and
-//!   freed here are counted in `INFO lcbloom` (`stats.rs`).
+//!   freed here are counted in `INFO lcbloom` (`stats.rs`), blocked filters apart as well.
 
 use super::chain::Chain;
 use super::codec;
+use super::filter::Layout;
 use crate::stats::{self, Tally};
 use crate::value::{methods, StoredValue};
 use redis_module::{native_types::RedisType, raw};
@@ -49,6 +50,10 @@ impl StoredValue for Chain {
 
     fn tally() -> &'static Tally {
         &stats::BLOOM
+    }
+
+    fn sub_tally(&self) -> Option<&'static Tally> {
+        (self.layout() == Layout::Blocked).then_some(&stats::BLOOM_BLOCKED)
     }
 
     fn memory_bytes(&self) -> u64 {

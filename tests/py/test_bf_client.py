@@ -61,6 +61,20 @@ def test_info(r):
         bf.info("missing")
 
 
+def test_blocked_layout_is_invisible_to_the_client_api(r):
+    """A filter made with lcbloom's LAYOUT option answers redis-py's bf() API like any other."""
+    bf = r.bf()
+    assert r.execute_command("BF.RESERVE", "blk", 0.001, 10000, "LAYOUT", "blocked")
+    assert bf.madd("blk", "a", "b") == [1, 1]
+    assert bf.mexists("blk", "a", "zz") == [1, 0]
+    raw = bf.info("blk")
+    info = info_dict(raw)
+    assert info["Capacity"] == 10000 and info["Number of items inserted"] == 2
+    if isinstance(raw, dict):
+        # RESP3 shows lcbloom's own field after RedisBloom's five.
+        assert list(info) == INFO_FIELDS + ["Blocked"] and info["Blocked"] == 1
+
+
 def test_insert(r):
     bf = r.bf()
     assert bf.insert("i", ["a", "b"], capacity=10, error=0.001, expansion=3) == [1, 1]

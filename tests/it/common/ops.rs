@@ -74,6 +74,7 @@ pub const OTHER_DEFAULTS: &[(&str, &str)] = &[
     ("bf-error-rate", "0.2"),
     ("bf-initial-size", "7"),
     ("bf-expansion-factor", "4"),
+    ("bf-layout", "blocked"),
     ("lc-error-rate", "0.1"),
     ("lc-capacity", "99"),
     ("max-memory-per-key", "262144"),
