@@ -13,7 +13,7 @@ FUZZ_SECONDS ?= 60
 FUZZ_TARGETS := bf_value bf_loadchunk lc_value rb_value rb_loadchunk
 
 .PHONY: all build run test unit-test integration-test py-test deps deps-system deps-python clean
-.PHONY: valkey test-valkey redisbloom bench bench-peer floors fuzz
+.PHONY: valkey test-valkey redisbloom bench bench-peer floors layout-sweep fuzz
 
 all: build
 
@@ -81,8 +81,16 @@ redisbloom: deps-python
 
 bench: deps build floors
 	cargo bench --bench core
+	cargo bench --bench fp_at_scale
 	LCBLOOM_MODULE=$(CURDIR)/$(MODULE) PEER_MODULE=$(PEER_MODULE) FLOOR_MODULE=$(CURDIR)/$(FLOOR_MODULE) \
 	  DRAM_FLOOR=$(CURDIR)/$(DRAM_FLOOR) $(PY) bench/server_bench.py
+
+## ns per item of 100-item batches against filter size (1 MiB … 1 GiB), both layouts and
+## RedisBloom 2.8.2, drawn to docs/img/bf-layout-speed.svg (a few minutes; ~3 GB at the top).
+layout-sweep: deps-python build
+	peer=$$(realpath "$$(scripts/fetch-tool.sh redisbloom)") && \
+	LCBLOOM_MODULE=$(CURDIR)/$(MODULE) PEER_MODULE=$$peer $(PY) bench/layout_sweep.py && \
+	$(PY) bench/plot_sweep.py "$$(ls -t bench/results/layout-sweep-*.csv | head -1)" docs/img/bf-layout-speed.svg
 
 ## The floors lcbloom is measured against (bench/floor/): the module-API floor (a minimal C
 ## module) and the DRAM floor (random 64-byte reads, prefetched). redismodule.h is the copy in
