@@ -256,6 +256,15 @@ pub static COMMANDS: &[CommandInfo] = &[
             integer(c"capacity"),
             integer(c"expansion").after(c"EXPANSION").optional(),
             token(c"nonscaling", c"NONSCALING").optional(),
+            arg(
+                c"layout",
+                ArgKind::OneOf(&[
+                    token(c"standard", c"STANDARD"),
+                    token(c"blocked", c"BLOCKED"),
+                ]),
+            )
+            .after(c"LAYOUT")
+            .optional(),
         ],
     },
     CommandInfo {
@@ -293,6 +302,15 @@ pub static COMMANDS: &[CommandInfo] = &[
             integer(c"expansion").after(c"EXPANSION").optional(),
             token(c"nocreate", c"NOCREATE").optional(),
             token(c"nonscaling", c"NONSCALING").optional(),
+            arg(
+                c"layout",
+                ArgKind::OneOf(&[
+                    token(c"standard", c"STANDARD"),
+                    token(c"blocked", c"BLOCKED"),
+                ]),
+            )
+            .after(c"LAYOUT")
+            .optional(),
             string(c"item").after(c"ITEMS").multiple(),
         ],
     },
@@ -334,6 +352,7 @@ pub static COMMANDS: &[CommandInfo] = &[
                     token(c"filters", c"FILTERS"),
                     token(c"items", c"ITEMS"),
                     token(c"expansion", c"EXPANSION"),
+                    token(c"layout", c"LAYOUT"),
                 ]),
             )
             .optional(),
