@@ -233,9 +233,10 @@ class Workload:
 
     def row(self):
         ratio = statistics.median(self.ratios) if self.ratios else None
+        spread = fmt_ratio(ratio) + (f" ({min(self.ratios):.2f}–{max(self.ratios):.2f})" if self.ratios else "")
         if self.goal is None:
-            return [self.name, cell(self.ours), cell(self.peer), fmt_ratio(ratio), "information", "—"]
-        return [self.name, cell(self.ours), cell(self.peer), fmt_ratio(ratio), f"≥ {self.goal}",
+            return [self.name, cell(self.ours), cell(self.peer), spread, "information", "—"]
+        return [self.name, cell(self.ours), cell(self.peer), spread, f"≥ {self.goal}",
                 met(ratio is not None and ratio >= self.goal, ratio)]
 
     def ns_per_item(self, side, items):
@@ -451,7 +452,8 @@ def main():
             peer.close()
 
     when = datetime.datetime.now().astimezone()
-    header = ["workload", "ours (lcbloom)", "peer (RedisBloom / PFADD)", "ratio peer÷ours", "goal", "met?"]
+    header = ["workload", "ours (lcbloom)", "peer (RedisBloom / floor / PFADD)",
+              "ratio peer÷ours (min–max of rounds)", "goal", "met?"]
     lines = [
         f"Server benchmark, {when:%Y-%m-%d %H:%M %Z}: {server_version} on {machine()}.",
         f"Peer module: {PEER_MODULE or 'none (BF peer columns empty; LC rows compare with PFADD/PFCOUNT)'}.",
