@@ -48,3 +48,47 @@ pub fn parse_in_range(
 pub fn is_keyword(arg: &RedisString, keyword: &str) -> bool {
     arg.as_slice().eq_ignore_ascii_case(keyword.as_bytes())
 }
+
+/// A cursor over a command's arguments: options are taken in order, never by index arithmetic.
+pub struct Args<'a> {
+    rest: &'a [RedisString],
+}
+
+impl<'a> Args<'a> {
+    pub fn new(args: &'a [RedisString]) -> Self {
+        Self { rest: args }
+    }
+
+    /// The next argument, consumed.
+    #[allow(clippy::should_implement_trait)]
+    pub fn next(&mut self) -> Option<&'a RedisString> {
+        let (first, rest) = self.rest.split_first()?;
+        self.rest = rest;
+        Some(first)
+    }
+
+    /// The next argument, or the error `missing` when there is none (an option's value).
+    pub fn value(&mut self, missing: &'static str) -> Result<&'a RedisString, RedisError> {
+        self.next().ok_or(RedisError::Str(missing))
+    }
+
+    /// What is left.
+    pub fn rest(&self) -> &'a [RedisString] {
+        self.rest
+    }
+}
+
+/// Sets an option that may be given once: `ERR <NAME> given more than once` the second time.
+pub fn set_once<T>(
+    slot: &mut Option<T>,
+    name: &str,
+    value: impl FnOnce() -> Result<T, RedisError>,
+) -> Result<(), RedisError> {
+    if slot.is_some() {
+        return Err(RedisError::String(format!(
+            "ERR {name} given more than once"
+        )));
+    }
+    *slot = Some(value()?);
+    Ok(())
+}

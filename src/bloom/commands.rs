@@ -26,7 +26,7 @@
 use super::chain::Chain;
 use super::codec;
 use super::filter::Layout;
-use crate::args::{is_keyword, parse_f64, parse_i64};
+use crate::args::{is_keyword, parse_f64, parse_i64, set_once, Args};
 use crate::config::{bf_defaults, bf_layout, check_item_count, memory_limit, MAX_EXPANSION};
 use crate::ffi::reply_ordered_map;
 use crate::hashing::{hash_item, ItemHash};
@@ -104,7 +104,7 @@ impl Create {
     }
 }
 
-fn parse_rate(arg: &RedisString) -> Result<f64, RedisError> {
+fn parse_bf_rate(arg: &RedisString) -> Result<f64, RedisError> {
     let rate = parse_f64(arg).ok_or(RedisError::Str("ERR bad error rate"))?;
     if rate <= 0.0 || rate >= 1.0 {
         return Err(RedisError::Str("ERR (0 < error rate range < 1)"));
@@ -120,8 +120,7 @@ fn parse_capacity(arg: &RedisString) -> Result<u64, RedisError> {
     Ok(capacity as u64)
 }
 
-fn parse_expansion(arg: Option<&RedisString>) -> Result<u32, RedisError> {
-    let arg = arg.ok_or(RedisError::Str("ERR no expansion"))?;
+fn parse_expansion(arg: &RedisString) -> Result<u32, RedisError> {
     let expansion = parse_i64(arg).ok_or(RedisError::Str("ERR bad expansion"))?;
     if !(0..=MAX_EXPANSION).contains(&expansion) {
         return Err(RedisError::String(format!(
@@ -144,18 +143,78 @@ fn unknown_argument(arg: &RedisString) -> RedisError {
     RedisError::String(format!("ERR unknown argument '{text}'"))
 }
 
-fn duplicate(option: &str) -> RedisError {
-    RedisError::String(format!("ERR {option} given more than once"))
-}
-
 const NONSCALING_EXPANSION: &str = "ERR nonscaling filters cannot expand";
 
-fn parse_layout(arg: Option<&RedisString>) -> Result<Layout, RedisError> {
-    let arg = arg.ok_or(RedisError::Str("ERR no layout"))?;
+fn parse_layout(arg: &RedisString) -> Result<Layout, RedisError> {
     [Layout::Standard, Layout::Blocked]
         .into_iter()
         .find(|l| is_keyword(arg, l.name()))
         .ok_or(RedisError::Str("ERR LAYOUT must be standard or blocked"))
+}
+
+/// The options of `BF.RESERVE` (`EXPANSION`, `NONSCALING`, `LAYOUT`) and `BF.INSERT` (those,
+/// `CAPACITY`, `ERROR`, `NOCREATE`, then `ITEMS`), each at most once.
+#[derive(Default)]
+struct Options {
+    capacity: Option<u64>,
+    rate: Option<f64>,
+    expansion: Option<u32>,
+    layout: Option<Layout>,
+    nocreate: Option<()>,
+    nonscaling: Option<()>,
+}
+
+impl Options {
+    /// Parses options until the end, or for `BF.INSERT` (`insert`) until `ITEMS`, which
+    /// leaves `args` at the items: true if `ITEMS` was found.
+    fn parse(&mut self, args: &mut Args, insert: bool) -> Result<bool, RedisError> {
+        while let Some(arg) = args.next() {
+            let is = |keyword| is_keyword(arg, keyword);
+            if insert && is("ITEMS") {
+                return Ok(true);
+            } else if is("LAYOUT") {
+                set_once(&mut self.layout, "LAYOUT", || {
+                    parse_layout(args.value("ERR no layout")?)
+                })?;
+            } else if insert && is("CAPACITY") {
+                set_once(&mut self.capacity, "CAPACITY", || {
+                    parse_capacity(args.value("ERR bad capacity")?)
+                })?;
+            } else if insert && is("ERROR") {
+                set_once(&mut self.rate, "ERROR", || {
+                    parse_bf_rate(args.value("ERR bad error rate")?)
+                })?;
+            } else if is("EXPANSION") {
+                set_once(&mut self.expansion, "EXPANSION", || {
+                    parse_expansion(args.value("ERR no expansion")?)
+                })?;
+            } else if insert && is("NOCREATE") {
+                set_once(&mut self.nocreate, "NOCREATE", || Ok(()))?;
+            } else if is("NONSCALING") {
+                set_once(&mut self.nonscaling, "NONSCALING", || Ok(()))?;
+            } else {
+                return Err(unknown_argument(arg));
+            }
+        }
+        Ok(false)
+    }
+
+    /// How to create a filter: these options over the module defaults.
+    fn create(&self) -> Result<Create, RedisError> {
+        if self.nonscaling.is_some() && self.expansion.is_some() {
+            return Err(RedisError::Str(NONSCALING_EXPANSION));
+        }
+        let defaults = Create::defaults();
+        Ok(Create {
+            rate: self.rate.unwrap_or(defaults.rate),
+            capacity: self.capacity.unwrap_or(defaults.capacity),
+            expansion: match self.nonscaling {
+                Some(()) => 0,
+                None => self.expansion.unwrap_or(defaults.expansion),
+            },
+            layout: self.layout.unwrap_or(defaults.layout),
+        })
+    }
 }
 
 /// `BF.RESERVE key error_rate capacity [EXPANSION n] [NONSCALING] [LAYOUT standard|blocked]`
@@ -163,47 +222,13 @@ pub fn reserve(ctx: &Context, args: &[RedisString]) -> RedisResult {
     if args.len() < 4 {
         return Err(RedisError::WrongArity);
     }
-    let rate = parse_rate(&args[2])?;
-    let capacity = parse_capacity(&args[3])?;
-    let (mut expansion, mut nonscaling, mut layout) = (None, false, None);
-    let mut i = 4;
-    while i < args.len() {
-        if is_keyword(&args[i], "LAYOUT") {
-            if layout.is_some() {
-                return Err(duplicate("LAYOUT"));
-            }
-            layout = Some(parse_layout(args.get(i + 1))?);
-            i += 2;
-        } else if is_keyword(&args[i], "EXPANSION") {
-            if expansion.is_some() {
-                return Err(duplicate("EXPANSION"));
-            }
-            expansion = Some(parse_expansion(args.get(i + 1))?);
-            i += 2;
-        } else if is_keyword(&args[i], "NONSCALING") {
-            if nonscaling {
-                return Err(duplicate("NONSCALING"));
-            }
-            nonscaling = true;
-            i += 1;
-        } else {
-            return Err(unknown_argument(&args[i]));
-        }
-    }
-    if nonscaling && expansion.is_some() {
-        return Err(RedisError::Str(NONSCALING_EXPANSION));
-    }
-    let defaults = Create::defaults();
-    let create = Create {
-        rate,
-        capacity,
-        expansion: if nonscaling {
-            0
-        } else {
-            expansion.unwrap_or(defaults.expansion)
-        },
-        layout: layout.unwrap_or(defaults.layout),
+    let mut options = Options {
+        rate: Some(parse_bf_rate(&args[2])?),
+        capacity: Some(parse_capacity(&args[3])?),
+        ..Options::default()
     };
+    options.parse(&mut Args::new(&args[4..]), false)?;
+    let create = options.create()?;
     let key = ctx.open_key_writable(&args[1]);
     if write::<Chain>(&key)?.is_some() {
         return Err(RedisError::Str(ITEM_EXISTS));
@@ -259,80 +284,18 @@ pub fn insert(ctx: &Context, args: &[RedisString]) -> RedisResult {
     if args.len() < 4 {
         return Err(RedisError::WrongArity);
     }
-    let defaults = Create::defaults();
-    let (mut capacity, mut rate, mut expansion, mut layout) = (None, None, None, None);
-    let (mut nocreate, mut nonscaling, mut items_at) = (false, false, None);
-    let mut i = 2;
-    while i < args.len() {
-        let arg = &args[i];
-        if is_keyword(arg, "ITEMS") {
-            items_at = Some(i + 1);
-            break;
-        } else if is_keyword(arg, "LAYOUT") {
-            if layout.is_some() {
-                return Err(duplicate("LAYOUT"));
-            }
-            layout = Some(parse_layout(args.get(i + 1))?);
-            i += 2;
-        } else if is_keyword(arg, "CAPACITY") {
-            if capacity.is_some() {
-                return Err(duplicate("CAPACITY"));
-            }
-            let value = args.get(i + 1).ok_or(RedisError::Str("ERR bad capacity"))?;
-            capacity = Some(parse_capacity(value)?);
-            i += 2;
-        } else if is_keyword(arg, "ERROR") {
-            if rate.is_some() {
-                return Err(duplicate("ERROR"));
-            }
-            let value = args
-                .get(i + 1)
-                .ok_or(RedisError::Str("ERR bad error rate"))?;
-            rate = Some(parse_rate(value)?);
-            i += 2;
-        } else if is_keyword(arg, "EXPANSION") {
-            if expansion.is_some() {
-                return Err(duplicate("EXPANSION"));
-            }
-            expansion = Some(parse_expansion(args.get(i + 1))?);
-            i += 2;
-        } else if is_keyword(arg, "NOCREATE") {
-            if nocreate {
-                return Err(duplicate("NOCREATE"));
-            }
-            nocreate = true;
-            i += 1;
-        } else if is_keyword(arg, "NONSCALING") {
-            if nonscaling {
-                return Err(duplicate("NONSCALING"));
-            }
-            nonscaling = true;
-            i += 1;
-        } else {
-            return Err(unknown_argument(arg));
-        }
-    }
-    let items = match items_at {
-        Some(at) if at < args.len() => &args[at..],
+    let mut options = Options::default();
+    let mut rest = Args::new(&args[2..]);
+    let items = match options.parse(&mut rest, true)? {
+        true if !rest.rest().is_empty() => rest.rest(),
         _ => {
             return Err(RedisError::Str(
                 "ERR ITEMS and at least one item are required",
             ))
         }
     };
-    if nonscaling && expansion.is_some() {
-        return Err(RedisError::Str(NONSCALING_EXPANSION));
-    }
-    let create = (!nocreate).then(|| Create {
-        rate: rate.unwrap_or(defaults.rate),
-        capacity: capacity.unwrap_or(defaults.capacity),
-        expansion: if nonscaling {
-            0
-        } else {
-            expansion.unwrap_or(defaults.expansion)
-        },
-        layout: layout.unwrap_or(defaults.layout),
-    });
+    let create = options.create()?;
+    let create = options.nocreate.is_none().then_some(create);
     add_items(ctx, c"bf.insert", &args[1], items, create, true)
 }
 
