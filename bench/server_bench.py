@@ -21,8 +21,8 @@ PFADD/PFCOUNT are built into Redis and skip that API, so their rows are informat
 choosing between the two, not goals. DRAM_FLOOR=bench/floor's dram_floor program gives what the
 memory system allows for the 0.001 / 200M batches (same array size, same reads per item).
 
-A side whose command fails (for instance "ERR not implemented yet" while the commands are being
-written) is shown as an error cell; the rest still runs. Prints a markdown table and writes it
+A side whose command fails (a peer module without the command) is shown as an error cell; the
+rest still runs. Prints a markdown table and writes it
 to bench/results/. Knobs (environment): BENCH_ROUNDS (default 5), BENCH_SECONDS (target length
 of one redis-benchmark run, default 1.5), BENCH_OUT (file to write instead of the dated one).
 Only servers this script started are contacted or stopped.

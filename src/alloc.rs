@@ -28,33 +28,51 @@ fn redis_side<F>(layout: Layout, function: Option<F>) -> Option<F> {
     }
 }
 
+// SAFETY: every block comes from, and returns to, one allocator chosen by its layout alone
+// (`redis_side`), and Redis's malloc family honours GlobalAlloc's contract for alignments up
+// to MALLOC_ALIGN (the others go to System).
 unsafe impl GlobalAlloc for ModuleAlloc {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        match redis_side(layout, raw::RedisModule_Alloc) {
-            Some(alloc) => alloc(layout.size()).cast(),
-            None => System.alloc(layout),
+        // SAFETY: the API table's function pointers are written once, in RedisModule_Init,
+        // before any allocation of the module's; the caller upholds GlobalAlloc::alloc's
+        // contract, which is also malloc's.
+        unsafe {
+            match redis_side(layout, raw::RedisModule_Alloc) {
+                Some(alloc) => alloc(layout.size()).cast(),
+                None => System.alloc(layout),
+            }
         }
     }
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
         // Calloc lets jemalloc hand out fresh zero pages for large filters instead of memset.
-        match redis_side(layout, raw::RedisModule_Calloc) {
-            Some(calloc) => calloc(1, layout.size()).cast(),
-            None => System.alloc_zeroed(layout),
+        // SAFETY: as in `alloc`.
+        unsafe {
+            match redis_side(layout, raw::RedisModule_Calloc) {
+                Some(calloc) => calloc(1, layout.size()).cast(),
+                None => System.alloc_zeroed(layout),
+            }
         }
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        match redis_side(layout, raw::RedisModule_Free) {
-            Some(free) => free(ptr.cast()),
-            None => System.dealloc(ptr, layout),
+        // SAFETY: `ptr` came from `alloc` with this layout, so from the same side.
+        unsafe {
+            match redis_side(layout, raw::RedisModule_Free) {
+                Some(free) => free(ptr.cast()),
+                None => System.dealloc(ptr, layout),
+            }
         }
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        match redis_side(layout, raw::RedisModule_Realloc) {
-            Some(realloc) => realloc(ptr.cast(), new_size).cast(),
-            None => System.realloc(ptr, layout, new_size),
+        // SAFETY: `ptr` came from `alloc` with this layout, so from the same side; the
+        // alignment does not change.
+        unsafe {
+            match redis_side(layout, raw::RedisModule_Realloc) {
+                Some(realloc) => realloc(ptr.cast(), new_size).cast(),
+                None => System.realloc(ptr, layout, new_size),
+            }
         }
     }
 }

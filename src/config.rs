@@ -175,8 +175,10 @@ pub fn check_item_count(ctx: &Context, items: usize) -> Result<(), RedisError> {
 /// `io` must be the handle Redis passed to the running `rdb_load` (Redis frees the context
 /// this creates after the callback).
 pub unsafe fn load_memory_limit(io: *mut raw::RedisModuleIO) -> u64 {
-    match raw::RedisModule_GetContextFromIO {
-        Some(get) => memory_limit(&Context::new(get(io))),
+    // SAFETY: a read of a function pointer Redis sets once at load.
+    match unsafe { raw::RedisModule_GetContextFromIO } {
+        // SAFETY: `io` is the live handle of the running callback (the caller's contract).
+        Some(get) => memory_limit(&Context::new(unsafe { get(io) })),
         None => max_memory_per_key(),
     }
 }

@@ -25,6 +25,15 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 compile_error!("lcbloom must be built with panic = \"unwind\" (see the release profile)");
 
 /// Runs a command handler, turning a panic into an error reply.
+///
+/// What a caught panic leaves behind: unwinding drops the handler's locals, so no memory
+/// leaks and open keys close. A write that panicked after changing a value leaves the value as
+/// it was at the panic: a valid value (the cores change it through safe code only, so every
+/// invariant the type relies on for memory safety holds), possibly with part of the command
+/// applied, that was neither replicated nor propagated nor notified, and whose bytes the
+/// `INFO lcbloom` tally may not yet count. A replica or an AOF replay may therefore differ
+/// from the master for that key until it is rewritten; the warning in the log names the panic.
+/// Dropping the value instead would lose acknowledged data, so it stays.
 pub fn guard(ctx: &Context, args: &[RedisString], handler: Handler) -> RedisResult {
     match catch_unwind(AssertUnwindSafe(|| handler(ctx, args))) {
         Ok(result) => result,

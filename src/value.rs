@@ -112,7 +112,9 @@ unsafe extern "C" fn rdb_load<T: StoredValue>(
             return null_mut();
         }
         // `max-memory-per-key` binds RESTORE, not the server's own files (config::memory_limit).
-        match T::rdb_load(rdb, load_memory_limit(rdb)) {
+        // SAFETY: `rdb` is the handle Redis passed to this rdb_load.
+        let limit = unsafe { load_memory_limit(rdb) };
+        match T::rdb_load(rdb, limit) {
             Ok(v) if !raw::is_io_error(rdb) => {
                 note_loaded_size(T::NAME, v.memory_bytes());
                 into_redis(v)
@@ -137,7 +139,8 @@ unsafe extern "C" fn aof_rewrite<T: StoredValue>(
     v: *mut c_void,
 ) {
     guard_callback("aof_rewrite", (), || {
-        let Some(emit) = raw::RedisModule_EmitAOF else {
+        // SAFETY: a read of a function pointer Redis sets once at load.
+        let Some(emit) = (unsafe { raw::RedisModule_EmitAOF }) else {
             return;
         };
         let command = T::AOF_COMMAND.as_ptr();
@@ -176,25 +179,30 @@ unsafe extern "C" fn effort<T: StoredValue>(
     _key: *mut raw::RedisModuleString,
     v: *const c_void,
 ) -> usize {
-    // SAFETY: Redis passes a value of this type.
     guard_callback("free_effort", 0, || {
-        free_effort(unsafe { value::<T>(v) }.memory_bytes())
+        // SAFETY: Redis passes a value of this type.
+        let v = unsafe { value::<T>(v) };
+        free_effort(v.memory_bytes())
     })
 }
 
 unsafe extern "C" fn mem_usage<T: StoredValue>(v: *const c_void) -> usize {
-    // SAFETY: Redis passes a value of this type.
     guard_callback("mem_usage", 0, || {
-        unsafe { value::<T>(v) }.memory_bytes() as usize
+        // SAFETY: Redis passes a value of this type.
+        let v = unsafe { value::<T>(v) };
+        v.memory_bytes() as usize
     })
 }
 
 unsafe extern "C" fn digest<T: StoredValue>(md: *mut raw::RedisModuleDigest, v: *mut c_void) {
     guard_callback("digest", (), || {
-        let (Some(add), Some(end)) = (
-            raw::RedisModule_DigestAddStringBuffer,
-            raw::RedisModule_DigestEndSequence,
-        ) else {
+        // SAFETY: reads of function pointers Redis sets once at load.
+        let (Some(add), Some(end)) = (unsafe {
+            (
+                raw::RedisModule_DigestAddStringBuffer,
+                raw::RedisModule_DigestEndSequence,
+            )
+        }) else {
             return;
         };
         // SAFETY: Redis passes a value of this type; the digest handle is live for the call

@@ -60,6 +60,10 @@ use bitvec::prelude::{BitVec, Lsb0};
 /// α² of the sizing rule (the paper's choice that reproduces its Table II).
 pub const ALPHA_SQUARED: f64 = 5.0;
 /// Largest exact set, whatever the bitmap size (see "Exact mode").
+///
+/// Warning: part of the encoding. Saved exact sets may hold this many hashes and the decoder
+/// refuses more, so lowering it makes saved counters (RDB, AOF, DUMP) fail to load; raising it
+/// changes which counts are exact. Change it only with a new encoding version.
 pub const EXACT_MAX: u64 = 8192;
 /// Bitmap mode with fewer zero bits than this is reported as saturated.
 pub const SATURATION_ZEROS: u64 = 10;

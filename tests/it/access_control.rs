@@ -381,7 +381,7 @@ fn command_info_and_getkeysandflags_match_the_table() {
     }
 }
 
-/// The user of issue 13: may read every key, write none, run every command.
+/// A read-only user: may read every key, write none, run every command.
 #[test]
 fn a_read_only_key_permission_runs_every_read_and_no_write() {
     let server = Server::start();
