@@ -6,6 +6,7 @@ pub mod args;
 pub mod bloom;
 pub mod command_info;
 pub mod config;
+pub mod errors;
 pub mod ffi;
 pub mod hashing;
 pub mod lc;

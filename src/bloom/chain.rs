@@ -80,22 +80,25 @@ pub enum ChainError {
     OutOfMemory,
 }
 
-impl ChainError {
-    /// The error reply clients see.
-    pub fn message(&self) -> String {
+/// The reply text without `ERR ` (`errors.rs` adds it).
+impl std::fmt::Display for ChainError {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
         match self {
-            ChainError::Full => "ERR non scaling filter is full".to_string(),
-            ChainError::TooLarge { needed, limit } => format!(
-                "ERR filter would use {needed} bytes, more than max-memory-per-key ({limit} bytes)"
+            ChainError::Full => write!(f, "non scaling filter is full"),
+            ChainError::TooLarge { needed, limit } => write!(
+                f,
+                "filter would use {needed} bytes, more than max-memory-per-key ({limit} bytes)"
             ),
-            ChainError::ErrorRate => {
-                format!("ERR error rate too small (a filter's error rate must be at least {MIN_ERROR_RATE:e})")
-            }
-            ChainError::CannotScale => format!(
-                "ERR filter cannot scale further: a new sub-filter's error rate would be below {MIN_ERROR_RATE:e}"
+            ChainError::ErrorRate => write!(
+                f,
+                "error rate too small (a filter's error rate must be at least {MIN_ERROR_RATE:e})"
             ),
-            ChainError::Overflow => "ERR filter too large (capacity overflows)".to_string(),
-            ChainError::OutOfMemory => "ERR insufficient memory to create filter".to_string(),
+            ChainError::CannotScale => write!(
+                f,
+                "filter cannot scale further: a new sub-filter's error rate would be below {MIN_ERROR_RATE:e}"
+            ),
+            ChainError::Overflow => write!(f, "filter too large (capacity overflows)"),
+            ChainError::OutOfMemory => write!(f, "insufficient memory to create filter"),
         }
     }
 }
@@ -562,7 +565,7 @@ mod tests {
     fn memory_limit_refuses_creation_and_growth() {
         let err = Chain::new(0.001, 1_000_000_000, 0, GIB).unwrap_err();
         assert!(matches!(err, ChainError::TooLarge { needed, .. } if needed > GIB));
-        assert!(err.message().starts_with("ERR "));
+        assert!(err.to_string().starts_with("filter would use "));
         let mut c = Chain::new(0.01, 100, 4, 2_000).unwrap();
         let mut refused = None;
         for i in 0..10_000 {

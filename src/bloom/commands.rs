@@ -28,14 +28,13 @@ use super::codec;
 use super::filter::Layout;
 use crate::args::{is_keyword, parse_f64, parse_i64, set_once, Args};
 use crate::config::{bf_defaults, bf_layout, check_item_count, memory_limit, MAX_EXPANSION};
+use crate::errors::{CHUNK_LENGTH, ITEM_EXISTS, NOT_FOUND};
 use crate::ffi::reply_ordered_map;
 use crate::hashing::{hash_item, ItemHash};
 use crate::value::{finish_write, modify, read, store, write, Applied};
 use redis_module::{raw, Context, ContextFlags, RedisError, RedisResult, RedisString, RedisValue};
 use std::ffi::CStr;
 
-const NOT_FOUND: &str = "ERR not found";
-const ITEM_EXISTS: &str = "ERR item exists";
 const BAD_ITERATOR: &str = "ERR Second argument must be numeric";
 
 /// How to create a filter.
@@ -60,8 +59,13 @@ impl Create {
     }
 
     fn build(&self, limit: u64) -> Result<Chain, RedisError> {
-        Chain::with_layout(self.layout, self.rate, self.capacity, self.expansion, limit)
-            .map_err(|e| RedisError::String(e.message()))
+        Ok(Chain::with_layout(
+            self.layout,
+            self.rate,
+            self.capacity,
+            self.expansion,
+            limit,
+        )?)
     }
 
     /// The parameters as text: rate (Rust prints the shortest text that parses back to the
@@ -322,7 +326,6 @@ fn add_items(
             (store(&key, create.build(limit)?)?, limit, Some(create))
         }
     };
-    let error = |e: super::chain::ChainError| RedisError::String(e.message());
     if !multi {
         // BF.ADD: one item, no batch buffers.
         let result = modify(chain, |c| c.add(&hash_item(items[0].as_slice()), limit));
@@ -336,7 +339,7 @@ fn add_items(
             matches!(result, Ok(true)),
             created,
         );
-        return result.map(RedisValue::Bool).map_err(error);
+        return Ok(RedisValue::Bool(result?));
     }
     // Hash everything first so that the chain can prefetch ahead of its probes.
     let hashes: Vec<ItemHash> = items.iter().map(|i| hash_item(i.as_slice())).collect();
@@ -349,7 +352,7 @@ fn add_items(
     for result in results {
         match result {
             Ok(added) => raw::reply_with_bool(ctx.ctx, added.into()),
-            Err(e) => ctx.reply_error_string(&e.message()),
+            Err(e) => ctx.reply_error_string(&format!("ERR {e}")),
         };
     }
     Ok(RedisValue::NoReply)
@@ -545,12 +548,9 @@ pub fn loadchunk(ctx: &Context, args: &[RedisString]) -> RedisResult {
         store(&key, header.into_chain().map_err(codec_error)?)?;
     } else {
         let chain = existing.ok_or(RedisError::Str(NOT_FOUND))?;
-        let offset =
-            (iterator as u64 - 1)
-                .checked_sub(data.len() as u64)
-                .ok_or(RedisError::Str(
-                    "ERR invalid chunk: iterator and length do not match",
-                ))?;
+        let offset = (iterator as u64 - 1)
+            .checked_sub(data.len() as u64)
+            .ok_or(RedisError::Str(CHUNK_LENGTH))?;
         codec::write_data(chain, offset, data).map_err(codec_error)?;
     }
     finish_write(ctx, c"bf.loadchunk", &args[1], Applied::Whole);

@@ -61,7 +61,7 @@ impl StoredValue for Chain {
     }
 
     fn try_copy(&self) -> Result<Self, String> {
-        self.try_clone().map_err(|e| e.message())
+        self.try_clone().map_err(|e| e.to_string())
     }
 
     fn rdb_load(rdb: *mut raw::RedisModuleIO, limit: u64) -> Result<Chain, String> {

@@ -20,6 +20,7 @@ pub struct Words {
 
 // SAFETY: Words owns its block exclusively, like Box<[u64]>.
 unsafe impl Send for Words {}
+// SAFETY: shared access is read-only (`Deref`), writes need `&mut`, like Box<[u64]>.
 unsafe impl Sync for Words {}
 
 impl Words {

@@ -14,15 +14,12 @@ use super::codec;
 use super::counter::{Counter, LcError};
 use crate::args::{parse_in_range, parse_rate};
 use crate::config::{check_item_count, lc_defaults, memory_limit, MAX_CAPACITY};
+use crate::errors::{CHUNK_LENGTH, ITEM_EXISTS, NOT_FOUND};
 use crate::ffi::reply_ordered_map;
 use crate::value::{finish_write, modify, read, store, write, Applied};
 use redis_module::{key::RedisKey, Context, RedisError, RedisResult, RedisString, RedisValue};
 
 const OK: RedisResult = Ok(RedisValue::SimpleStringStatic("OK"));
-
-fn core_error(e: LcError) -> RedisError {
-    RedisError::String(format!("ERR {e}"))
-}
 
 /// `LC.RESERVE key error_rate capacity`
 pub fn reserve(ctx: &Context, args: &[RedisString]) -> RedisResult {
@@ -41,9 +38,9 @@ pub fn reserve(ctx: &Context, args: &[RedisString]) -> RedisResult {
     )? as u64;
     let key = ctx.open_key_writable(key_name);
     if write::<Counter>(&key)?.is_some() {
-        return Err(RedisError::Str("ERR item exists"));
+        return Err(RedisError::Str(ITEM_EXISTS));
     }
-    let counter = Counter::reserve(rate, capacity, memory_limit(ctx)).map_err(core_error)?;
+    let counter = Counter::reserve(rate, capacity, memory_limit(ctx))?;
     store(&key, counter)?;
     finish_write(ctx, c"lc.reserve", key_name, Applied::Whole);
     OK
@@ -78,8 +75,7 @@ pub fn add(ctx: &Context, args: &[RedisString]) -> RedisResult {
         Some(counter) => (counter, None),
         None => {
             let (rate, capacity) = lc_defaults();
-            let counter =
-                Counter::reserve(rate, capacity, memory_limit(ctx)).map_err(core_error)?;
+            let counter = Counter::reserve(rate, capacity, memory_limit(ctx))?;
             (store(&key, counter)?, Some((rate, capacity)))
         }
     };
@@ -127,7 +123,7 @@ pub fn add(ctx: &Context, args: &[RedisString]) -> RedisResult {
     };
     finish_write(ctx, c"lc.add", key_name, applied);
     match error {
-        Some(e) => Err(core_error(e)),
+        Some(e) => Err(e.into()),
         None => Ok(RedisValue::Integer(changed)),
     }
 }
@@ -167,7 +163,7 @@ pub fn count(ctx: &Context, args: &[RedisString]) -> RedisResult {
         .map(|k| ctx.open_key(k))
         .collect();
     let counters = read_counters(&keys)?;
-    let n = Counter::union_count(&counters).map_err(core_error)?;
+    let n = Counter::union_count(&counters)?;
     Ok(RedisValue::Integer(n as i64))
 }
 
@@ -197,14 +193,14 @@ pub fn merge(ctx: &Context, args: &[RedisString]) -> RedisResult {
             return OK;
         };
         for source in &sources {
-            union.absorb(source).map_err(core_error)?;
+            union.absorb(source)?;
         }
         store(&dest_key, union)?;
         finish_write(ctx, c"lc.merge", dest_name, Applied::Whole);
         return OK;
     };
     for source in &sources {
-        dest.check_absorbable(source).map_err(core_error)?;
+        dest.check_absorbable(source)?;
     }
     // Each source is absorbed whole or not at all (Counter::absorb_within); the limit binds
     // only the switch to the bitmap. A merge stopped part-way propagates as the merge of the
@@ -240,7 +236,7 @@ pub fn merge(ctx: &Context, args: &[RedisString]) -> RedisResult {
     };
     finish_write(ctx, c"lc.merge", dest_name, applied);
     match error {
-        Some(e) => Err(core_error(e)),
+        Some(e) => Err(e.into()),
         None => OK,
     }
 }
@@ -251,7 +247,7 @@ pub fn info(ctx: &Context, args: &[RedisString]) -> RedisResult {
         return Err(RedisError::WrongArity);
     };
     let key = ctx.open_key(key_name);
-    let counter = read::<Counter>(&key)?.ok_or(RedisError::Str("ERR not found"))?;
+    let counter = read::<Counter>(&key)?.ok_or(RedisError::Str(NOT_FOUND))?;
     let mode = if counter.is_exact() {
         "exact"
     } else {
@@ -290,7 +286,7 @@ pub fn loadchunk(ctx: &Context, args: &[RedisString]) -> RedisResult {
     };
     let key = ctx.open_key_writable(key_name);
     if write::<Counter>(&key)?.is_some() {
-        return Err(RedisError::Str("ERR item exists"));
+        return Err(RedisError::Str(ITEM_EXISTS));
     }
     let counter = codec::decode(payload.as_slice(), memory_limit(ctx))
         .map_err(|e| RedisError::String(format!("ERR invalid counter encoding: {e}")))?;
@@ -309,11 +305,9 @@ fn load_piece(
     let piece = piece.as_slice();
     let offset = (iterator - 1)
         .checked_sub(piece.len() as u64)
-        .ok_or(RedisError::Str(
-            "ERR invalid chunk: iterator and length do not match",
-        ))?;
+        .ok_or(RedisError::Str(CHUNK_LENGTH))?;
     let key = ctx.open_key_writable(key_name);
-    let counter = write::<Counter>(&key)?.ok_or(RedisError::Str("ERR not found"))?;
+    let counter = write::<Counter>(&key)?.ok_or(RedisError::Str(NOT_FOUND))?;
     codec::write_dense(counter, offset, piece)
         .map_err(|e| RedisError::String(format!("ERR invalid chunk: {e}")))?;
     finish_write(ctx, c"lc.loadchunk", key_name, Applied::Whole);

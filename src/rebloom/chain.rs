@@ -29,12 +29,12 @@ impl AddError {
     /// The error reply: RedisBloom's texts, and lcbloom's for its own limits.
     pub fn message(&self) -> String {
         match *self {
-            AddError::Full => ChainError::Full.message(),
+            AddError::Full => format!("ERR {}", ChainError::Full),
             AddError::CannotGrow => "ERR problem inserting into filter".to_string(),
             AddError::TooLarge { needed, limit } => {
-                ChainError::TooLarge { needed, limit }.message()
+                format!("ERR {}", ChainError::TooLarge { needed, limit })
             }
-            AddError::OutOfMemory => ChainError::OutOfMemory.message(),
+            AddError::OutOfMemory => format!("ERR {}", ChainError::OutOfMemory),
         }
     }
 }
