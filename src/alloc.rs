@@ -76,3 +76,20 @@ unsafe impl GlobalAlloc for ModuleAlloc {
         }
     }
 }
+
+/// `len` zero words, allocated zeroed (calloc: the fresh pages of a large bitmap are not
+/// touched, where `resize` would write every byte) and fallibly: None if the allocator refuses.
+pub fn zeroed_words(len: usize) -> Option<Vec<u64>> {
+    if len == 0 {
+        return Some(Vec::new());
+    }
+    let layout = Layout::array::<u64>(len).ok()?;
+    // SAFETY: the layout has a non-zero size.
+    let ptr = unsafe { std::alloc::alloc_zeroed(layout) }.cast::<u64>();
+    if ptr.is_null() {
+        return None;
+    }
+    // SAFETY: the global allocator made `ptr` with the layout of a Vec<u64> of capacity `len`,
+    // and its `len` zeroed words are initialised u64s.
+    Some(unsafe { Vec::from_raw_parts(ptr, len, len) })
+}

@@ -4,6 +4,7 @@
 pub mod alloc;
 pub mod args;
 pub mod bloom;
+pub mod chunks;
 pub mod command_info;
 pub mod config;
 pub mod errors;

@@ -51,8 +51,8 @@ use crate::hashing::HASH_SCHEME;
 pub const MAGIC: &[u8; 4] = b"LCBF";
 /// The newest encoding version (see "Versions" above).
 pub const ENCODING_VERSION: u8 = 2;
-/// Largest data chunk of `BF.SCANDUMP`, RDB and AOF (RedisBloom's limit too).
-pub const CHUNK_BYTES: u64 = 16 << 20;
+pub use crate::chunks::CHUNK_BYTES;
+use crate::chunks::{bytes_into_words, words_to_bytes};
 /// Most sub-filters a value may have (scaling stops near 200, see `chain.rs`).
 pub const MAX_FILTERS: u32 = 1024;
 const FIXED: usize = 32;
@@ -231,7 +231,7 @@ pub fn data_chunk(chain: &Chain, offset: u64) -> Option<Vec<u8>> {
         if fend > offset && start < end {
             let a = offset.max(start) - start;
             let b = end.min(fend) - start;
-            read_words(f.words(), a as usize, (b - a) as usize, &mut out);
+            words_to_bytes(f.words(), a as usize, (b - a) as usize, &mut out);
         }
         start = fend;
     }
@@ -257,7 +257,7 @@ pub fn write_data(chain: &mut Chain, offset: u64, bytes: &[u8]) -> Result<(), De
                 let src = &bytes[(a - offset) as usize..(b - offset) as usize];
                 let local = (a - start) as usize;
                 if write {
-                    write_words(f.words_mut(), local, src);
+                    bytes_into_words(f.words_mut(), local, src);
                 } else {
                     let pad = f.padding_mask().to_le_bytes();
                     let last_word = fbytes as usize - 8;
@@ -273,38 +273,6 @@ pub fn write_data(chain: &mut Chain, offset: u64, bytes: &[u8]) -> Result<(), De
         }
     }
     Ok(())
-}
-
-fn read_words(words: &[u64], start: usize, len: usize, out: &mut Vec<u8>) {
-    let (first, last) = (start / 8, (start + len - 1) / 8);
-    for (w, word) in words.iter().enumerate().take(last + 1).skip(first) {
-        let lo = if w == first { start % 8 } else { 0 };
-        let hi = if w == last {
-            (start + len - 1) % 8 + 1
-        } else {
-            8
-        };
-        out.extend_from_slice(&word.to_le_bytes()[lo..hi]);
-    }
-}
-
-fn write_words(words: &mut [u64], start: usize, src: &[u8]) {
-    let (mut pos, mut i) = (start, 0);
-    while i < src.len() {
-        if pos % 8 == 0 && src.len() - i >= 8 {
-            let mut word = [0u8; 8];
-            word.copy_from_slice(&src[i..i + 8]);
-            words[pos / 8] = u64::from_le_bytes(word);
-            pos += 8;
-            i += 8;
-        } else {
-            let shift = (pos % 8) * 8;
-            let w = &mut words[pos / 8];
-            *w = (*w & !(0xffu64 << shift)) | ((src[i] as u64) << shift);
-            pos += 1;
-            i += 1;
-        }
-    }
 }
 
 fn u64_at(bytes: &[u8], at: usize) -> u64 {

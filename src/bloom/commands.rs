@@ -27,6 +27,7 @@ use super::chain::Chain;
 use super::codec;
 use super::filter::Layout;
 use crate::args::{is_keyword, parse_f64, parse_i64, set_once, Args};
+use crate::chunks::{chunk_start, iterator_after};
 use crate::config::{bf_defaults, bf_layout, check_item_count, memory_limit, MAX_EXPANSION};
 use crate::errors::{CHUNK_LENGTH, ITEM_EXISTS, NOT_FOUND};
 use crate::ffi::reply_ordered_map;
@@ -520,7 +521,7 @@ pub fn scandump(ctx: &Context, args: &[RedisString]) -> RedisResult {
     let offset = iterator as u64 - 1;
     Ok(RedisValue::Array(match codec::data_chunk(chain, offset) {
         Some(chunk) => vec![
-            RedisValue::Integer(iterator + chunk.len() as i64),
+            RedisValue::Integer(iterator_after(offset + chunk.len() as u64) as i64),
             RedisValue::StringBuffer(chunk),
         ],
         None => vec![RedisValue::Integer(0), RedisValue::StringBuffer(Vec::new())],
@@ -548,9 +549,8 @@ pub fn loadchunk(ctx: &Context, args: &[RedisString]) -> RedisResult {
         store(&key, header.into_chain().map_err(codec_error)?)?;
     } else {
         let chain = existing.ok_or(RedisError::Str(NOT_FOUND))?;
-        let offset = (iterator as u64 - 1)
-            .checked_sub(data.len() as u64)
-            .ok_or(RedisError::Str(CHUNK_LENGTH))?;
+        let offset =
+            chunk_start(iterator as u64, data.len()).ok_or(RedisError::Str(CHUNK_LENGTH))?;
         codec::write_data(chain, offset, data).map_err(codec_error)?;
     }
     finish_write(ctx, c"bf.loadchunk", &args[1], Applied::Whole);

@@ -20,6 +20,7 @@
 use super::chain::Chain;
 use super::codec;
 use super::filter::Layout;
+use crate::chunks;
 use crate::stats::{self, Tally};
 use crate::value::{methods, StoredValue};
 use redis_module::{native_types::RedisType, raw};
@@ -34,7 +35,7 @@ fn for_each_part(chain: &Chain, mut emit: impl FnMut(u64, &[u8])) {
     let mut offset = 0u64;
     while let Some(chunk) = codec::data_chunk(chain, offset) {
         offset += chunk.len() as u64;
-        emit(offset + 1, &chunk);
+        emit(chunks::iterator_after(offset), &chunk);
     }
 }
 

@@ -57,8 +57,9 @@ use crate::hashing::HASH_SCHEME;
 use bitvec::prelude::{BitSlice, BitVec, Lsb0};
 
 pub const ENCODING_VERSION: u8 = 1;
-/// Largest `LC.LOADCHUNK` argument the AOF rewrite emits (the Bloom filter's chunk size too).
-pub const CHUNK_BYTES: u64 = 16 << 20;
+use crate::alloc::zeroed_words;
+pub use crate::chunks::CHUNK_BYTES;
+use crate::chunks::{bytes_into_words, words_to_bytes};
 
 const KIND_EXACT: u8 = 0;
 const KIND_DENSE: u8 = 1;
@@ -132,10 +133,9 @@ pub fn aof_parts(counter: &Counter, chunk_bytes: u64, mut emit: impl FnMut(Optio
     let mut offset = 0;
     while offset < dense {
         let end = (offset + chunk_bytes.max(1)).min(dense);
-        let piece: Vec<u8> = (offset..end)
-            .map(|i| (raw[(i / 8) as usize] >> ((i % 8) * 8)) as u8)
-            .collect();
-        emit(Some(end + 1), &piece);
+        let mut piece = Vec::with_capacity((end - offset) as usize);
+        words_to_bytes(raw, offset as usize, (end - offset) as usize, &mut piece);
+        emit(Some(crate::chunks::iterator_after(end)), &piece);
         offset = end;
     }
 }
@@ -218,26 +218,18 @@ pub fn decode(bytes: &[u8], max_bytes: u64) -> Result<Counter, DecodeError> {
 }
 
 fn read_bitmap(r: &mut Reader, kind: u8, m: u64) -> Result<BitVec<u64, Lsb0>, DecodeError> {
-    let words = m.div_ceil(64) as usize;
-    let mut raw: Vec<u64> = Vec::new();
-    raw.try_reserve_exact(words)
-        .map_err(|_| DecodeError("out of memory"))?;
+    let mut raw = zeroed_words(m.div_ceil(64) as usize).ok_or(DecodeError("out of memory"))?;
     if kind == KIND_DENSE {
         let len = m.div_ceil(8) as usize;
         let dense = r.take(len)?;
         if !m.is_multiple_of(8) && dense[len - 1] >> (m % 8) != 0 {
             return Err(DecodeError("padding bits set"));
         }
-        raw.extend(dense.chunks(8).map(|chunk| {
-            let mut word = [0u8; 8];
-            word[..chunk.len()].copy_from_slice(chunk);
-            u64::from_le_bytes(word)
-        }));
+        bytes_into_words(&mut raw, 0, dense);
         let mut bits = BitVec::from_vec(raw);
         bits.truncate(m as usize);
         return Ok(bits);
     }
-    raw.resize(words, 0);
     let mut bits = BitVec::from_vec(raw);
     bits.truncate(m as usize);
     // Listed positions get `listed`, the others the opposite; fill() leaves padding bits zero.

@@ -13,6 +13,7 @@
 use super::codec;
 use super::counter::{Counter, LcError};
 use crate::args::{parse_in_range, parse_rate};
+use crate::chunks::chunk_start;
 use crate::config::{check_item_count, lc_defaults, memory_limit, MAX_CAPACITY};
 use crate::errors::{CHUNK_LENGTH, ITEM_EXISTS, NOT_FOUND};
 use crate::ffi::reply_ordered_map;
@@ -303,9 +304,7 @@ fn load_piece(
 ) -> RedisResult {
     let iterator = parse_in_range(iterator, 1, i64::MAX, "ERR invalid chunk iterator")? as u64;
     let piece = piece.as_slice();
-    let offset = (iterator - 1)
-        .checked_sub(piece.len() as u64)
-        .ok_or(RedisError::Str(CHUNK_LENGTH))?;
+    let offset = chunk_start(iterator, piece.len()).ok_or(RedisError::Str(CHUNK_LENGTH))?;
     let key = ctx.open_key_writable(key_name);
     let counter = write::<Counter>(&key)?.ok_or(RedisError::Str(NOT_FOUND))?;
     codec::write_dense(counter, offset, piece)

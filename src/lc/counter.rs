@@ -54,6 +54,7 @@
 //! bit `p / d`: `⌊⌊h·d·m'/2^64⌋ / d⌋ = ⌊h·m'/2^64⌋`. Any other pair of sizes cannot be combined
 //! without inventing bits, and is refused (`LcError::IncompatibleSizes`).
 
+use crate::alloc::zeroed_words;
 use crate::hashing::{hash_item, reduce};
 use bitvec::prelude::{BitVec, Lsb0};
 
@@ -384,11 +385,7 @@ impl Counter {
             return Ok(());
         };
         self.check_bitmap_within(limit)?;
-        let words = self.m.div_ceil(64) as usize;
-        let mut raw: Vec<u64> = Vec::new();
-        raw.try_reserve_exact(words)
-            .map_err(|_| LcError::OutOfMemory)?;
-        raw.resize(words, 0);
+        let raw = zeroed_words(self.m.div_ceil(64) as usize).ok_or(LcError::OutOfMemory)?;
         let mut bits = BitVec::from_vec(raw);
         bits.truncate(self.m as usize);
         let mut zeros = self.m;
