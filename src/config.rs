@@ -162,9 +162,7 @@ pub fn note_loaded_size(what: &str, bytes: u64) {
 pub fn check_item_count(ctx: &Context, items: usize) -> Result<(), RedisError> {
     let limit = MAX_ITEMS_PER_COMMAND.load(Ordering::Relaxed) as u64;
     if items as u64 > limit && !rebuilding(ctx) {
-        return Err(RedisError::String(format!(
-            "ERR too many items in one command ({items}, more than max-items-per-command ({limit}))"
-        )));
+        return Err(crate::errors::too_many_items(items, limit));
     }
     Ok(())
 }

@@ -42,9 +42,7 @@ pub fn guard(ctx: &Context, args: &[RedisString], handler: Handler) -> RedisResu
                 "lcbloom: internal error in a command: {}",
                 panic_message(&panic)
             ));
-            Err(RedisError::Str(
-                "ERR lcbloom internal error (see the server log)",
-            ))
+            Err(RedisError::Str(crate::errors::INTERNAL))
         }
     }
 }

@@ -46,6 +46,7 @@
 
 use super::chain::{memory_bytes_for, Chain};
 use super::filter::{Filter, FilterParams, Layout};
+use crate::decode::DecodeError;
 use crate::hashing::HASH_SCHEME;
 
 pub const MAGIC: &[u8; 4] = b"LCBF";
@@ -57,10 +58,6 @@ use crate::chunks::{bytes_into_words, words_to_bytes};
 pub const MAX_FILTERS: u32 = 1024;
 const FIXED: usize = 32;
 const PER_FILTER: usize = 40;
-
-/// Why bytes were refused; the text is the error reply.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct DecodeError(pub &'static str);
 
 /// The validated header: what a chain is made of, without its bits.
 #[derive(Clone, Debug, PartialEq)]
@@ -89,12 +86,12 @@ impl Header {
     }
 }
 
-const BAD_DATA: DecodeError = DecodeError("ERR received bad data");
-const OUT_OF_MEMORY: DecodeError = DecodeError("ERR insufficient memory to load filter");
-const TOO_LARGE: DecodeError = DecodeError("ERR filter would exceed max-memory-per-key");
+const BAD_DATA: DecodeError = DecodeError("received bad data");
+const OUT_OF_MEMORY: DecodeError = DecodeError("insufficient memory to load filter");
+const TOO_LARGE: DecodeError = DecodeError("filter would exceed max-memory-per-key");
 const BAD_CHUNK: DecodeError =
-    DecodeError("ERR invalid chunk: offset and length must lie within the filter's data");
-const BAD_PADDING: DecodeError = DecodeError("ERR invalid chunk: sets bits past a filter's end");
+    DecodeError("invalid chunk: offset and length must lie within the filter's data");
+const BAD_PADDING: DecodeError = DecodeError("invalid chunk: sets bits past a filter's end");
 
 pub fn encode_header(chain: &Chain) -> Vec<u8> {
     let filters = chain.filters();

@@ -29,14 +29,16 @@ use super::filter::Layout;
 use crate::args::{is_keyword, parse_f64, parse_i64, set_once, Args};
 use crate::chunks::{chunk_start, iterator_after};
 use crate::config::{bf_defaults, bf_layout, check_item_count, memory_limit, MAX_EXPANSION};
-use crate::errors::{CHUNK_LENGTH, ITEM_EXISTS, NOT_FOUND};
+use crate::errors::{
+    expansion_range, unknown_argument, BAD_CAPACITY, BAD_ERROR_RATE, BAD_EXPANSION, BAD_INFO_FIELD,
+    BAD_ITERATOR, BAD_LAYOUT, CAPACITY_RANGE, CHUNK_LENGTH, ERROR_RATE_RANGE, ITEMS_REQUIRED,
+    ITEM_EXISTS, NONSCALING_EXPANSION, NOT_FOUND, NO_EXPANSION, NO_LAYOUT,
+};
 use crate::ffi::reply_ordered_map;
 use crate::hashing::{hash_item, ItemHash};
 use crate::value::{finish_write, modify, read, store, write, Applied};
 use redis_module::{raw, Context, ContextFlags, RedisError, RedisResult, RedisString, RedisValue};
 use std::ffi::CStr;
-
-const BAD_ITERATOR: &str = "ERR Second argument must be numeric";
 
 /// How to create a filter.
 #[derive(Clone, Copy)]
@@ -110,51 +112,34 @@ impl Create {
 }
 
 fn parse_bf_rate(arg: &RedisString) -> Result<f64, RedisError> {
-    let rate = parse_f64(arg).ok_or(RedisError::Str("ERR bad error rate"))?;
+    let rate = parse_f64(arg).ok_or(RedisError::Str(BAD_ERROR_RATE))?;
     if rate <= 0.0 || rate >= 1.0 {
-        return Err(RedisError::Str("ERR (0 < error rate range < 1)"));
+        return Err(RedisError::Str(ERROR_RATE_RANGE));
     }
     Ok(rate)
 }
 
 fn parse_capacity(arg: &RedisString) -> Result<u64, RedisError> {
-    let capacity = parse_i64(arg).ok_or(RedisError::Str("ERR bad capacity"))?;
+    let capacity = parse_i64(arg).ok_or(RedisError::Str(BAD_CAPACITY))?;
     if capacity <= 0 {
-        return Err(RedisError::Str("ERR (capacity should be larger than 0)"));
+        return Err(RedisError::Str(CAPACITY_RANGE));
     }
     Ok(capacity as u64)
 }
 
 fn parse_expansion(arg: &RedisString) -> Result<u32, RedisError> {
-    let expansion = parse_i64(arg).ok_or(RedisError::Str("ERR bad expansion"))?;
+    let expansion = parse_i64(arg).ok_or(RedisError::Str(BAD_EXPANSION))?;
     if !(0..=MAX_EXPANSION).contains(&expansion) {
-        return Err(RedisError::String(format!(
-            "ERR expansion must be between 0 (non-scaling) and {MAX_EXPANSION}"
-        )));
+        return Err(expansion_range(MAX_EXPANSION));
     }
     Ok(expansion as u32)
 }
-
-fn unknown_argument(arg: &RedisString) -> RedisError {
-    // Quoted as escaped ASCII: the reply's bytes reach the client as they are, and a client
-    // fails to parse an error line that is not valid UTF-8 (found by tests/it/hostile.rs).
-    let text: String = arg
-        .as_slice()
-        .iter()
-        .take(64)
-        .flat_map(|b| std::ascii::escape_default(*b))
-        .map(char::from)
-        .collect();
-    RedisError::String(format!("ERR unknown argument '{text}'"))
-}
-
-const NONSCALING_EXPANSION: &str = "ERR nonscaling filters cannot expand";
 
 fn parse_layout(arg: &RedisString) -> Result<Layout, RedisError> {
     [Layout::Standard, Layout::Blocked]
         .into_iter()
         .find(|l| is_keyword(arg, l.name()))
-        .ok_or(RedisError::Str("ERR LAYOUT must be standard or blocked"))
+        .ok_or(RedisError::Str(BAD_LAYOUT))
 }
 
 /// The options of `BF.RESERVE` (`EXPANSION`, `NONSCALING`, `LAYOUT`) and `BF.INSERT` (those,
@@ -179,26 +164,26 @@ impl Options {
                 return Ok(true);
             } else if is("LAYOUT") {
                 set_once(&mut self.layout, "LAYOUT", || {
-                    parse_layout(args.value("ERR no layout")?)
+                    parse_layout(args.value(NO_LAYOUT)?)
                 })?;
             } else if insert && is("CAPACITY") {
                 set_once(&mut self.capacity, "CAPACITY", || {
-                    parse_capacity(args.value("ERR bad capacity")?)
+                    parse_capacity(args.value(BAD_CAPACITY)?)
                 })?;
             } else if insert && is("ERROR") {
                 set_once(&mut self.rate, "ERROR", || {
-                    parse_bf_rate(args.value("ERR bad error rate")?)
+                    parse_bf_rate(args.value(BAD_ERROR_RATE)?)
                 })?;
             } else if is("EXPANSION") {
                 set_once(&mut self.expansion, "EXPANSION", || {
-                    parse_expansion(args.value("ERR no expansion")?)
+                    parse_expansion(args.value(NO_EXPANSION)?)
                 })?;
             } else if insert && is("NOCREATE") {
                 set_once(&mut self.nocreate, "NOCREATE", || Ok(()))?;
             } else if is("NONSCALING") {
                 set_once(&mut self.nonscaling, "NONSCALING", || Ok(()))?;
             } else {
-                return Err(unknown_argument(arg));
+                return Err(unknown_argument(arg.as_slice()));
             }
         }
         Ok(false)
@@ -293,11 +278,7 @@ pub fn insert(ctx: &Context, args: &[RedisString]) -> RedisResult {
     let mut rest = Args::new(&args[2..]);
     let items = match options.parse(&mut rest, true)? {
         true if !rest.rest().is_empty() => rest.rest(),
-        _ => {
-            return Err(RedisError::Str(
-                "ERR ITEMS and at least one item are required",
-            ))
-        }
+        _ => return Err(RedisError::Str(ITEMS_REQUIRED)),
     };
     let create = options.create()?;
     let create = options.nocreate.is_none().then_some(create);
@@ -352,9 +333,13 @@ fn add_items(
     raw::reply_with_array(ctx.ctx, results.len() as std::os::raw::c_long);
     for result in results {
         match result {
-            Ok(added) => raw::reply_with_bool(ctx.ctx, added.into()),
-            Err(e) => ctx.reply_error_string(&format!("ERR {e}")),
-        };
+            Ok(added) => {
+                raw::reply_with_bool(ctx.ctx, added.into());
+            }
+            Err(e) => {
+                ctx.reply(Err(e.into()));
+            }
+        }
     }
     Ok(RedisValue::NoReply)
 }
@@ -482,7 +467,7 @@ pub fn info(ctx: &Context, args: &[RedisString]) -> RedisResult {
         .into_iter()
         .chain([layout])
         .find(|(keyword, _, _)| is_keyword(which, keyword))
-        .ok_or(RedisError::Str("ERR Invalid information value"))?;
+        .ok_or(RedisError::Str(BAD_INFO_FIELD))?;
     // RedisBloom: a one-entry map in RESP3, a one-element array in RESP2.
     if ctx.get_flags().contains(ContextFlags::FLAGS_RESP3) {
         reply_ordered_map(ctx, vec![(name, value)])
@@ -540,18 +525,17 @@ pub fn loadchunk(ctx: &Context, args: &[RedisString]) -> RedisResult {
     let data = args[3].as_slice();
     let key = ctx.open_key_writable(&args[1]);
     let existing = write::<Chain>(&key)?;
-    let codec_error = |e: codec::DecodeError| RedisError::Str(e.0);
     if iterator == 1 {
         if existing.is_some() {
             return Err(RedisError::Str(ITEM_EXISTS));
         }
-        let header = codec::decode_header(data, memory_limit(ctx)).map_err(codec_error)?;
-        store(&key, header.into_chain().map_err(codec_error)?)?;
+        let header = codec::decode_header(data, memory_limit(ctx))?;
+        store(&key, header.into_chain()?)?;
     } else {
         let chain = existing.ok_or(RedisError::Str(NOT_FOUND))?;
         let offset =
             chunk_start(iterator as u64, data.len()).ok_or(RedisError::Str(CHUNK_LENGTH))?;
-        codec::write_data(chain, offset, data).map_err(codec_error)?;
+        codec::write_data(chain, offset, data)?;
     }
     finish_write(ctx, c"bf.loadchunk", &args[1], Applied::Whole);
     Ok(RedisValue::SimpleStringStatic("OK"))

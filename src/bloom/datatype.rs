@@ -67,9 +67,9 @@ impl StoredValue for Chain {
 
     fn rdb_load(rdb: *mut raw::RedisModuleIO, limit: u64) -> Result<Chain, String> {
         let header = raw::load_string_buffer(rdb).map_err(|_| "short read")?;
-        let header = codec::decode_header(header.as_ref(), limit).map_err(|e| e.0)?;
+        let header = codec::decode_header(header.as_ref(), limit).map_err(|e| e.to_string())?;
         let total = header.data_bytes();
-        let mut chain = header.into_chain().map_err(|e| e.0)?;
+        let mut chain = header.into_chain().map_err(|e| e.to_string())?;
         let mut offset = 0u64;
         while offset < total {
             let chunk = raw::load_string_buffer(rdb).map_err(|_| "short read")?;
@@ -77,7 +77,7 @@ impl StoredValue for Chain {
             if chunk.is_empty() || chunk.len() as u64 > codec::CHUNK_BYTES {
                 return Err("bad data chunk".into());
             }
-            codec::write_data(&mut chain, offset, chunk).map_err(|e| e.0)?;
+            codec::write_data(&mut chain, offset, chunk).map_err(|e| e.to_string())?;
             offset += chunk.len() as u64;
         }
         Ok(chain)

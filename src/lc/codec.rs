@@ -53,6 +53,7 @@
 //! 1 — the first format.
 
 use super::counter::{bitmap_bytes, exact_limit, Counter};
+use crate::decode::DecodeError;
 use crate::hashing::HASH_SCHEME;
 use bitvec::prelude::{BitSlice, BitVec, Lsb0};
 
@@ -65,16 +66,6 @@ const KIND_EXACT: u8 = 0;
 const KIND_DENSE: u8 = 1;
 const KIND_SET: u8 = 2;
 const KIND_ZEROS: u8 = 3;
-
-/// Why a byte string is not a valid counter.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct DecodeError(pub &'static str);
-
-impl std::fmt::Display for DecodeError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.0)
-    }
-}
 
 /// Version, scheme, kind, capacity, error rate and m: everything before the body.
 fn put_header(out: &mut Vec<u8>, kind: u8, counter: &Counter) {

@@ -15,7 +15,10 @@ use super::counter::{Counter, LcError};
 use crate::args::{parse_in_range, parse_rate};
 use crate::chunks::chunk_start;
 use crate::config::{check_item_count, lc_defaults, memory_limit, MAX_CAPACITY};
-use crate::errors::{CHUNK_LENGTH, ITEM_EXISTS, NOT_FOUND};
+use crate::errors::{
+    bad_counter_chunk, bad_counter_encoding, CHUNK_LENGTH, ITEM_EXISTS, LC_CAPACITY,
+    LC_CHUNK_ITERATOR, LC_ERROR_RATE, NOT_FOUND,
+};
 use crate::ffi::reply_ordered_map;
 use crate::value::{finish_write, modify, read, store, write, Applied};
 use redis_module::{key::RedisKey, Context, RedisError, RedisResult, RedisString, RedisValue};
@@ -27,16 +30,8 @@ pub fn reserve(ctx: &Context, args: &[RedisString]) -> RedisResult {
     let [_, key_name, rate, capacity] = args else {
         return Err(RedisError::WrongArity);
     };
-    let rate = parse_rate(
-        rate,
-        "ERR error rate must be a number strictly between 0 and 1",
-    )?;
-    let capacity = parse_in_range(
-        capacity,
-        1,
-        MAX_CAPACITY,
-        "ERR capacity must be an integer between 1 and 2^50",
-    )? as u64;
+    let rate = parse_rate(rate, LC_ERROR_RATE)?;
+    let capacity = parse_in_range(capacity, 1, MAX_CAPACITY, LC_CAPACITY)? as u64;
     let key = ctx.open_key_writable(key_name);
     if write::<Counter>(&key)?.is_some() {
         return Err(RedisError::Str(ITEM_EXISTS));
@@ -289,8 +284,8 @@ pub fn loadchunk(ctx: &Context, args: &[RedisString]) -> RedisResult {
     if write::<Counter>(&key)?.is_some() {
         return Err(RedisError::Str(ITEM_EXISTS));
     }
-    let counter = codec::decode(payload.as_slice(), memory_limit(ctx))
-        .map_err(|e| RedisError::String(format!("ERR invalid counter encoding: {e}")))?;
+    let counter =
+        codec::decode(payload.as_slice(), memory_limit(ctx)).map_err(bad_counter_encoding)?;
     store(&key, counter)?;
     finish_write(ctx, c"lc.loadchunk", key_name, Applied::Whole);
     OK
@@ -302,13 +297,12 @@ fn load_piece(
     iterator: &RedisString,
     piece: &RedisString,
 ) -> RedisResult {
-    let iterator = parse_in_range(iterator, 1, i64::MAX, "ERR invalid chunk iterator")? as u64;
+    let iterator = parse_in_range(iterator, 1, i64::MAX, LC_CHUNK_ITERATOR)? as u64;
     let piece = piece.as_slice();
     let offset = chunk_start(iterator, piece.len()).ok_or(RedisError::Str(CHUNK_LENGTH))?;
     let key = ctx.open_key_writable(key_name);
     let counter = write::<Counter>(&key)?.ok_or(RedisError::Str(NOT_FOUND))?;
-    codec::write_dense(counter, offset, piece)
-        .map_err(|e| RedisError::String(format!("ERR invalid chunk: {e}")))?;
+    codec::write_dense(counter, offset, piece).map_err(bad_counter_chunk)?;
     finish_write(ctx, c"lc.loadchunk", key_name, Applied::Whole);
     OK
 }

@@ -249,20 +249,20 @@ pub fn check_chain_fields(
 ) -> Result<(), DecodeError> {
     if links == 0 || links > MAX_LINKS as u64 {
         return Err(DecodeError(
-            "ERR bad RedisBloom data: number of filters out of range",
+            "bad RedisBloom data: number of filters out of range",
         ));
     }
     if options & !super::link::ALL_OPTIONS != 0 {
-        return Err(DecodeError("ERR bad RedisBloom data: unknown options"));
+        return Err(DecodeError("bad RedisBloom data: unknown options"));
     }
     if growth == 0 && options & NO_SCALING == 0 {
         return Err(DecodeError(
-            "ERR bad RedisBloom data: expansion 0 on a scaling filter",
+            "bad RedisBloom data: expansion 0 on a scaling filter",
         ));
     }
     if link_sizes() != Some(size) {
         return Err(DecodeError(
-            "ERR bad RedisBloom data: item count does not match the filters",
+            "bad RedisBloom data: item count does not match the filters",
         ));
     }
     Ok(())

@@ -22,7 +22,7 @@ const OP_EOF: u64 = 0;
 const OP_UINT: u64 = 2;
 const OP_DOUBLE: u64 = 4;
 const OP_STRING: u64 = 5;
-const BAD: DecodeError = DecodeError("ERR bad RedisBloom data: malformed DUMP value");
+const BAD: DecodeError = DecodeError("bad RedisBloom data: malformed DUMP value");
 
 /// The 64-bit module id Redis writes for a type `name` (9 characters) at `encver`.
 pub fn module_id(name: &str, encver: u32) -> u64 {
@@ -117,7 +117,7 @@ impl FieldReader for DumpReader<'_> {
                 let clen = self.length()?;
                 let ulen = self.length()?;
                 if ulen > max {
-                    return Err(DecodeError("ERR filter would exceed max-memory-per-key"));
+                    return Err(DecodeError("filter would exceed max-memory-per-key"));
                 }
                 lzf_decompress(self.take(clen)?, ulen)
             }
@@ -218,7 +218,7 @@ pub fn decode_value(value: &[u8], limit: u64) -> Result<RbChain, DecodeError> {
     let id = u64::from_be_bytes(r.take(8)?.try_into().expect("8 bytes"));
     if id & !0x3ff != module_id(TYPE_NAME, 0) {
         return Err(DecodeError(
-            "ERR bad RedisBloom data: not a RedisBloom Bloom filter",
+            "bad RedisBloom data: not a RedisBloom Bloom filter",
         ));
     }
     let chain = rdb::decode(&mut r, (id & 0x3ff) as u32, limit)?;

@@ -105,9 +105,7 @@ impl LinkParams {
     /// encver-0 data (and RedisBloom's re-saves of it) has that, and RedisBloom 2.8.2 loads it.
     pub fn validate(&self) -> Result<(), DecodeError> {
         if !(self.error > 0.0 && self.error < 1.0) {
-            return Err(DecodeError(
-                "ERR bad RedisBloom data: error rate out of range",
-            ));
+            return Err(DecodeError("bad RedisBloom data: error rate out of range"));
         }
         if !(self.bpe.is_finite() && self.bpe > 0.0)
             || self.hashes == 0
@@ -115,19 +113,19 @@ impl LinkParams {
             || self.hashes as f64 != hashes_for(self.bpe)
         {
             return Err(DecodeError(
-                "ERR bad RedisBloom data: hash count does not match bits per entry",
+                "bad RedisBloom data: hash count does not match bits per entry",
             ));
         }
         if self.n2 > 63 {
             return Err(DecodeError(
-                "ERR bad RedisBloom data: power-of-two size out of range",
+                "bad RedisBloom data: power-of-two size out of range",
             ));
         }
         let capacity_bits = self.bytes.checked_mul(8);
         let fits = |x: u64| capacity_bits.is_none_or(|c| x <= c);
         if self.bits == 0 || !fits(self.bits) || !fits(self.modulus()) {
             return Err(DecodeError(
-                "ERR bad RedisBloom data: bit count does not fit the bit array",
+                "bad RedisBloom data: bit count does not fit the bit array",
             ));
         }
         Ok(())

@@ -53,4 +53,4 @@ pub mod murmur;
 pub mod rdb;
 pub mod scandump;
 
-pub use crate::bloom::codec::DecodeError;
+pub use crate::decode::DecodeError;

@@ -9,8 +9,8 @@ use super::DecodeError;
 /// The encoding version written; 0–4 are read.
 pub const ENCVER: u32 = 4;
 
-const TOO_LARGE: DecodeError = DecodeError("ERR filter would exceed max-memory-per-key");
-const BAD_NUMBER: DecodeError = DecodeError("ERR bad RedisBloom data: field out of range");
+const TOO_LARGE: DecodeError = DecodeError("filter would exceed max-memory-per-key");
+const BAD_NUMBER: DecodeError = DecodeError("bad RedisBloom data: field out of range");
 
 /// Where the fields come from.
 pub trait FieldReader {
@@ -37,9 +37,7 @@ fn narrow<T: TryFrom<u64>>(value: u64) -> Result<T, DecodeError> {
 /// known).
 pub fn decode(r: &mut impl FieldReader, encver: u32, limit: u64) -> Result<RbChain, DecodeError> {
     if encver > ENCVER {
-        return Err(DecodeError(
-            "ERR bad RedisBloom data: unknown encoding version",
-        ));
+        return Err(DecodeError("bad RedisBloom data: unknown encoding version"));
     }
     let size = r.unsigned()?;
     let nfilters = r.unsigned()?;
@@ -55,7 +53,7 @@ pub fn decode(r: &mut impl FieldReader, encver: u32, limit: u64) -> Result<RbCha
     };
     if nfilters == 0 || nfilters > MAX_LINKS as u64 {
         return Err(DecodeError(
-            "ERR bad RedisBloom data: number of filters out of range",
+            "bad RedisBloom data: number of filters out of range",
         ));
     }
     let mut links: Vec<Link> = Vec::with_capacity(nfilters as usize);
@@ -148,20 +146,20 @@ pub mod tests {
         fn unsigned(&mut self) -> Result<u64, DecodeError> {
             match self.0.pop_front() {
                 Some(Field::U(v)) => Ok(v),
-                _ => Err(DecodeError("ERR short read")),
+                _ => Err(DecodeError("short read")),
             }
         }
         fn double(&mut self) -> Result<f64, DecodeError> {
             match self.0.pop_front() {
                 Some(Field::D(v)) => Ok(v),
-                _ => Err(DecodeError("ERR short read")),
+                _ => Err(DecodeError("short read")),
             }
         }
         fn buffer(&mut self, max: u64) -> Result<Vec<u8>, DecodeError> {
             match self.0.pop_front() {
                 Some(Field::B(v)) if v.len() as u64 <= max => Ok(v),
                 Some(Field::B(_)) => Err(TOO_LARGE),
-                _ => Err(DecodeError("ERR short read")),
+                _ => Err(DecodeError("short read")),
             }
         }
     }

@@ -15,9 +15,9 @@ const PER_LINK: usize = 53;
 /// Largest data chunk (RedisBloom's).
 pub const CHUNK_BYTES: u64 = 16 << 20;
 
-const BAD_DATA: DecodeError = DecodeError("ERR received bad data");
-const NO_LINK: DecodeError = DecodeError("ERR invalid offset - no link found");
-const TOO_BIG: DecodeError = DecodeError("ERR invalid chunk - Too big for current filter");
+const BAD_DATA: DecodeError = DecodeError("received bad data");
+const NO_LINK: DecodeError = DecodeError("invalid offset - no link found");
+const TOO_BIG: DecodeError = DecodeError("invalid chunk - Too big for current filter");
 
 /// The header chunk (iterator 1): a packed little-endian struct, 20 + 53·nfilters bytes.
 pub fn encode_header(chain: &RbChain) -> Vec<u8> {
@@ -93,12 +93,12 @@ pub fn decode_header(header: &[u8], limit: u64) -> Result<RbChain, DecodeError> 
     }
     match memory_bytes_for(params.len() as u64, data_bytes) {
         Some(m) if m <= limit => {}
-        _ => return Err(DecodeError("ERR filter would exceed max-memory-per-key")),
+        _ => return Err(DecodeError("filter would exceed max-memory-per-key")),
     }
     let mut links = Vec::with_capacity(params.len());
     for (p, size) in params {
         let data =
-            zeroed(p.bytes).map_err(|_| DecodeError("ERR insufficient memory to load filter"))?;
+            zeroed(p.bytes).map_err(|_| DecodeError("insufficient memory to load filter"))?;
         links.push(Link {
             params: p,
             size,
