@@ -13,7 +13,7 @@ FUZZ_SECONDS ?= 60
 FUZZ_TARGETS := bf_value bf_loadchunk lc_value rb_value rb_loadchunk
 
 .PHONY: all build run test unit-test integration-test py-test deps deps-system deps-python clean
-.PHONY: valkey test-valkey redisbloom bench bench-peer floors layout-sweep fuzz
+.PHONY: valkey test-valkey redisbloom bench bench-memory bench-peer floors layout-sweep fuzz
 
 all: build
 
@@ -84,6 +84,12 @@ bench: deps build floors
 	cargo bench --bench fp_at_scale
 	LCBLOOM_MODULE=$(CURDIR)/$(MODULE) PEER_MODULE=$(PEER_MODULE) FLOOR_MODULE=$(CURDIR)/$(FLOOR_MODULE) \
 	  DRAM_FLOOR=$(CURDIR)/$(DRAM_FLOOR) $(PY) bench/server_bench.py
+	LCBLOOM_MODULE=$(CURDIR)/$(MODULE) PEER_MODULE=$(PEER_MODULE) $(PY) bench/memory_bench.py
+
+## Bytes per key by items per key, and the users' key-size mixes (a couple of minutes; part of
+## `make bench`). With RedisBloom 2.8.2 as the peer: `make bench-memory PEER_MODULE=...`.
+bench-memory: deps build
+	LCBLOOM_MODULE=$(CURDIR)/$(MODULE) PEER_MODULE=$(PEER_MODULE) $(PY) bench/memory_bench.py
 
 ## ns per item of 100-item batches against filter size (1 MiB … 1 GiB), both layouts and
 ## RedisBloom 2.8.2, drawn to docs/img/bf-layout-speed.svg (a few minutes; ~3 GB at the top).

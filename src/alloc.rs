@@ -93,3 +93,52 @@ pub fn zeroed_words(len: usize) -> Option<Vec<u64>> {
     // and its `len` zeroed words are initialised u64s.
     Some(unsafe { Vec::from_raw_parts(ptr, len, len) })
 }
+
+/// The bytes the allocator really hands out for a request of `bytes`: jemalloc 5's size
+/// classes (Debian's redis-server, which accounts `used_memory` by them): 8, then multiples of
+/// 16 up to 128, then four classes per doubling (160, 192, 224, 256, 320 …; 1280, 1536 …).
+/// Every separate allocation pays its own rounding, which is why small values keep few of
+/// them. glibc's malloc (some Valkey builds) rounds differently; this stays an estimate there.
+pub fn size_class(bytes: u64) -> u64 {
+    match bytes {
+        0 => 0,
+        1..=8 => 8,
+        9..=128 => bytes.next_multiple_of(16),
+        _ => {
+            // The largest power of two below `bytes`, split in four steps.
+            let base = 1u64 << (63 - (bytes - 1).leading_zeros());
+            bytes.next_multiple_of(base / 4)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn jemalloc_size_classes() {
+        let cases = [
+            (0, 0),
+            (1, 8),
+            (8, 8),
+            (9, 16),
+            (24, 32),
+            (48, 48),
+            (120, 128),
+            (128, 128),
+            (129, 160),
+            (257, 320),
+            (897, 1024),
+            (1025, 1280),
+            (2152, 2560),
+            (4097, 5120),
+            (14_337, 16_384),
+            (16_385, 20_480),
+            ((1 << 30) + 1, (1 << 30) + (1 << 28)),
+        ];
+        for (bytes, class) in cases {
+            assert_eq!(size_class(bytes), class, "{bytes}");
+        }
+    }
+}

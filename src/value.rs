@@ -39,7 +39,9 @@ pub trait StoredValue: Sized + 'static {
     fn sub_tally(&self) -> Option<&'static Tally> {
         None
     }
-    /// Bytes in memory, as `MEMORY USAGE` reports them.
+    /// Bytes the value's own allocations take, each rounded up to the allocator's size class
+    /// (`alloc::size_class`), the box Redis holds included: what `BF.INFO`/`LC.INFO` report as
+    /// Size and `INFO lcbloom` adds up. `MEMORY USAGE` adds [`UNCOUNTED_KEY_BYTES`].
     fn memory_bytes(&self) -> u64;
     /// A deep copy, or why it could not be made (`COPY`).
     fn try_copy(&self) -> Result<Self, String>;
@@ -53,6 +55,14 @@ pub trait StoredValue: Sized + 'static {
     /// The bytes `DEBUG DIGEST-VALUE` digests, in order: equal iff the values are.
     fn digest_parts(&self, add: impl FnMut(&[u8]));
 }
+
+/// What a key holding a module value costs beyond the value and beyond what Redis's own
+/// `MEMORY USAGE` adds to the type's `mem_usage` (the key's name and `sizeof(dictEntry)`): the
+/// `robj` (16 B) and the `moduleValue` (16 B) that point to the value, the dict entry's rounding
+/// to its size class (24 → 32 B) and the key's share of the keyspace's bucket array (8–16 B
+/// per key; 8 counted). Measured on redis-server 7.0.15 with jemalloc; `mem_usage` adds it so
+/// that `MEMORY USAGE` tells what a key really costs (`used_memory` growth per key).
+pub const UNCOUNTED_KEY_BYTES: u64 = 16 + 16 + 8 + 8;
 
 /// Redis's callback table for `T`: every callback runs inside `ffi::guard_callback`, so a bug
 /// is logged and the value refused (or the work skipped), never an abort. No aux data,
@@ -190,7 +200,7 @@ unsafe extern "C" fn mem_usage<T: StoredValue>(v: *const c_void) -> usize {
     guard_callback("mem_usage", 0, || {
         // SAFETY: Redis passes a value of this type.
         let v = unsafe { value::<T>(v) };
-        v.memory_bytes() as usize
+        (v.memory_bytes() + UNCOUNTED_KEY_BYTES) as usize
     })
 }
 
@@ -252,9 +262,7 @@ pub fn store<T: StoredValue>(key: &RedisKeyWritable, v: T) -> Result<&mut T, Red
     std::iter::once(T::tally())
         .chain(sub)
         .for_each(|t| t.created(bytes));
-    write::<T>(key)?.ok_or(RedisError::Str(
-        "ERR lcbloom internal error (value not stored)",
-    ))
+    write::<T>(key)?.ok_or(RedisError::Str(crate::errors::NOT_STORED))
 }
 
 /// Runs a write on a stored value, accounting for the bytes it adds or frees.
