@@ -36,7 +36,7 @@ import uuid
 import redis
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from server_bench import OUR_MODULE, PEER_MODULE, ROOT, Server, log, machine  # noqa: E402
+from server_bench import OUR_MODULE, PEER_MODULE, Server, log, machine, report  # noqa: E402
 
 SIZES = [int(n) for n in os.environ.get("MEMORY_SIZES", "1,10,30,100,250,1000,5000,50000").split(",")]
 KEYS = int(os.environ.get("MEMORY_KEYS", "3000"))
@@ -252,14 +252,7 @@ def main():
     if "RedisBloom" in cust:
         lines += ["", f"lcbloom ÷ RedisBloom: {cust['lcbloom'][0] / cust['RedisBloom'][0]:.2f}."]
     lines += ["", f"Total time: {time.time() - started:.0f} s."]
-    text = "\n".join(lines) + "\n"
-    print(text)
-    out = os.environ.get("BENCH_OUT") or os.path.join(
-        ROOT, "bench/results", f"memory-{when:%Y%m%d-%H%M%S}.md")
-    os.makedirs(os.path.dirname(out), exist_ok=True)
-    with open(out, "w") as f:
-        f.write(text)
-    log(f"written to {out}")
+    report(lines, "memory", when)
 
 
 if __name__ == "__main__":

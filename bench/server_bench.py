@@ -468,10 +468,15 @@ def main():
         "",
         f"Total time: {time.time() - started:.0f} s.",
     ]
+    report(lines, "server", when)
+
+
+def report(lines, kind, when):
+    """Prints the report and writes it to BENCH_OUT or bench/results/<kind>-<date>.md."""
     text = "\n".join(lines) + "\n"
     print(text)
     out = os.environ.get("BENCH_OUT") or os.path.join(
-        ROOT, "bench/results", f"server-{when:%Y%m%d-%H%M%S}.md")
+        ROOT, "bench/results", f"{kind}-{when:%Y%m%d-%H%M%S}.md")
     os.makedirs(os.path.dirname(out), exist_ok=True)
     with open(out, "w") as f:
         f.write(text)

@@ -1,6 +1,6 @@
 //! Resource limits through a real server: `max-memory-per-key` (and when it does not apply),
-//! `max-items-per-command`, `deny-oom` under `maxmemory`, read-only ACL users, and memory that
-//! returns to its baseline after thousands of keys come and go.
+//! `max-items-per-command`, `deny-oom` under `maxmemory`, and memory that returns to its
+//! baseline after thousands of keys come and go. (ACL users: access_control.rs.)
 
 use crate::common::*;
 use redis::Value;
@@ -264,40 +264,6 @@ fn maxmemory_refuses_writes_with_oom_and_serves_reads() {
         cmd(&mut c, args).unwrap_or_else(|e| panic!("{args:?}: {e}"));
     }
     assert_eq!(ok(&mut c, &["BF.EXISTS", "bf", "x0"]), Value::Int(1));
-}
-
-#[test]
-fn a_read_only_acl_user_gets_noperm_for_every_write() {
-    let server = Server::start();
-    let mut admin = server.conn();
-    make_big_values(&mut admin);
-    ok(
-        &mut admin,
-        &[
-            "ACL",
-            "SETUSER",
-            "reader",
-            "on",
-            ">secret",
-            "~*",
-            "+bf.exists",
-            "+bf.mexists",
-            "+bf.info",
-            "+bf.card",
-            "+lc.count",
-            "+lc.info",
-        ],
-    );
-    let url = format!("redis://reader:secret@127.0.0.1:{}/", server.port);
-    let mut c = redis::Client::open(url).unwrap().get_connection().unwrap();
-    for args in WRITES {
-        let refused = err_text(cmd(&mut c, args));
-        assert!(refused.starts_with("NOPERM"), "{args:?}: {refused}");
-    }
-    for args in READS.iter().filter(|a| a[0] != "BF.SCANDUMP") {
-        cmd(&mut c, args).unwrap_or_else(|e| panic!("{args:?}: {e}"));
-    }
-    assert_eq!(ok(&mut admin, &["EXISTS", "new"]), Value::Int(0));
 }
 
 /// Creates, grows, copies, restores and deletes `n` keys of each type.
