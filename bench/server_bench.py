@@ -19,7 +19,10 @@ server next to lcbloom, and LC.ADD, LC.COUNT and BF.EXISTS are timed against its
 FLOOR.COUNT (the module API's fixed cost: no module command doing that work can be faster).
 PFADD/PFCOUNT are built into Redis and skip that API, so their rows are information for users
 choosing between the two, not goals. DRAM_FLOOR=bench/floor's dram_floor program gives what the
-memory system allows for the 0.001 / 200M batches (same array size, same reads per item).
+memory system allows for the 0.001 / 200M batches (same array size, same reads per item). The
+floor module's line commands (FLOOR.SET/PROBE/MSET/MPROBE over an array as large as our blocked
+filter) give the floor of the blocked layout's commands: the module API, one DRAM line per item
+and the replies; RedisBloom's time over it is the largest ratio any module could reach.
 
 A side whose command fails (a peer module without the command) is shown as an error cell; the
 rest still runs. Prints a markdown table and writes it
@@ -332,9 +335,17 @@ def memory_rows(ours, peer):
 
 def workloads(ours, peer, floor):
     reserve10m = ["BF.RESERVE bf10m 0.01 10000000"]
-    reserve200m = ["BF.RESERVE bf200m 0.001 200000000"]
-    reserve_blocked = ["BF.RESERVE bfblk 0.001 200000000 LAYOUT blocked"]
+    # Large filters are warmed before they are timed: their bits are allocated zeroed (calloc),
+    # so the first write to each 4 KiB page faults it in, which would charge whichever side is
+    # timed first with ~100,000 page faults. 1M items touch every page of either layout.
+    reserve200m = ["BF.RESERVE bf200m 0.001 200000000",
+                   lambda s: fill(s, "BF.MADD", "bf200m", "warm:", 1_000_000)]
+    reserve_blocked = ["BF.RESERVE bfblk 0.001 200000000 LAYOUT blocked",
+                       lambda s: fill(s, "BF.MADD", "bfblk", "warm:", 1_000_000)]
     prefill_scaling = [lambda s: fill(s, "BF.MADD", "scaling", "prefill:", 1_000_000)]
+
+    def reserve_lines(server):
+        server.client.execute_command("FLOOR.RESERVE", "flline", ours.client.memory_usage("bfblk"))
 
     def bf(command, setup=()):
         return Side(ours, command, setup), Side(peer, command, setup)
@@ -373,6 +384,16 @@ def workloads(ours, peer, floor):
                  0.9),
         Workload("BF.EXISTS 0.01/10M vs floor module read", Side(ours, "BF.EXISTS bf10m __rand_int__"),
                  Side(floor, "FLOOR.COUNT flcount"), None),
+        # The floor of a blocked filter beyond the caches: one random line per item over an
+        # array as large as ours (floor_module.c, FLOOR.RESERVE/SET/PROBE/MSET/MPROBE).
+        Workload(LINE_FLOOR["BF.ADD"], Side(ours, "BF.ADD bfblk __rand_int__"),
+                 Side(floor, "FLOOR.SET flline __rand_int__", [reserve_lines]), None),
+        Workload(LINE_FLOOR["BF.EXISTS"], Side(ours, "BF.EXISTS bfblk __rand_int__"),
+                 Side(floor, "FLOOR.PROBE flline __rand_int__"), None),
+        Workload(LINE_FLOOR["BF.MADD"], Side(ours, "BF.MADD bfblk " + rand_items(100)),
+                 Side(floor, "FLOOR.MSET flline " + rand_items(100)), None, pipeline=1, calibrate=2_000),
+        Workload(LINE_FLOOR["BF.MEXISTS"], Side(ours, "BF.MEXISTS bfblk " + rand_items(100)),
+                 Side(floor, "FLOOR.MPROBE flline " + rand_items(100)), None, pipeline=1, calibrate=2_000),
         # Built-in HyperLogLog: information, not goals (a native command skips the module API).
         Workload("LC.ADD 1 item vs PFADD", Side(ours, "LC.ADD lc1 __rand_int__"),
                  Side(ours, "PFADD hll1 __rand_int__"), None),
@@ -381,6 +402,31 @@ def workloads(ours, peer, floor):
         Workload("LC.COUNT vs PFCOUNT (50k items)", Side(ours, "LC.COUNT lccount"),
                  Side(ours, "PFCOUNT hllcount", [lambda s: fill(s, "PFADD", "hllcount", "c:", 50_000)]), None),
     ]
+
+
+# The blocked-layout workloads timed against the line floor, by command.
+LINE_FLOOR = {c: f"{c} 0.001/200M, blocked vs line floor" + (" (100 items)" if c[3] == "M" else "")
+              for c in ("BF.ADD", "BF.EXISTS", "BF.MADD", "BF.MEXISTS")}
+BLOCKED_VS_PEER = {"BF.ADD": "BF.ADD 0.001/200M, blocked", "BF.EXISTS": "BF.EXISTS 0.001/200M, blocked",
+                   "BF.MADD": "BF.MADD 100 items 0.001/200M, blocked",
+                   "BF.MEXISTS": "BF.MEXISTS 100 items 0.001/200M, blocked"}
+
+
+def line_floor_rows(by_name):
+    """The most any module could gain over RedisBloom with a blocked filter: RedisBloom's time
+    over the line floor's (the module API, one DRAM line per item, the replies)."""
+    rows = []
+    for command, floor_name in LINE_FLOOR.items():
+        vs_peer, vs_floor = by_name.get(BLOCKED_VS_PEER[command]), by_name.get(floor_name)
+        if not vs_peer or not vs_floor or not vs_peer.peer.usec or not vs_floor.peer.usec:
+            continue
+        peer, line = statistics.median(vs_peer.peer.usec), statistics.median(vs_floor.peer.usec)
+        goal = vs_peer.goal
+        rows.append([f"{command} blocked: RedisBloom ÷ line floor (the most any module can reach)",
+                     f"{line:.2f} µs/call (line floor)", f"{peer:.2f} µs/call (RedisBloom)",
+                     fmt_ratio(peer / line), f"goal ≥ {goal} is " + ("within" if peer / line >= goal else "**beyond**") + " the floor",
+                     "—"])
+    return rows
 
 
 def dram_floor(array_bytes, reads):
@@ -444,11 +490,12 @@ def main():
             array_bytes = ours.client.memory_usage("bf200m")
             for server in (ours, peer):
                 if server:
-                    server.client.delete("bf200m", "bfblk")
+                    server.client.delete("bf200m", "bfblk", "flline")
         except redis.exceptions.RedisError:
             pass
         if array_bytes:
             rows += floor_rows(by_name, array_bytes)
+        rows += line_floor_rows(by_name)
         rows += memory_rows(ours, peer)
     finally:
         ours.close()
