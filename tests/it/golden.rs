@@ -20,6 +20,8 @@
 //! File format, one record a line: `case NAME`, `run ARG...` (the set-up commands, long item
 //! lists abridged; `cases()` holds them whole), `dump KEY HEX` (the whole DUMP payload), `chunk KEY ITER HEX` (BF.SCANDUMP),
 //! `aof KEY ARG... HEX` (LC.LOADCHUNK from an AOF rewrite, payload as the last field, hex),
+//! `piece KEY ARG... HEX` (the same counter's chunked AOF form: `lc::codec::aof_parts` at
+//! `PIECE_BYTES`, what a rewrite emits for counters over `CHUNK_BYTES`; `lc_v1_*` cases),
 //! `ask REPLY | ARG...` (a query and its reply, integers and arrays of integers).
 
 use crate::common::fuzz::{dump_payload, split_dump};
@@ -71,7 +73,28 @@ const FIXTURES: &[Fixture] = &[
             "bf_blocked_scaled",
         ],
     },
+    // The build of 2026-11-23 (main at b1926db), the last to write linear counters in
+    // encoding version 1 (64-bit hashes or one bitmap): a counter in every mode version 2
+    // distinguishes, and each one's chunked AOF form.
+    Fixture {
+        file: "golden-2026-11-23-lc.txt",
+        cases: &[
+            "lc_v1_exact_267",
+            "lc_v1_default_268",
+            "lc_v1_default_1000",
+            "lc_v1_default_5000",
+            "lc_v1_default_50000",
+            "lc_v1_cap1m_exact",
+            "lc_v1_cap1m_bitmap",
+            "lc_v1_tiny",
+            "lc_v1_merged_exact",
+        ],
+    },
 ];
+
+/// Piece size of the recorded chunked form of `lc_v1_*` counters: small, so that counters of a
+/// few KB take the shell-then-pieces path of those over 16 MiB.
+const PIECE_BYTES: u64 = 256;
 
 type Case = (&'static str, Vec<Vec<String>>, Vec<Vec<String>>);
 /// Queries and their rendered replies.
@@ -228,6 +251,44 @@ fn cases() -> Vec<Case> {
     merged.extend(add_items("LC.ADD", "x", 9_000, 3_000));
     merged.push(s(&["LC.MERGE", "k", "src"]));
     cases.push(("lc_merged", merged, lc_asks()));
+
+    // Counters in every mode of encoding version 2 (exact at and past its limit, sparse, dense,
+    // near full, other sizes, a merge of exact sets of two sizes), saved in version 1. The asks
+    // add items after loading.
+    let lc_asks_more = || {
+        let mut more = s(&["LC.ADD", "k"]);
+        more.extend(items("absent", 20));
+        vec![
+            s(&["LC.COUNT", "k"]),
+            s(&["LC.ADD", "k", "x0", "absent0"]),
+            s(&["LC.COUNT", "k"]),
+            more,
+            s(&["LC.COUNT", "k"]),
+        ]
+    };
+    for (name, n) in [
+        ("lc_v1_exact_267", 267),
+        ("lc_v1_default_268", 268),
+        ("lc_v1_default_1000", 1_000),
+        ("lc_v1_default_5000", 5_000),
+        ("lc_v1_default_50000", 50_000),
+    ] {
+        cases.push((name, add_items("LC.ADD", "x", n, 2_000), lc_asks_more()));
+    }
+    for (name, rate, cap, n) in [
+        ("lc_v1_cap1m_exact", "0.01", "1000000", 2_000),
+        ("lc_v1_cap1m_bitmap", "0.01", "1000000", 3_000),
+        ("lc_v1_tiny", "0.5", "1", 5),
+    ] {
+        let mut c = vec![s(&["LC.RESERVE", "k", rate, cap])];
+        c.extend(add_items("LC.ADD", "x", n, 2_000));
+        cases.push((name, c, lc_asks_more()));
+    }
+    let mut exact_sizes = vec![s(&["LC.RESERVE", "src", "0.01", "3000"])];
+    exact_sizes.push(s(&["LC.ADD", "src", "m0", "m1", "m2", "x5"]));
+    exact_sizes.extend(add_items("LC.ADD", "x", 100, 100));
+    exact_sizes.push(s(&["LC.MERGE", "k", "src"]));
+    cases.push(("lc_v1_merged_exact", exact_sizes, lc_asks_more()));
     cases
 }
 
@@ -271,9 +332,10 @@ struct Recorded {
     dump: Vec<u8>,
     chunks: Vec<(i64, Vec<u8>)>,
     aof: Vec<Vec<Vec<u8>>>,
+    pieces: Vec<Vec<Vec<u8>>>,
 }
 
-fn record_value(server: &Server, c: &mut Connection) -> Recorded {
+fn record_value(server: &Server, c: &mut Connection, name: &str) -> Recorded {
     let dump: Vec<u8> = redis::cmd("DUMP").arg("k").query(c).unwrap();
     let mut chunks = Vec::new();
     if is_bloom(c) {
@@ -284,7 +346,35 @@ fn record_value(server: &Server, c: &mut Connection) -> Recorded {
     } else {
         aof_commands(server, c)
     };
-    Recorded { dump, chunks, aof }
+    let pieces = if name.starts_with("lc_v1_") {
+        chunked_form(&aof)
+    } else {
+        Vec::new()
+    };
+    Recorded {
+        dump,
+        chunks,
+        aof,
+        pieces,
+    }
+}
+
+/// The chunked AOF form of the counter that a one-command AOF rewrite rebuilds, in pieces of
+/// `PIECE_BYTES` (one command when the counter cannot be chunked).
+fn chunked_form(aof: &[Vec<Vec<u8>>]) -> Vec<Vec<Vec<u8>>> {
+    use lcbloom::lc::codec;
+    let [whole] = aof else {
+        panic!("one LC.LOADCHUNK per counter, got {}", aof.len());
+    };
+    let counter = codec::decode(&whole[2], u64::MAX).expect("the AOF payload decodes");
+    let mut out = Vec::new();
+    codec::aof_parts(&counter, PIECE_BYTES, |iterator, bytes| {
+        let mut args = vec![b"LC.LOADCHUNK".to_vec(), b"k".to_vec()];
+        args.extend(iterator.map(|it| it.to_string().into_bytes()));
+        args.push(bytes.to_vec());
+        out.push(args);
+    });
+    out
 }
 
 fn is_bloom(c: &mut Connection) -> bool {
@@ -389,13 +479,16 @@ fn load_fixture(file: &str) -> Vec<Saved> {
                 .recorded
                 .chunks
                 .push((rest[1].parse().unwrap(), unhex(rest[2]))),
-            "aof" => {
+            "aof" | "piece" => {
                 let mut args: Vec<Vec<u8>> = rest[..rest.len() - 1]
                     .iter()
                     .map(|a| a.as_bytes().to_vec())
                     .collect();
                 args.push(unhex(rest[rest.len() - 1]));
-                cur.recorded.aof.push(args);
+                match kind {
+                    "aof" => cur.recorded.aof.push(args),
+                    _ => cur.recorded.pieces.push(args),
+                }
             }
             "ask" => {
                 let bar = rest.iter().position(|x| *x == "|").unwrap();
@@ -424,7 +517,7 @@ fn recreate(server: &Server, names: &[&str]) -> Vec<(Recorded, Answers)> {
         for command in setup {
             run(&mut c, command);
         }
-        let recorded = record_value(server, &mut c);
+        let recorded = record_value(server, &mut c, name);
         let answers = asks
             .iter()
             .map(|q| (render(&run(&mut c, q)), q.clone()))
@@ -473,13 +566,15 @@ fn record() {
         for (it, data) in &rec.chunks {
             let _ = writeln!(text, "chunk k {it} {}", hex(data));
         }
-        for args in &rec.aof {
-            let (last, head) = args.split_last().unwrap();
-            let head: Vec<String> = head
-                .iter()
-                .map(|a| String::from_utf8(a.clone()).unwrap())
-                .collect();
-            let _ = writeln!(text, "aof {} {}", head.join(" "), hex(last));
+        for (kind, commands) in [("aof", &rec.aof), ("piece", &rec.pieces)] {
+            for args in commands {
+                let (last, head) = args.split_last().unwrap();
+                let head: Vec<String> = head
+                    .iter()
+                    .map(|a| String::from_utf8(a.clone()).unwrap())
+                    .collect();
+                let _ = writeln!(text, "{kind} {} {}", head.join(" "), hex(last));
+            }
         }
         for (reply, q) in answers {
             let _ = writeln!(text, "ask {reply} | {}", q.join(" "));
@@ -513,6 +608,7 @@ fn recreated_values_encode_identically() {
         );
         assert_eq!(s.recorded.chunks, rec.chunks, "{what}: BF.SCANDUMP chunks");
         assert_eq!(s.recorded.aof, rec.aof, "{what}: LC AOF rewrite");
+        assert_eq!(s.recorded.pieces, rec.pieces, "{what}: LC chunked form");
     }
 }
 
@@ -561,16 +657,22 @@ fn saved_payloads_load_and_answer() {
             }
             check(&mut c, "BF.LOADCHUNK");
         }
-        if !s.recorded.aof.is_empty() {
+        for (how, commands) in [
+            ("LC.LOADCHUNK", &s.recorded.aof),
+            ("LC.LOADCHUNK pieces", &s.recorded.pieces),
+        ] {
+            if commands.is_empty() {
+                continue;
+            }
             ok(&mut c, &["FLUSHALL"]);
-            for args in &s.recorded.aof {
+            for args in commands {
                 let mut command = redis::cmd("LC.LOADCHUNK");
                 for a in &args[1..] {
                     command.arg(a.as_slice());
                 }
                 command.exec(&mut c).unwrap();
             }
-            check(&mut c, "LC.LOADCHUNK");
+            check(&mut c, how);
         }
     }
 }
