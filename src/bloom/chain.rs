@@ -43,6 +43,7 @@
 //!   (`blocked.rs`), so the compound bound holds for it too.
 
 use super::filter::{Filter, FilterParams, Layout, SizeError, MIN_ERROR_RATE};
+use crate::alloc::size_class;
 use crate::hashing::ItemHash;
 
 /// The share of the error budget the first sub-filter of a scaling chain gets.
@@ -235,9 +236,16 @@ impl Chain {
         self.filters.iter().map(|f| f.params().bytes()).sum()
     }
 
-    /// Bytes the chain occupies in memory.
+    /// Bytes the chain occupies in memory: each allocation (the box Redis holds, the list of
+    /// sub-filters, each bit array) rounded up to the allocator's size class.
     pub fn memory_bytes(&self) -> u64 {
-        memory_bytes_for(self.filters.len() as u64, self.data_bytes()).unwrap_or(u64::MAX)
+        let list = self.filters.capacity() * std::mem::size_of::<Filter>();
+        self.filters
+            .iter()
+            .map(Filter::allocated_bytes)
+            .sum::<u64>()
+            + size_class(std::mem::size_of::<Chain>() as u64)
+            + size_class(list as u64)
     }
 
     /// Whether the item is (probably) present.
@@ -377,7 +385,7 @@ impl Chain {
             return Err(ChainError::TooLarge { needed, limit });
         }
         self.filters
-            .try_reserve(1)
+            .try_reserve_exact(1)
             .map_err(|_| ChainError::OutOfMemory)?;
         self.filters.push(Filter::new(params, 0)?);
         Ok(())

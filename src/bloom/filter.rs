@@ -437,6 +437,11 @@ impl Filter {
         }
     }
 
+    /// Bytes the allocator hands out for the bit array.
+    pub fn allocated_bytes(&self) -> u64 {
+        self.words.allocated_bytes()
+    }
+
     /// The bit array as words (bits past m are zero).
     pub fn words(&self) -> &[u64] {
         &self.words

@@ -2,20 +2,33 @@
 //! alignment.
 //!
 //! The blocked layout (`blocked.rs`) relies on each 64-byte block being exactly one cache line,
-//! so its arrays are 64-byte aligned; a `Vec<u64>` only promises 8, and freeing memory with
-//! another alignment than it was allocated with is undefined behaviour, hence this type. The
-//! standard layout keeps 8-byte alignment so that small filters land in the same allocator size
-//! classes as before. Allocation is fallible: a filter that cannot be allocated is an error,
-//! never an abort.
+//! so its arrays are 64-byte aligned; a `Vec<u64>` only promises 8, hence this type. The
+//! standard layout keeps 8-byte alignment.
+//!
+//! Every array comes from Redis's allocator, so that it counts in `used_memory` and against
+//! `maxmemory`: `alloc.rs` sends layouts aligned beyond 16 bytes to the system allocator, so
+//! the alignment is made here, from blocks of ordinary (8-byte) alignment. The exact size is
+//! asked for first: jemalloc puts a request that is a multiple of 64 bytes in a size class that
+//! is one too, in page-aligned slabs (or page-aligned extents when large), so it comes back
+//! 64-byte aligned and nothing is wasted. Otherwise (glibc's malloc in some Valkey builds) that
+//! block is freed and one `align − 8` bytes larger is aligned by hand; the original pointer and
+//! size are kept to free it. `allocated_bytes` reports what was really asked for.
+//!
+//! Allocation is fallible: a filter that cannot be allocated is an error, never an abort.
 
+use crate::alloc::size_class;
 use std::alloc::{alloc_zeroed, dealloc, Layout};
 use std::ops::{Deref, DerefMut};
 use std::ptr::NonNull;
 
 pub struct Words {
+    /// The first word, `align`-aligned, inside the allocation at `base`.
     ptr: NonNull<u64>,
     len: usize,
     align: usize,
+    /// The allocation: its start and its size in bytes (0 when `len` is 0: nothing allocated).
+    base: NonNull<u8>,
+    allocated: usize,
 }
 
 // SAFETY: Words owns its block exclusively, like Box<[u64]>.
@@ -28,17 +41,47 @@ impl Words {
     /// refuses. Zeroed allocation lets the allocator hand out fresh pages of a large filter
     /// without touching them.
     pub fn zeroed(len: usize, align: usize) -> Option<Self> {
-        if len == 0 {
-            return Some(Self {
+        let align = align.max(8);
+        if len == 0 || !align.is_power_of_two() {
+            return (len == 0).then(|| Self {
                 ptr: NonNull::dangling(),
                 len,
                 align,
+                base: NonNull::dangling(),
+                allocated: 0,
             });
         }
-        let layout = Self::layout(len, align)?;
-        // SAFETY: the layout is non-zero-sized.
-        let ptr = NonNull::new(unsafe { alloc_zeroed(layout) }.cast::<u64>())?;
-        Some(Self { ptr, len, align })
+        let bytes = len.checked_mul(8)?;
+        // The exact size first (aligned enough under jemalloc), else with room to align.
+        for allocated in [bytes, bytes.checked_add(align - 8)?] {
+            let layout = Self::layout(allocated)?;
+            // SAFETY: the layout is non-zero-sized.
+            let base = NonNull::new(unsafe { alloc_zeroed(layout) })?;
+            let offset = base.as_ptr().align_offset(align);
+            if offset
+                .checked_add(bytes)
+                .is_some_and(|end| end <= allocated)
+            {
+                // SAFETY: offset + len·8 ≤ allocated: the words lie inside the allocation.
+                let ptr = unsafe { base.add(offset) }.cast::<u64>();
+                return Some(Self {
+                    ptr,
+                    len,
+                    align,
+                    base,
+                    allocated,
+                });
+            }
+            // SAFETY: just allocated with this layout.
+            unsafe { dealloc(base.as_ptr(), layout) };
+        }
+        None
+    }
+
+    /// Bytes the allocator hands out for these words (its size class of what was asked for,
+    /// alignment room included).
+    pub fn allocated_bytes(&self) -> u64 {
+        size_class(self.allocated as u64)
     }
 
     /// A copy, allocated fallibly.
@@ -48,19 +91,20 @@ impl Words {
         Some(copy)
     }
 
-    fn layout(len: usize, align: usize) -> Option<Layout> {
-        Layout::from_size_align(len.checked_mul(8)?, align.max(8)).ok()
+    /// The layout of an allocation of `bytes`: u64 alignment, which Redis's allocator serves.
+    fn layout(bytes: usize) -> Option<Layout> {
+        Layout::from_size_align(bytes, 8).ok()
     }
 }
 
 impl Drop for Words {
     fn drop(&mut self) {
-        if self.len > 0 {
-            // SAFETY: allocated in `zeroed` with this very layout (it was valid then).
+        if self.allocated > 0 {
+            // SAFETY: `base` was allocated in `zeroed` with this very layout (valid then).
             unsafe {
                 dealloc(
-                    self.ptr.as_ptr().cast(),
-                    Self::layout(self.len, self.align).expect("valid when allocated"),
+                    self.base.as_ptr(),
+                    Self::layout(self.allocated).expect("valid when allocated"),
                 )
             };
         }
@@ -120,7 +164,22 @@ mod tests {
             let c = w.try_clone().unwrap();
             assert_eq!(c, w);
             assert!(len == 0 || (c.as_ptr() as usize).is_multiple_of(align));
+            // Never less than the words, and at most the alignment room more.
+            let bytes = len as u64 * 8;
+            assert!(w.allocated_bytes() >= size_class(bytes));
+            assert!(w.allocated_bytes() <= size_class(bytes + align as u64 - 8));
         }
         assert!(Words::zeroed(usize::MAX / 4, 64).is_none());
+        assert!(Words::zeroed(usize::MAX / 8 - 2, 64).is_none());
+    }
+
+    #[test]
+    fn aligned_words_use_ordinary_layouts() {
+        // alloc.rs sends layouts aligned beyond 16 bytes to the system allocator, invisible to
+        // used_memory: every allocation here must be 8-byte aligned.
+        for len in [1usize, 7, 8, 9, 100, 4096] {
+            let w = Words::zeroed(len, 64).unwrap();
+            assert!(Words::layout(w.allocated).unwrap().align() <= 16);
+        }
     }
 }

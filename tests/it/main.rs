@@ -5,6 +5,7 @@ mod access_control;
 mod bf_accuracy;
 mod bf_commands;
 mod bf_layout;
+mod bf_memory;
 mod bf_persistence;
 mod client_rust;
 mod common;

@@ -1,0 +1,172 @@
+//! `MEMORY USAGE` of a filter tells what the key really costs: for every shape (small and
+//! large, scaling and not, both layouts, every representation of a sub-filter) it is within
+//! ±10% of the growth of `used_memory` the key causes, measured over many keys of the shape on
+//! a server the test started (thousands of keys for the small shapes, fewer for big ones).
+//!
+//! The writes go through a connection that is closed before `used_memory` is read again, so
+//! that its buffers are not counted, after a pause that lets the keyspace's incremental rehash
+//! finish. Each shape is first written once to a few keys and flushed: the server allocates
+//! some things once, on first use (tens of KB, e.g. the arrays a command's propagation uses),
+//! and those are not any key's cost.
+use crate::common::*;
+use redis::Connection;
+
+/// A shape: its name, how many keys, how each is created, and the items added to each.
+struct Shape {
+    name: &'static str,
+    keys: usize,
+    create: &'static [&'static str],
+    items: usize,
+}
+
+const SHAPES: &[Shape] = &[
+    Shape {
+        name: "default, 1 item",
+        keys: 3_000,
+        create: &[],
+        items: 1,
+    },
+    Shape {
+        name: "default, 10 items",
+        keys: 3_000,
+        create: &[],
+        items: 10,
+    },
+    Shape {
+        name: "default, 100 items",
+        keys: 2_000,
+        create: &[],
+        items: 100,
+    },
+    Shape {
+        name: "default, 250 items (two sub-filters)",
+        keys: 1_000,
+        create: &[],
+        items: 250,
+    },
+    Shape {
+        name: "default, 1,000 items",
+        keys: 300,
+        create: &[],
+        items: 1_000,
+    },
+    Shape {
+        name: "default, 20,000 items",
+        keys: 30,
+        create: &[],
+        items: 20_000,
+    },
+    Shape {
+        name: "0.01 / 1,000 non-scaling, 700 items",
+        keys: 300,
+        create: &["BF.RESERVE", "0.01", "1000", "NONSCALING"],
+        items: 700,
+    },
+    Shape {
+        name: "0.5 / 50, 20 items",
+        keys: 2_000,
+        create: &["BF.RESERVE", "0.5", "50"],
+        items: 20,
+    },
+    Shape {
+        name: "1e-9 / 100, 50 items",
+        keys: 1_000,
+        create: &["BF.RESERVE", "1e-9", "100"],
+        items: 50,
+    },
+    Shape {
+        name: "0.001 / 200,000, 1,000 items",
+        keys: 20,
+        create: &["BF.RESERVE", "0.001", "200000"],
+        items: 1_000,
+    },
+    Shape {
+        name: "blocked 0.01 / 100, 30 items",
+        keys: 2_000,
+        create: &["BF.RESERVE", "0.01", "100", "LAYOUT", "blocked"],
+        items: 30,
+    },
+    Shape {
+        name: "blocked 0.01 / 100 grown, 1,000 items",
+        keys: 300,
+        create: &["BF.RESERVE", "0.01", "100", "LAYOUT", "blocked"],
+        items: 1_000,
+    },
+    Shape {
+        name: "blocked 0.001 / 200,000, 1,000 items",
+        keys: 20,
+        create: &["BF.RESERVE", "0.001", "200000", "LAYOUT", "blocked"],
+        items: 1_000,
+    },
+];
+
+fn used_memory(c: &mut Connection) -> i64 {
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let info: String = redis::cmd("INFO").arg("memory").query(c).unwrap();
+    info.lines()
+        .find_map(|l| l.strip_prefix("used_memory:"))
+        .expect("used_memory in INFO memory")
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+/// (bytes per key by used_memory growth, mean MEMORY USAGE) for `shape`.
+fn measure(server: &Server, c: &mut Connection, shape: &Shape) -> (f64, f64) {
+    ok(c, &["FLUSHALL"]);
+    write(server, shape, 100);
+    ok(c, &["FLUSHALL"]);
+    let before = used_memory(c);
+    let keys = write(server, shape, shape.keys);
+    let after = used_memory(c);
+    let mut pipe = redis::pipe();
+    for key in &keys {
+        pipe.cmd("MEMORY").arg("USAGE").arg(key);
+    }
+    let usage: Vec<i64> = pipe.query(c).unwrap();
+    let real = (after - before) as f64 / keys.len() as f64;
+    let reported = usage.iter().sum::<i64>() as f64 / keys.len() as f64;
+    (real, reported)
+}
+
+/// Creates `count` keys of `shape` through a connection of its own, closed at the end.
+fn write(server: &Server, shape: &Shape, count: usize) -> Vec<String> {
+    let keys: Vec<String> = (0..count).map(|i| format!("key:{i:06}")).collect();
+    let mut writer = server.conn();
+    let mut pipe = redis::pipe();
+    for (n, key) in keys.iter().enumerate() {
+        if let Some((command, args)) = shape.create.split_first() {
+            pipe.cmd(command).arg(key).arg(args).ignore();
+        }
+        let items: Vec<String> = (0..shape.items).map(|i| format!("{key}:{i}")).collect();
+        for batch in items.chunks(1_000) {
+            pipe.cmd("BF.MADD").arg(key).arg(batch).ignore();
+        }
+        if n % 50 == 49 || n == keys.len() - 1 {
+            pipe.exec(&mut writer).unwrap();
+            pipe = redis::pipe();
+        }
+    }
+    keys
+}
+
+#[test]
+fn memory_usage_is_within_ten_percent_of_used_memory() {
+    let server = Server::start();
+    let mut c = server.conn();
+    let mut report = String::new();
+    let mut off = Vec::new();
+    for shape in SHAPES {
+        let (real, reported) = measure(&server, &mut c, shape);
+        let ratio = reported / real;
+        report += &format!(
+            "{:<42} {real:>10.0} B/key real, MEMORY USAGE {reported:>10.0} ({ratio:.3})\n",
+            shape.name
+        );
+        if !(0.9..=1.1).contains(&ratio) {
+            off.push(shape.name);
+        }
+    }
+    eprintln!("{report}");
+    assert!(off.is_empty(), "off by more than 10%: {off:?}\n{report}");
+}
