@@ -8,6 +8,7 @@
 use crate::bloom::chain::ChainError;
 use crate::decode::DecodeError;
 use crate::lc::counter::LcError;
+use crate::rebloom::chain::AddError;
 use redis_module::RedisError;
 
 // Shared by both wings.
@@ -94,6 +95,12 @@ impl From<LcError> for RedisError {
 
 impl From<DecodeError> for RedisError {
     fn from(e: DecodeError) -> Self {
+        reply(e)
+    }
+}
+
+impl From<AddError> for RedisError {
+    fn from(e: AddError) -> Self {
         reply(e)
     }
 }

@@ -90,9 +90,25 @@ pub fn log_warning(message: &str) {
 /// A map reply with a fixed field order: a RESP3 map, or a flat array under RESP2.
 /// Returns `NoReply` so that the handler's caller sends nothing more.
 pub fn reply_ordered_map(ctx: &Context, fields: Vec<(&str, RedisValue)>) -> RedisResult {
+    reply_map(ctx, fields, false)
+}
+
+/// [`reply_ordered_map`] with the field names as simple strings (`+Capacity`, not
+/// `$8 Capacity`), as RedisBloom's `BF.INFO` sends them.
+pub fn reply_ordered_map_simple_names(
+    ctx: &Context,
+    fields: Vec<(&str, RedisValue)>,
+) -> RedisResult {
+    reply_map(ctx, fields, true)
+}
+
+fn reply_map(ctx: &Context, fields: Vec<(&str, RedisValue)>, simple: bool) -> RedisResult {
     raw::reply_with_map(ctx.ctx, fields.len() as std::os::raw::c_long);
     for (name, value) in fields {
-        raw::reply_with_string_buffer(ctx.ctx, name.as_ptr().cast(), name.len());
+        match CString::new(name) {
+            Ok(name) if simple => raw::reply_with_simple_string(ctx.ctx, name.as_ptr()),
+            _ => raw::reply_with_string_buffer(ctx.ctx, name.as_ptr().cast(), name.len()),
+        };
         ctx.reply(Ok(value));
     }
     Ok(RedisValue::NoReply)

@@ -22,6 +22,7 @@ use redis_module::{redis_module, Context, ModuleOptions, RedisString, Status};
 
 use bloom::datatype::BLOOM_TYPE;
 use lc::datatype::LC_TYPE;
+use rebloom::datatype::RB_TYPE;
 
 fn init(ctx: &Context, _args: &[RedisString]) -> Status {
     // Without this a truncated or corrupt RDB value aborts the server inside rdb_load.
@@ -36,7 +37,7 @@ redis_module! {
     name: "lcbloom",
     version: 1,
     allocator: (alloc::ModuleAlloc, alloc::ModuleAlloc),
-    data_types: [BLOOM_TYPE, LC_TYPE],
+    data_types: [BLOOM_TYPE, LC_TYPE, RB_TYPE],
     init: init,
     // Registered by init from command_info::COMMANDS, so that every handler borrows its
     // arguments.

@@ -13,12 +13,22 @@
 //! Fields (Redis prefixes each with the module name): `lcbloom_bf_keys`, `lcbloom_bf_bytes`,
 //! `lcbloom_lc_keys`, `lcbloom_lc_bytes`, then `lcbloom_bf_blocked_keys` and
 //! `lcbloom_bf_blocked_bytes` (the filters in the blocked layout, counted in `bf_*` as well) and
-//! `lcbloom_bf_layout` (the layout new filters get without `LAYOUT`: the `bf-layout` config).
+//! `lcbloom_bf_layout` (the layout new filters get without `LAYOUT`: the `bf-layout` config),
+//! `lcbloom_bf_redisbloom_keys` and `lcbloom_bf_redisbloom_bytes` (filters imported from
+//! RedisBloom, counted in `bf_*` as well), and `lcbloom_aof_lost_keys` (see [`lost_on_load`]).
+//!
+//! Lost keys. Redis carries on after an AOF command that fails while it loads the file, and no
+//! module API can stop that load (checked on Redis 7.0.15 and Valkey 9.1: the reply is dropped).
+//! A `BF.RESERVE`, `BF.INSERT` or `BF.LOADCHUNK` refused then (a foreign or corrupt line) means
+//! a key missing or incomplete after the start, so each is logged at warning level with its key
+//! and the reason, and each such key is counted once in `aof_lost_keys`.
 
-use crate::ffi::guard_callback;
-use redis_module::{raw, InfoContext};
+use crate::ffi::{guard_callback, log_warning};
+use redis_module::{raw, Context, ContextFlags, InfoContext, RedisError, RedisString};
+use std::collections::BTreeSet;
 use std::os::raw::c_int;
 use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::Mutex;
 
 /// Values of one type and their bytes.
 pub struct Tally {
@@ -30,6 +40,37 @@ pub static BLOOM: Tally = Tally::new();
 /// Bloom filters in the blocked layout (also counted in `BLOOM`).
 pub static BLOOM_BLOCKED: Tally = Tally::new();
 pub static LC: Tally = Tally::new();
+/// Filters imported from RedisBloom (also counted in `BLOOM`).
+pub static BLOOM_REDISBLOOM: Tally = Tally::new();
+
+/// The names of the keys an AOF load lost, each counted once.
+static LOST_KEYS: Mutex<BTreeSet<Vec<u8>>> = Mutex::new(BTreeSet::new());
+
+/// A write `command` on `key` was refused with `why`: while the server loads its AOF, that is
+/// data lost (see "Lost keys" above), so it is logged and the key counted. Nothing otherwise.
+pub fn lost_on_load(ctx: &Context, command: &str, key: &RedisString, why: &RedisError) {
+    if !ctx.get_flags().contains(ContextFlags::LOADING) {
+        return;
+    }
+    let name: String = key
+        .as_slice()
+        .iter()
+        .take(200)
+        .flat_map(|b| std::ascii::escape_default(*b))
+        .map(char::from)
+        .collect();
+    log_warning(&format!(
+        "lcbloom: LOST KEY while loading the AOF: {command} of key '{name}' was refused ({why}); \
+         the key is missing or incomplete (counted in INFO lcbloom, aof_lost_keys)"
+    ));
+    if let Ok(mut lost) = LOST_KEYS.lock() {
+        lost.insert(key.as_slice().to_vec());
+    }
+}
+
+fn lost_keys() -> i64 {
+    LOST_KEYS.lock().map_or(-1, |lost| lost.len() as i64)
+}
 
 impl Tally {
     const fn new() -> Self {
@@ -82,6 +123,9 @@ pub extern "C" fn info(ctx: *mut raw::RedisModuleInfoCtx, for_crash_report: c_in
             ("lc_bytes", LC.bytes()),
             ("bf_blocked_keys", BLOOM_BLOCKED.keys()),
             ("bf_blocked_bytes", BLOOM_BLOCKED.bytes()),
+            ("bf_redisbloom_keys", BLOOM_REDISBLOOM.keys()),
+            ("bf_redisbloom_bytes", BLOOM_REDISBLOOM.bytes()),
+            ("aof_lost_keys", lost_keys()),
         ] {
             raw::add_info_field_long_long(ctx, name, value);
         }

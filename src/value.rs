@@ -25,8 +25,11 @@ use std::ptr::null_mut;
 pub trait StoredValue: Sized + 'static {
     /// What the logs call it ("Bloom filter").
     const NAME: &'static str;
-    /// The type's RDB encoding version (`encver`); others are refused at load.
+    /// The type's RDB encoding version (`encver`), the one `rdb_save` writes.
     const ENCVER: c_int;
+    /// The oldest encoding version `rdb_load` reads (only `ENCVER` unless a type says so);
+    /// versions outside `OLDEST_ENCVER..=ENCVER` are refused at load.
+    const OLDEST_ENCVER: c_int = Self::ENCVER;
     /// The command an AOF rewrite emits to rebuild the value.
     const AOF_COMMAND: &'static CStr;
 
@@ -45,8 +48,9 @@ pub trait StoredValue: Sized + 'static {
     fn memory_bytes(&self) -> u64;
     /// A deep copy, or why it could not be made (`COPY`).
     fn try_copy(&self) -> Result<Self, String>;
-    /// Reads a value `rdb_save` wrote; `limit` bounds the bytes it may allocate.
-    fn rdb_load(rdb: *mut raw::RedisModuleIO, limit: u64) -> Result<Self, String>;
+    /// Reads a value written with encoding version `encver` (one of `OLDEST_ENCVER..=ENCVER`);
+    /// `limit` bounds the bytes it may allocate.
+    fn rdb_load(rdb: *mut raw::RedisModuleIO, encver: c_int, limit: u64) -> Result<Self, String>;
     /// Writes the value to an RDB (or a DUMP payload).
     fn rdb_save(&self, rdb: *mut raw::RedisModuleIO);
     /// The AOF form: `emit(None, payload)` for `AOF_COMMAND key payload`,
@@ -114,7 +118,7 @@ unsafe extern "C" fn rdb_load<T: StoredValue>(
     encver: c_int,
 ) -> *mut c_void {
     guard_callback("rdb_load", null_mut(), || {
-        if encver != T::ENCVER {
+        if !(T::OLDEST_ENCVER..=T::ENCVER).contains(&encver) {
             log_warning(&format!(
                 "lcbloom: cannot load a {} of encoding version {encver}",
                 T::NAME
@@ -124,7 +128,7 @@ unsafe extern "C" fn rdb_load<T: StoredValue>(
         // `max-memory-per-key` binds RESTORE, not the server's own files (config::memory_limit).
         // SAFETY: `rdb` is the handle Redis passed to this rdb_load.
         let limit = unsafe { load_memory_limit(rdb) };
-        match T::rdb_load(rdb, limit) {
+        match T::rdb_load(rdb, encver, limit) {
             Ok(v) if !raw::is_io_error(rdb) => {
                 note_loaded_size(T::NAME, v.memory_bytes());
                 into_redis(v)
@@ -253,6 +257,33 @@ pub fn read<T: StoredValue>(key: &RedisKey) -> Result<Option<&T>, RedisError> {
 pub fn write<T: StoredValue>(key: &RedisKeyWritable) -> Result<Option<&mut T>, RedisError> {
     key.get_value::<T>(T::redis_type())
         .map_err(|_| RedisError::WrongType)
+}
+
+/// A key's value when a command serves two types (`BF.*`: lcbloom's filters and RedisBloom's).
+pub enum Either<A, B> {
+    First(A),
+    Second(B),
+}
+
+/// The value under a key opened for reading, of type `A` or `B`; `WRONGTYPE` for others. `A`
+/// is looked up first, exactly as [`read`] does, so its commands pay nothing for `B`.
+pub fn read_either<A: StoredValue, B: StoredValue>(
+    key: &RedisKey,
+) -> Result<Option<Either<&A, &B>>, RedisError> {
+    match key.get_value::<A>(A::redis_type()) {
+        Ok(a) => Ok(a.map(Either::First)),
+        Err(_) => Ok(read::<B>(key)?.map(Either::Second)),
+    }
+}
+
+/// [`read_either`] for a key opened for writing.
+pub fn write_either<A: StoredValue, B: StoredValue>(
+    key: &RedisKeyWritable,
+) -> Result<Option<Either<&mut A, &mut B>>, RedisError> {
+    match key.get_value::<A>(A::redis_type()) {
+        Ok(a) => Ok(a.map(Either::First)),
+        Err(_) => Ok(write::<B>(key)?.map(Either::Second)),
+    }
 }
 
 /// Stores a new value under an empty key and counts it; returns it, stored.

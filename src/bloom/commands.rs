@@ -1,6 +1,16 @@
 //! `BF.*` command handlers: parse, run the chain, reply. RedisBloom 2.8's syntax, replies and
 //! error texts, stricter where RedisBloom is lax:
 //!
+//! * Two kinds of filter: lcbloom's own (`chain.rs`, type `lcbloomBF`), which every command
+//!   creates, and RedisBloom's (`crate::rebloom`, type `MBbloom--`), imported from RedisBloom's
+//!   RDB, `DUMP`, AOF or `BF.SCANDUMP`. Each command looks the key's type up once
+//!   (`value::read_either`, lcbloom's type first, so its filters pay nothing for the other) and
+//!   serves either. An imported filter answers, reports, scan-dumps and grows exactly as
+//!   RedisBloom 2.8.2 would (a negative `BF.SCANDUMP` iterator ends its dump, as there; `BF.INFO
+//!   key LAYOUT` answers `redisbloom`). `BF.LOADCHUNK` of a header on a missing key makes
+//!   lcbloom's filter from lcbloom's header and RedisBloom's from RedisBloom's (told apart by
+//!   their formats).
+//!
 //! * Every command answers `WRONGTYPE` on a key of another type (RedisBloom's EXISTS/MEXISTS
 //!   answer 0), unknown or duplicate options, trailing arguments and `NONSCALING` with
 //!   `EXPANSION` are errors, and a failed command leaves no key behind.
@@ -34,11 +44,15 @@ use crate::errors::{
     BAD_ITERATOR, BAD_LAYOUT, CAPACITY_RANGE, CHUNK_LENGTH, ERROR_RATE_RANGE, ITEMS_REQUIRED,
     ITEM_EXISTS, NONSCALING_EXPANSION, NOT_FOUND, NO_EXPANSION, NO_LAYOUT,
 };
-use crate::ffi::reply_ordered_map;
+use crate::ffi::reply_ordered_map_simple_names;
 use crate::hashing::{hash_item, ItemHash};
-use crate::value::{finish_write, modify, read, store, write, Applied};
+use crate::rebloom::chain::RbChain;
+use crate::rebloom::scandump::{self as rb_scandump, NewFilter};
+use crate::stats::lost_on_load;
+use crate::value::{finish_write, modify, read_either, store, write_either, Applied, Either};
 use redis_module::{raw, Context, ContextFlags, RedisError, RedisResult, RedisString, RedisValue};
 use std::ffi::CStr;
+use std::fmt::Display;
 
 /// How to create a filter.
 #[derive(Clone, Copy)]
@@ -212,6 +226,10 @@ pub fn reserve(ctx: &Context, args: &[RedisString]) -> RedisResult {
     if args.len() < 4 {
         return Err(RedisError::WrongArity);
     }
+    reserve_key(ctx, args).inspect_err(|e| lost_on_load(ctx, "BF.RESERVE", &args[1], e))
+}
+
+fn reserve_key(ctx: &Context, args: &[RedisString]) -> RedisResult {
     let mut options = Options {
         rate: Some(parse_bf_rate(&args[2])?),
         capacity: Some(parse_capacity(&args[3])?),
@@ -220,7 +238,7 @@ pub fn reserve(ctx: &Context, args: &[RedisString]) -> RedisResult {
     options.parse(&mut Args::new(&args[4..]), false)?;
     let create = options.create()?;
     let key = ctx.open_key_writable(&args[1]);
-    if write::<Chain>(&key)?.is_some() {
+    if write_either::<Chain, RbChain>(&key)?.is_some() {
         return Err(RedisError::Str(ITEM_EXISTS));
     }
     store(&key, create.build(memory_limit(ctx))?)?;
@@ -274,6 +292,10 @@ pub fn insert(ctx: &Context, args: &[RedisString]) -> RedisResult {
     if args.len() < 4 {
         return Err(RedisError::WrongArity);
     }
+    insert_items(ctx, args).inspect_err(|e| lost_on_load(ctx, "BF.INSERT", &args[1], e))
+}
+
+fn insert_items(ctx: &Context, args: &[RedisString]) -> RedisResult {
     let mut options = Options::default();
     let mut rest = Args::new(&args[2..]);
     let items = match options.parse(&mut rest, true)? {
@@ -297,11 +319,12 @@ fn add_items(
 ) -> RedisResult {
     check_item_count(ctx, items.len())?;
     let key = ctx.open_key_writable(name);
-    let (chain, limit, created) = match write::<Chain>(&key)? {
+    let (chain, limit, created) = match write_either::<Chain, RbChain>(&key)? {
         // The limit only matters when a sub-filter is added, and reading it costs a
         // RedisModule_GetContextFlags call: skip that for the writes that cannot scale.
-        Some(chain) if chain.can_hold(items.len() as u64) => (chain, u64::MAX, None),
-        Some(chain) => (chain, memory_limit(ctx), None),
+        Some(Either::First(chain)) if chain.can_hold(items.len() as u64) => (chain, u64::MAX, None),
+        Some(Either::First(chain)) => (chain, memory_limit(ctx), None),
+        Some(Either::Second(chain)) => return add_imported(ctx, event, name, items, chain, multi),
         None => {
             let create = create.ok_or(RedisError::Str(NOT_FOUND))?;
             let limit = memory_limit(ctx);
@@ -330,6 +353,49 @@ fn add_items(
     let changed = results.iter().any(|r| matches!(r, Ok(true)));
     let done = results.iter().take_while(|r| r.is_ok()).count();
     finish_add(ctx, event, name, items, done, changed, created);
+    reply_adds(ctx, true, results)
+}
+
+/// Adds to a filter imported from RedisBloom, by RedisBloom's rules: one item at a time (each
+/// add may grow the chain), stopping at the first error.
+fn add_imported(
+    ctx: &Context,
+    event: &CStr,
+    name: &RedisString,
+    items: &[RedisString],
+    chain: &mut RbChain,
+    multi: bool,
+) -> RedisResult {
+    let limit = memory_limit(ctx);
+    let mut results = Vec::with_capacity(items.len());
+    modify(chain, |c| {
+        for item in items {
+            let result = c.add(&c.hash(item.as_slice()), limit);
+            let stop = result.is_err();
+            results.push(result);
+            if stop {
+                break;
+            }
+        }
+    });
+    let changed = results.iter().any(|r| matches!(r, Ok(true)));
+    let done = results.iter().take_while(|r| r.is_ok()).count();
+    finish_add(ctx, event, name, items, done, changed, None);
+    reply_adds(ctx, multi, results)
+}
+
+/// The reply to an add: BF.ADD's one result (`multi` false), or an array in which an error
+/// takes its item's place (later items were not processed).
+fn reply_adds<E: Display + Into<RedisError>>(
+    ctx: &Context,
+    multi: bool,
+    mut results: Vec<Result<bool, E>>,
+) -> RedisResult {
+    if !multi {
+        if let Some(result) = results.pop() {
+            return Ok(RedisValue::Bool(result.map_err(Into::into)?));
+        }
+    }
     raw::reply_with_array(ctx.ctx, results.len() as std::os::raw::c_long);
     for result in results {
         match result {
@@ -386,7 +452,12 @@ pub fn exists(ctx: &Context, args: &[RedisString]) -> RedisResult {
         return Err(RedisError::WrongArity);
     }
     let key = ctx.open_key(&args[1]);
-    let found = read::<Chain>(&key)?.is_some_and(|c| c.contains(&hash_item(args[2].as_slice())));
+    let item = args[2].as_slice();
+    let found = match read_either::<Chain, RbChain>(&key)? {
+        Some(Either::First(chain)) => chain.contains(&hash_item(item)),
+        Some(Either::Second(chain)) => chain.contains(&chain.hash(item)),
+        None => false,
+    };
     Ok(RedisValue::Bool(found))
 }
 
@@ -397,16 +468,20 @@ pub fn mexists(ctx: &Context, args: &[RedisString]) -> RedisResult {
     }
     check_item_count(ctx, args.len() - 2)?;
     let key = ctx.open_key(&args[1]);
-    let chain = read::<Chain>(&key)?;
+    let filter = read_either::<Chain, RbChain>(&key)?;
     let items = &args[2..];
     raw::reply_with_array(ctx.ctx, items.len() as std::os::raw::c_long);
-    match chain {
-        Some(chain) => {
+    match filter {
+        Some(Either::First(chain)) => {
             let hashes: Vec<ItemHash> = items.iter().map(|i| hash_item(i.as_slice())).collect();
             chain.contains_batch(&hashes, |found| {
                 raw::reply_with_bool(ctx.ctx, found.into());
             });
         }
+        Some(Either::Second(chain)) => items.iter().for_each(|i| {
+            let found = chain.contains(&chain.hash(i.as_slice()));
+            raw::reply_with_bool(ctx.ctx, found.into());
+        }),
         None => items.iter().for_each(|_| {
             raw::reply_with_bool(ctx.ctx, 0);
         }),
@@ -420,31 +495,42 @@ pub fn info(ctx: &Context, args: &[RedisString]) -> RedisResult {
         return Err(RedisError::WrongArity);
     }
     let key = ctx.open_key(&args[1]);
-    let chain = read::<Chain>(&key)?.ok_or(RedisError::Str(NOT_FOUND))?;
-    let expansion = match chain.expansion() {
+    // An imported filter reports what RedisBloom does, Size by RedisBloom's own accounting.
+    let (capacity, size, filters, items, expansion, layout) =
+        match read_either::<Chain, RbChain>(&key)?.ok_or(RedisError::Str(NOT_FOUND))? {
+            Either::First(c) => (
+                c.capacity(),
+                c.memory_bytes(),
+                c.filters().len(),
+                c.items(),
+                c.expansion(),
+                c.layout().name(),
+            ),
+            Either::Second(c) => (
+                c.capacity(),
+                c.info_size(),
+                c.links().len(),
+                c.size(),
+                c.expansion(),
+                "redisbloom",
+            ),
+        };
+    let expansion = match expansion {
         Some(e) => RedisValue::Integer(e as i64),
         None => RedisValue::Null,
     };
     let fields = [
-        (
-            "CAPACITY",
-            "Capacity",
-            RedisValue::Integer(chain.capacity() as i64),
-        ),
-        (
-            "SIZE",
-            "Size",
-            RedisValue::Integer(chain.memory_bytes() as i64),
-        ),
+        ("CAPACITY", "Capacity", RedisValue::Integer(capacity as i64)),
+        ("SIZE", "Size", RedisValue::Integer(size as i64)),
         (
             "FILTERS",
             "Number of filters",
-            RedisValue::Integer(chain.filters().len() as i64),
+            RedisValue::Integer(filters as i64),
         ),
         (
             "ITEMS",
             "Number of items inserted",
-            RedisValue::Integer(chain.items() as i64),
+            RedisValue::Integer(items as i64),
         ),
         ("EXPANSION", "Expansion rate", expansion),
     ];
@@ -453,16 +539,12 @@ pub fn info(ctx: &Context, args: &[RedisString]) -> RedisResult {
         // lcbloom's own field, after RedisBloom's and only for blocked filters (a standard
         // filter's reply is RedisBloom's); a number, because typed clients (the redis crate's
         // bf_info) read every value of this reply as one.
-        if chain.layout() == Layout::Blocked {
+        if layout == Layout::Blocked.name() {
             fields.push(("Blocked", RedisValue::Integer(1)));
         }
-        return reply_ordered_map(ctx, fields);
+        return reply_ordered_map_simple_names(ctx, fields);
     };
-    let layout = (
-        "LAYOUT",
-        "Layout",
-        RedisValue::SimpleStringStatic(chain.layout().name()),
-    );
+    let layout = ("LAYOUT", "Layout", RedisValue::SimpleStringStatic(layout));
     let (_, name, value) = fields
         .into_iter()
         .chain([layout])
@@ -470,7 +552,7 @@ pub fn info(ctx: &Context, args: &[RedisString]) -> RedisResult {
         .ok_or(RedisError::Str(BAD_INFO_FIELD))?;
     // RedisBloom: a one-entry map in RESP3, a one-element array in RESP2.
     if ctx.get_flags().contains(ContextFlags::FLAGS_RESP3) {
-        reply_ordered_map(ctx, vec![(name, value)])
+        reply_ordered_map_simple_names(ctx, vec![(name, value)])
     } else {
         Ok(RedisValue::Array(vec![value]))
     }
@@ -482,7 +564,11 @@ pub fn card(ctx: &Context, args: &[RedisString]) -> RedisResult {
         return Err(RedisError::WrongArity);
     }
     let key = ctx.open_key(&args[1]);
-    let items = read::<Chain>(&key)?.map_or(0, Chain::items);
+    let items = match read_either::<Chain, RbChain>(&key)? {
+        Some(Either::First(chain)) => chain.items(),
+        Some(Either::Second(chain)) => chain.size(),
+        None => 0,
+    };
     Ok(RedisValue::Integer(items as i64))
 }
 
@@ -493,10 +579,13 @@ pub fn scandump(ctx: &Context, args: &[RedisString]) -> RedisResult {
         return Err(RedisError::WrongArity);
     }
     let key = ctx.open_key(&args[1]);
-    let chain = read::<Chain>(&key)?.ok_or(RedisError::Str(NOT_FOUND))?;
-    let iterator = parse_i64(&args[2])
-        .filter(|i| *i >= 0)
-        .ok_or(RedisError::Str(BAD_ITERATOR))?;
+    let filter = read_either::<Chain, RbChain>(&key)?.ok_or(RedisError::Str(NOT_FOUND))?;
+    let iterator = parse_i64(&args[2]).ok_or(RedisError::Str(BAD_ITERATOR))?;
+    let chain = match filter {
+        Either::First(chain) if iterator >= 0 => chain,
+        Either::First(_) => return Err(RedisError::Str(BAD_ITERATOR)),
+        Either::Second(chain) => return Ok(scandump_imported(chain, iterator)),
+    };
     if iterator == 0 {
         return Ok(RedisValue::Array(vec![
             RedisValue::Integer(1),
@@ -513,30 +602,61 @@ pub fn scandump(ctx: &Context, args: &[RedisString]) -> RedisResult {
     }))
 }
 
-/// `BF.LOADCHUNK key iterator data`: iterator 1 creates the key from a header; later chunks
-/// write `data` at offset iterator − 1 − len, after full validation.
+/// RedisBloom's `BF.SCANDUMP` of an imported filter: as for lcbloom's, except that the chunks
+/// are RedisBloom's and any iterator past the end, or negative, ends the dump.
+fn scandump_imported(chain: &RbChain, iterator: i64) -> RedisValue {
+    if iterator == 0 {
+        return RedisValue::Array(vec![
+            RedisValue::Integer(1),
+            RedisValue::StringBuffer(rb_scandump::encode_header(chain)),
+        ]);
+    }
+    let chunk = u64::try_from(iterator)
+        .ok()
+        .and_then(|it| rb_scandump::chunk(chain, it));
+    RedisValue::Array(match chunk {
+        Some((next, data)) => vec![
+            RedisValue::Integer(next as i64),
+            RedisValue::StringBuffer(data.to_vec()),
+        ],
+        None => vec![RedisValue::Integer(0), RedisValue::StringBuffer(Vec::new())],
+    })
+}
+
+/// `BF.LOADCHUNK key iterator data`: iterator 1 creates the key from a header (lcbloom's or
+/// RedisBloom's); later chunks write `data` at offset iterator − 1 − len, after full
+/// validation (RedisBloom's rules and texts for an imported filter).
 pub fn loadchunk(ctx: &Context, args: &[RedisString]) -> RedisResult {
     if args.len() != 4 {
         return Err(RedisError::WrongArity);
     }
-    let iterator = parse_i64(&args[2])
-        .filter(|i| *i >= 1)
-        .ok_or(RedisError::Str(BAD_ITERATOR))?;
-    let data = args[3].as_slice();
-    let key = ctx.open_key_writable(&args[1]);
-    let existing = write::<Chain>(&key)?;
-    if iterator == 1 {
-        if existing.is_some() {
-            return Err(RedisError::Str(ITEM_EXISTS));
-        }
-        let header = codec::decode_header(data, memory_limit(ctx))?;
-        store(&key, header.into_chain()?)?;
-    } else {
-        let chain = existing.ok_or(RedisError::Str(NOT_FOUND))?;
-        let offset =
-            chunk_start(iterator as u64, data.len()).ok_or(RedisError::Str(CHUNK_LENGTH))?;
-        codec::write_data(chain, offset, data)?;
-    }
+    load_chunk(ctx, &args[1], &args[2], args[3].as_slice())
+        .inspect_err(|e| lost_on_load(ctx, "BF.LOADCHUNK", &args[1], e))?;
     finish_write(ctx, c"bf.loadchunk", &args[1], Applied::Whole);
     Ok(RedisValue::SimpleStringStatic("OK"))
+}
+
+fn load_chunk(
+    ctx: &Context,
+    name: &RedisString,
+    iterator: &RedisString,
+    data: &[u8],
+) -> Result<(), RedisError> {
+    let iterator = parse_i64(iterator).ok_or(RedisError::Str(BAD_ITERATOR))?;
+    let key = ctx.open_key_writable(name);
+    match write_either::<Chain, RbChain>(&key)? {
+        Some(Either::Second(chain)) => Ok(rb_scandump::load_chunk(chain, iterator, data)?),
+        _ if iterator < 1 => Err(RedisError::Str(BAD_ITERATOR)),
+        Some(Either::First(_)) if iterator == 1 => Err(RedisError::Str(ITEM_EXISTS)),
+        Some(Either::First(chain)) => {
+            let offset =
+                chunk_start(iterator as u64, data.len()).ok_or(RedisError::Str(CHUNK_LENGTH))?;
+            Ok(codec::write_data(chain, offset, data)?)
+        }
+        None if iterator == 1 => match rb_scandump::decode_any_header(data, memory_limit(ctx))? {
+            NewFilter::Own(chain) => store(&key, chain).map(drop),
+            NewFilter::RedisBloom(chain) => store(&key, chain).map(drop),
+        },
+        None => Err(RedisError::Str(NOT_FOUND)),
+    }
 }

@@ -65,7 +65,7 @@ impl StoredValue for Chain {
         self.try_clone().map_err(|e| e.to_string())
     }
 
-    fn rdb_load(rdb: *mut raw::RedisModuleIO, limit: u64) -> Result<Chain, String> {
+    fn rdb_load(rdb: *mut raw::RedisModuleIO, _encver: c_int, limit: u64) -> Result<Chain, String> {
         let header = raw::load_string_buffer(rdb).map_err(|_| "short read")?;
         let header = codec::decode_header(header.as_ref(), limit).map_err(|e| e.to_string())?;
         let total = header.data_bytes();

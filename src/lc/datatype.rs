@@ -41,7 +41,11 @@ impl StoredValue for Counter {
         Ok(self.clone())
     }
 
-    fn rdb_load(rdb: *mut raw::RedisModuleIO, limit: u64) -> Result<Counter, String> {
+    fn rdb_load(
+        rdb: *mut raw::RedisModuleIO,
+        _encver: c_int,
+        limit: u64,
+    ) -> Result<Counter, String> {
         let buffer = raw::load_string_buffer(rdb).map_err(|_| "short read")?;
         codec::decode(buffer.as_ref(), limit).map_err(|e| e.to_string())
     }

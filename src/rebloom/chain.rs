@@ -25,16 +25,14 @@ pub enum AddError {
     OutOfMemory,
 }
 
-impl AddError {
-    /// The error reply: RedisBloom's texts, and lcbloom's for its own limits.
-    pub fn message(&self) -> String {
+/// The reply text without `ERR `: RedisBloom's texts, and lcbloom's for its own limits.
+impl std::fmt::Display for AddError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match *self {
-            AddError::Full => format!("ERR {}", ChainError::Full),
-            AddError::CannotGrow => "ERR problem inserting into filter".to_string(),
-            AddError::TooLarge { needed, limit } => {
-                format!("ERR {}", ChainError::TooLarge { needed, limit })
-            }
-            AddError::OutOfMemory => format!("ERR {}", ChainError::OutOfMemory),
+            AddError::Full => ChainError::Full.fmt(f),
+            AddError::CannotGrow => f.write_str("problem inserting into filter"),
+            AddError::TooLarge { needed, limit } => ChainError::TooLarge { needed, limit }.fmt(f),
+            AddError::OutOfMemory => ChainError::OutOfMemory.fmt(f),
         }
     }
 }
@@ -238,6 +236,10 @@ impl RbChain {
     }
 }
 
+/// A link count outside 1..=MAX_LINKS.
+pub const BAD_LINK_COUNT: DecodeError =
+    DecodeError("bad RedisBloom data: number of filters out of range");
+
 /// The chain-level checks shared by every decoder; `link_sizes` sums the links' sizes (None on
 /// overflow) and only runs once the cheap checks pass.
 pub fn check_chain_fields(
@@ -248,9 +250,7 @@ pub fn check_chain_fields(
     link_sizes: impl FnOnce() -> Option<u64>,
 ) -> Result<(), DecodeError> {
     if links == 0 || links > MAX_LINKS as u64 {
-        return Err(DecodeError(
-            "bad RedisBloom data: number of filters out of range",
-        ));
+        return Err(BAD_LINK_COUNT);
     }
     if options & !super::link::ALL_OPTIONS != 0 {
         return Err(DecodeError("bad RedisBloom data: unknown options"));

@@ -13,7 +13,7 @@
 
 use super::chain::RbChain;
 use super::rdb::{self, FieldReader, FieldWriter};
-use super::DecodeError;
+use super::{DecodeError, TOO_LARGE};
 
 /// RedisBloom's Bloom filter type name.
 pub const TYPE_NAME: &str = "MBbloom--";
@@ -117,7 +117,7 @@ impl FieldReader for DumpReader<'_> {
                 let clen = self.length()?;
                 let ulen = self.length()?;
                 if ulen > max {
-                    return Err(DecodeError("filter would exceed max-memory-per-key"));
+                    return Err(TOO_LARGE);
                 }
                 lzf_decompress(self.take(clen)?, ulen)
             }

@@ -2,7 +2,9 @@
 //! 2.8 stored: its RDB values (type `MBbloom--`, encvers 0–4), `DUMP` payloads, AOF rewrites
 //! and `BF.SCANDUMP` streams. A filter imported this way keeps RedisBloom's layout and hashing
 //! and grows by RedisBloom's rules, so every answer stays what RedisBloom would give. This is
-//! the pure core (no Redis types); lcbloom's own filters (`crate::bloom`) are unrelated.
+//! a wing of its own: a pure core (every file but `datatype.rs`, no Redis types) and the Redis
+//! type `MBbloom--` around it (`datatype.rs`); the `BF.*` commands serve these chains beside
+//! lcbloom's own filters (`bloom/commands.rs`), which are unrelated to them.
 //!
 //! Structure. A chain holds `size` (items added), `options`, `growth` and links, oldest first.
 //! A link holds `entries` (capacity), `error`, `hashes` k, `bpe` (bits per entry), `bits`,
@@ -47,6 +49,7 @@
 //! none of this when loading an RDB value, and crashes on some such payloads.
 
 pub mod chain;
+pub mod datatype;
 pub mod dump;
 pub mod link;
 pub mod murmur;
@@ -54,3 +57,7 @@ pub mod rdb;
 pub mod scandump;
 
 pub use crate::decode::DecodeError;
+/// A value that would take the key over its byte budget (`max-memory-per-key`).
+pub const TOO_LARGE: DecodeError = DecodeError("filter would exceed max-memory-per-key");
+/// A bit array that could not be allocated.
+pub const OUT_OF_MEMORY: DecodeError = DecodeError("insufficient memory to load filter");

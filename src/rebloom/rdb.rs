@@ -2,14 +2,13 @@
 //! field reader/writer: the type adapter maps it to `RedisModule_Load*`/`Save*`, the DUMP
 //! codec (`dump.rs`) to bytes. Field order and presence are in the header of `mod.rs`.
 
-use super::chain::{memory_bytes_for, RbChain, MAX_LINKS};
+use super::chain::{memory_bytes_for, RbChain, BAD_LINK_COUNT, MAX_LINKS};
 use super::link::{Link, LinkParams, MAX_HASHES};
-use super::DecodeError;
+use super::{DecodeError, TOO_LARGE};
 
 /// The encoding version written; 0–4 are read.
 pub const ENCVER: u32 = 4;
 
-const TOO_LARGE: DecodeError = DecodeError("filter would exceed max-memory-per-key");
 const BAD_NUMBER: DecodeError = DecodeError("bad RedisBloom data: field out of range");
 
 /// Where the fields come from.
@@ -52,9 +51,7 @@ pub fn decode(r: &mut impl FieldReader, encver: u32, limit: u64) -> Result<RbCha
         2
     };
     if nfilters == 0 || nfilters > MAX_LINKS as u64 {
-        return Err(DecodeError(
-            "bad RedisBloom data: number of filters out of range",
-        ));
+        return Err(BAD_LINK_COUNT);
     }
     let mut links: Vec<Link> = Vec::with_capacity(nfilters as usize);
     let mut data_bytes = 0u64;

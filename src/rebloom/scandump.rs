@@ -5,10 +5,17 @@
 //! stream position `it − 1`; a chunk never crosses a link and is at most 16 MiB; the iterator
 //! returned with a chunk is the position after it, plus one. `BF.LOADCHUNK key it data` writes
 //! `data` at iterator `it − len(data)`.
+//!
+//! On a missing key, `BF.LOADCHUNK key 1 <header>` takes either format ([`decode_any_header`]):
+//! lcbloom's own header starts with its magic `LCBF` and is tried first; bytes it refuses that
+//! have this header's shape (length 20 + 53·nfilters) make a RedisBloom chain. That is how a
+//! RedisBloom AOF rewrite or `BF.SCANDUMP` stream loads into lcbloom.
 
 use super::chain::{check_chain_fields, memory_bytes_for, zeroed, RbChain};
 use super::link::{Link, LinkParams};
-use super::DecodeError;
+use super::{DecodeError, OUT_OF_MEMORY, TOO_LARGE};
+use crate::bloom::chain::Chain;
+use crate::bloom::codec;
 
 const FIXED: usize = 20;
 const PER_LINK: usize = 53;
@@ -93,12 +100,11 @@ pub fn decode_header(header: &[u8], limit: u64) -> Result<RbChain, DecodeError> 
     }
     match memory_bytes_for(params.len() as u64, data_bytes) {
         Some(m) if m <= limit => {}
-        _ => return Err(DecodeError("filter would exceed max-memory-per-key")),
+        _ => return Err(TOO_LARGE),
     }
     let mut links = Vec::with_capacity(params.len());
     for (p, size) in params {
-        let data =
-            zeroed(p.bytes).map_err(|_| DecodeError("insufficient memory to load filter"))?;
+        let data = zeroed(p.bytes).map_err(|_| OUT_OF_MEMORY)?;
         links.push(Link {
             params: p,
             size,
@@ -106,6 +112,25 @@ pub fn decode_header(header: &[u8], limit: u64) -> Result<RbChain, DecodeError> 
         });
     }
     RbChain::from_parts(size, options, growth, links)
+}
+
+/// A filter made by a `BF.LOADCHUNK` header on a missing key.
+#[derive(Debug, PartialEq)]
+pub enum NewFilter {
+    Own(Chain),
+    RedisBloom(RbChain),
+}
+
+/// A zero-filled filter from a header in lcbloom's format or in RedisBloom's (see the top of
+/// this file), within `limit` bytes. The error is that of the format the bytes look like.
+pub fn decode_any_header(header: &[u8], limit: u64) -> Result<NewFilter, DecodeError> {
+    match codec::decode_header(header, limit) {
+        Ok(own) => Ok(NewFilter::Own(own.into_chain()?)),
+        Err(_) if looks_like_header(header) => {
+            decode_header(header, limit).map(NewFilter::RedisBloom)
+        }
+        Err(e) => Err(e),
+    }
 }
 
 /// The link holding stream position `pos`, and the offset in it.
@@ -220,6 +245,38 @@ mod tests {
         }
         assert_eq!(load_chunk(&mut copy, 12, &[0xff; 3]), Ok(()));
         assert_ne!(copy, c);
+    }
+
+    #[test]
+    fn either_format_of_header_makes_its_own_kind_of_filter() {
+        let rb = grown();
+        let header = encode_header(&rb);
+        let empty = decode_header(&header, u64::MAX).unwrap();
+        assert_eq!(
+            decode_any_header(&header, u64::MAX),
+            Ok(NewFilter::RedisBloom(empty))
+        );
+        let own = Chain::new(0.01, 100, 2, u64::MAX).unwrap();
+        let own_header = codec::encode_header(&own);
+        assert!(matches!(
+            decode_any_header(&own_header, u64::MAX),
+            Ok(NewFilter::Own(_))
+        ));
+        // A RedisBloom-shaped header that RedisBloom's checks refuse gets RedisBloom's error;
+        // anything else gets lcbloom's.
+        let mut bad = header.clone();
+        bad[0] ^= 1;
+        assert!(matches!(
+            decode_any_header(&bad, u64::MAX),
+            Err(DecodeError(
+                "bad RedisBloom data: item count does not match the filters"
+            ))
+        ));
+        assert!(matches!(
+            decode_any_header(&own_header[..40], u64::MAX),
+            Err(DecodeError("received bad data"))
+        ));
+        assert!(matches!(decode_any_header(&header, 100), Err(TOO_LARGE)));
     }
 
     #[test]

@@ -22,4 +22,5 @@ mod ops_info_events;
 mod ops_persistence;
 mod ops_replication;
 mod rb_format;
+mod rb_import;
 mod smoke;

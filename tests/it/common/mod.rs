@@ -92,10 +92,35 @@ impl ServerBuilder {
         self
     }
 
+    /// Starts a server that must refuse to start (bad data in its files): returns its log.
+    pub fn start_expecting_failure(self) -> String {
+        let mut server = self.server();
+        let module = server.module.clone().unwrap_or_else(module_path);
+        server.port = free_port();
+        let mut child = server.command(&module).spawn().expect("start redis-server");
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_secs(30) {
+            if let Ok(Some(_)) = child.try_wait() {
+                return server.log();
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        server.keep_dir = true;
+        panic!("the server started; log:\n{}", server.log_tail());
+    }
+
     pub fn start(self) -> Server {
+        let mut server = self.server();
+        server.launch();
+        server
+    }
+
+    fn server(self) -> Server {
         let dir = self.dir.unwrap_or_else(temp_dir);
         std::fs::create_dir_all(&dir).unwrap();
-        let mut server = Server {
+        Server {
             port: 0,
             dir,
             args: self.args,
@@ -103,9 +128,7 @@ impl ServerBuilder {
             module: self.module,
             child: None,
             keep_dir: false,
-        };
-        server.launch();
-        server
+        }
     }
 }
 
@@ -127,6 +150,13 @@ impl Server {
         }
     }
 
+    /// A new, empty data dir (for `ServerBuilder::dir`).
+    pub fn fresh_dir() -> PathBuf {
+        let dir = temp_dir();
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
     /// A plain server with the module and default configs.
     pub fn start() -> Server {
         Self::builder().start()
@@ -141,24 +171,7 @@ impl Server {
         );
         for _attempt in 0..5 {
             self.port = free_port();
-            let mut cmd = Command::new(server_binary());
-            cmd.arg("--port")
-                .arg(self.port.to_string())
-                .args(["--bind", "127.0.0.1", "--save", "", "--daemonize", "no"])
-                .args(["--enable-debug-command", "yes"])
-                .args(["--enable-module-command", "yes"])
-                .arg("--dir")
-                .arg(&self.dir)
-                .args(["--logfile", "server.log"])
-                .args(["--repl-diskless-sync-delay", "0"])
-                .args(&self.args)
-                .arg("--loadmodule")
-                .arg(&module)
-                .args(&self.module_args)
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null());
-            let child = cmd.spawn().expect("start redis-server");
+            let child = self.command(&module).spawn().expect("start redis-server");
             self.child = Some(child);
             if self.wait_ready(Duration::from_secs(30)) {
                 return;
@@ -170,6 +183,28 @@ impl Server {
         }
         self.keep_dir = true;
         panic!("redis-server did not start; log:\n{}", self.log_tail());
+    }
+
+    /// The server's command line on `self.port`.
+    fn command(&self, module: &Path) -> Command {
+        let mut cmd = Command::new(server_binary());
+        cmd.arg("--port")
+            .arg(self.port.to_string())
+            .args(["--bind", "127.0.0.1", "--save", "", "--daemonize", "no"])
+            .args(["--enable-debug-command", "yes"])
+            .args(["--enable-module-command", "yes"])
+            .arg("--dir")
+            .arg(&self.dir)
+            .args(["--logfile", "server.log"])
+            .args(["--repl-diskless-sync-delay", "0"])
+            .args(&self.args)
+            .arg("--loadmodule")
+            .arg(module)
+            .args(&self.module_args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        cmd
     }
 
     fn wait_ready(&mut self, timeout: Duration) -> bool {
