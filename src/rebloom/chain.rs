@@ -4,6 +4,7 @@
 use super::link::{Link, LinkParams, FORCE64, NOROUND, NO_SCALING};
 use super::murmur::HashPair;
 use super::DecodeError;
+use crate::alloc::size_class;
 use crate::bloom::chain::ChainError;
 
 /// Most links a chain may have. RedisBloom 2.8.2 asserts (aborts the server) when it loads
@@ -162,9 +163,17 @@ impl RbChain {
         self.links.iter().map(|l| l.params.bytes).sum()
     }
 
-    /// Bytes the chain occupies in this process.
+    /// Bytes the chain occupies in this process (`MEMORY USAGE`): each allocation (the box
+    /// Redis holds, the list of links, each bit array) rounded up to the allocator's size
+    /// class. Budgets (`max-memory-per-key`) use [`memory_bytes_for`], known before allocating.
     pub fn memory_bytes(&self) -> u64 {
-        memory_bytes_for(self.links.len() as u64, self.data_bytes()).unwrap_or(u64::MAX)
+        let list = (self.links.capacity() * std::mem::size_of::<Link>()) as u64;
+        self.links
+            .iter()
+            .map(|l| size_class(l.data.capacity() as u64))
+            .sum::<u64>()
+            + size_class(std::mem::size_of::<RbChain>() as u64)
+            + size_class(list)
     }
 
     pub fn contains(&self, hash: &HashPair) -> bool {
@@ -224,7 +233,7 @@ impl RbChain {
             return Err(AddError::TooLarge { needed, limit });
         }
         self.links
-            .try_reserve(1)
+            .try_reserve_exact(1)
             .map_err(|_| AddError::OutOfMemory)?;
         let data = zeroed(params.bytes)?;
         self.links.push(Link {
@@ -413,7 +422,7 @@ mod tests {
         let mut c = RbChain::reserve(0.01, 10, Some(2), u64::MAX).unwrap();
         fill(&mut c, 10);
         let before = c.clone();
-        let limit = c.memory_bytes() + 10;
+        let limit = memory_bytes_for(1, c.data_bytes()).unwrap() + 10;
         let err = c.add(&c.hash(b"one more"), limit).unwrap_err();
         assert!(matches!(err, AddError::TooLarge { .. }));
         assert_eq!(c, before);

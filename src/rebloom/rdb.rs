@@ -243,8 +243,9 @@ pub mod tests {
     #[test]
     fn the_limit_is_checked_before_the_arrays() {
         let c = sample();
-        assert_eq!(read(fields(&c), 4, c.memory_bytes()), Ok(c.clone()));
-        assert_eq!(read(fields(&c), 4, c.memory_bytes() - 1), Err(TOO_LARGE));
+        let budget = memory_bytes_for(c.links().len() as u64, c.data_bytes()).unwrap();
+        assert_eq!(read(fields(&c), 4, budget), Ok(c.clone()));
+        assert_eq!(read(fields(&c), 4, budget - 1), Err(TOO_LARGE));
     }
 
     #[test]

@@ -100,7 +100,7 @@ const SHAPES: &[Shape] = &[
     },
 ];
 
-fn used_memory(c: &mut Connection) -> i64 {
+pub fn used_memory(c: &mut Connection) -> i64 {
     std::thread::sleep(std::time::Duration::from_millis(300));
     let info: String = redis::cmd("INFO").arg("memory").query(c).unwrap();
     info.lines()

@@ -516,3 +516,67 @@ fn imported_filters_replicate_copy_reload_and_persist() {
     assert_eq!(digests_of(&mut cm, &all), before, "AOF with preamble");
     assert_eq!(info_map(&mut cm, "lcbloom")["lcbloom_aof_lost_keys"], "0");
 }
+
+/// `MEMORY USAGE` of imported filters is within ±10% of the `used_memory` growth they cause
+/// (shapes RedisBloom made: a default filter with 10 items, a grown 0.01/1000 chain, a
+/// 100,000-capacity filter), over many keys restored from one payload.
+#[test]
+fn memory_usage_of_imported_filters_is_within_ten_percent() {
+    let Some(module) = rb::module() else { return };
+    let a = rb::server(&module);
+    let mut ca = a.conn();
+    let shapes: [(&str, &[&str], u32, usize); 3] = [
+        ("default, 10 items", &[], 10, 3_000),
+        ("0.01 / 1,000, 3,000 items", &["0.01", "1000"], 3_000, 300),
+        (
+            "0.01 / 100,000, 30,000 items",
+            &["0.01", "100000"],
+            30_000,
+            30,
+        ),
+    ];
+    let server = Server::start();
+    let mut c = server.conn();
+    let mut report = String::new();
+    for (name, reserve, items, keys) in shapes {
+        if !reserve.is_empty() {
+            let _: Value = redis::cmd("BF.RESERVE")
+                .arg(name)
+                .arg(reserve)
+                .query(&mut ca)
+                .unwrap();
+        }
+        let members: Vec<Vec<u8>> = (0..items).map(|i| format!("m{i}").into_bytes()).collect();
+        rb::madd(&mut ca, name, &members);
+        let payload: Vec<u8> = redis::cmd("DUMP").arg(name).query(&mut ca).unwrap();
+        ok(&mut c, &["FLUSHALL"]);
+        let before = crate::bf_memory::used_memory(&mut c);
+        let mut writer = server.conn();
+        for chunk in (0..keys).collect::<Vec<_>>().chunks(50) {
+            let mut pipe = redis::pipe();
+            for i in chunk {
+                pipe.cmd("RESTORE")
+                    .arg(format!("k:{i}"))
+                    .arg(0)
+                    .arg(&payload)
+                    .ignore();
+            }
+            pipe.exec(&mut writer).unwrap();
+        }
+        drop(writer);
+        let after = crate::bf_memory::used_memory(&mut c);
+        let mut pipe = redis::pipe();
+        for i in 0..keys {
+            pipe.cmd("MEMORY").arg("USAGE").arg(format!("k:{i}"));
+        }
+        let usage: Vec<i64> = pipe.query(&mut c).unwrap();
+        let real = (after - before) as f64 / keys as f64;
+        let reported = usage.iter().sum::<i64>() as f64 / keys as f64;
+        report += &format!("{name:<32} {real:>9.0} B/key real, MEMORY USAGE {reported:>9.0}\n");
+        assert!(
+            (0.9..=1.1).contains(&(reported / real)),
+            "{name}: off by more than 10%\n{report}"
+        );
+    }
+    eprintln!("{report}");
+}
