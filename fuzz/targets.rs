@@ -132,3 +132,48 @@ pub fn rb_loadchunk(data: &[u8]) {
     let value = dump::encode_value(&chain);
     assert_eq!(dump::decode_value(&value, u64::MAX).as_ref(), Ok(&chain));
 }
+
+/// A `BF.LOADCHUNK` session on a missing key, as `BF.LOADCHUNK` runs it: the header in either
+/// format (`scandump::decode_any_header`: lcbloom's, else RedisBloom's), then chunks in the
+/// format of `rb_loadchunk` (4-byte iterator) written the way the filter's kind takes them.
+/// An accepted header re-encodes to itself; refused chunks change nothing.
+pub fn bf_any_loadchunk(data: &[u8]) {
+    use lcbloom::chunks::chunk_start;
+    use lcbloom::rebloom::scandump::{self, NewFilter};
+    let Some((len, rest)) = data.split_first_chunk::<2>() else {
+        return;
+    };
+    let len = (u16::from_le_bytes(*len) as usize).min(rest.len());
+    let (header, mut rest) = rest.split_at(len);
+    let Ok(mut filter) = scandump::decode_any_header(header, LIMIT) else {
+        return;
+    };
+    match &filter {
+        NewFilter::Own(chain) => assert_eq!(bf::encode_header(chain), header),
+        NewFilter::RedisBloom(chain) => assert_eq!(scandump::encode_header(chain), header),
+    }
+    while let Some((head, tail)) = rest.split_first_chunk::<6>() {
+        let it = i32::from_le_bytes([head[0], head[1], head[2], head[3]]) as i64;
+        let len = (u16::from_le_bytes([head[4], head[5]]) as usize).min(tail.len());
+        let (chunk, tail) = tail.split_at(len);
+        match &mut filter {
+            NewFilter::Own(chain) => {
+                let before = bf::encode(chain);
+                let written = u64::try_from(it)
+                    .ok()
+                    .and_then(|it| chunk_start(it, chunk.len()))
+                    .map(|offset| bf::write_data(chain, offset, chunk));
+                if !matches!(written, Some(Ok(()))) {
+                    assert_eq!(bf::encode(chain), before, "a refused chunk changes nothing");
+                }
+            }
+            NewFilter::RedisBloom(chain) => {
+                let before = chain.clone();
+                if scandump::load_chunk(chain, it, chunk).is_err() {
+                    assert_eq!(*chain, before, "a refused chunk changes nothing");
+                }
+            }
+        }
+        rest = tail;
+    }
+}

@@ -175,9 +175,9 @@ fn redisbloom_values() {
     assert!(fuzz("rb_value", seeds, targets::rb_value) > 0);
 }
 
-#[test]
-fn redisbloom_loadchunk_sessions() {
-    let sessions = rb_chains()
+/// `BF.LOADCHUNK` sessions of RedisBloom chains in the format of `targets::rb_loadchunk`.
+fn redisbloom_sessions() -> Vec<Vec<u8>> {
+    rb_chains()
         .iter()
         .map(|c| {
             let header = scandump::encode_header(c);
@@ -195,6 +195,31 @@ fn redisbloom_loadchunk_sessions() {
             }
             out
         })
-        .collect();
-    assert!(fuzz("rb_loadchunk", sessions, targets::rb_loadchunk) > 0);
+        .collect()
+}
+
+#[test]
+fn redisbloom_loadchunk_sessions() {
+    assert!(fuzz("rb_loadchunk", redisbloom_sessions(), targets::rb_loadchunk) > 0);
+}
+
+/// Sessions of both kinds through the header dispatch of `BF.LOADCHUNK`: RedisBloom's, and
+/// lcbloom's with each chunk named by its iterator (1 + its end offset).
+#[test]
+fn loadchunk_sessions_of_either_format() {
+    let mut seeds = redisbloom_sessions();
+    seeds.extend(chains().iter().map(|c| {
+        let header = bf::encode_header(c);
+        let mut out = (header.len() as u16).to_le_bytes().to_vec();
+        out.extend_from_slice(&header);
+        let data = &bf::encode(c)[header.len()..];
+        for (i, piece) in data.chunks(24).enumerate() {
+            let iterator = i * 24 + piece.len() + 1;
+            out.extend_from_slice(&(iterator as u32).to_le_bytes());
+            out.extend_from_slice(&(piece.len() as u16).to_le_bytes());
+            out.extend_from_slice(piece);
+        }
+        out
+    }));
+    assert!(fuzz("bf_any_loadchunk", seeds, targets::bf_any_loadchunk) > 0);
 }

@@ -22,5 +22,6 @@ mod ops_info_events;
 mod ops_persistence;
 mod ops_replication;
 mod rb_format;
+mod rb_hostile;
 mod rb_import;
 mod smoke;
