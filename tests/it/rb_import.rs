@@ -95,6 +95,12 @@ fn round_trip(way: Way) {
         &format!("{way:?} in, after adds"),
     );
     assert_same(compared, "after adds", 14);
+    // lcbloom saves them as RedisBloom does: the same DUMP payload, byte for byte.
+    for s in &samples {
+        let dump =
+            |c: &mut Connection| -> Vec<u8> { redis::cmd("DUMP").arg(&s.key).query(c).unwrap() };
+        assert!(dump(&mut ca) == dump(&mut cb), "DUMP of {}", s.key);
+    }
 
     // RedisBloom 2.8.2 refuses its own SCANDUMP header, and so its own AOF rewrite, for
     // filters from encver-0 data (see `reloads_own_scandump`): those go back by RDB or DUMP.
