@@ -10,7 +10,7 @@ APT_PACKAGES := redis-server redis-tools libclang-dev
 PROPTEST_RNG_SEED ?= 6
 export PROPTEST_RNG_SEED
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS := bf_value bf_loadchunk lc_value rb_value rb_loadchunk bf_any_loadchunk
+FUZZ_TARGETS := bf_value bf_loadchunk lc_value lc_loadchunk rb_value rb_loadchunk bf_any_loadchunk
 
 .PHONY: all build run test unit-test integration-test py-test deps deps-system deps-python clean
 .PHONY: valkey test-valkey redisbloom bench bench-memory bench-peer floors layout-sweep fuzz

@@ -75,9 +75,9 @@ pub fn add(ctx: &Context, args: &[RedisString]) -> RedisResult {
             (store(&key, counter)?, Some((rate, capacity)))
         }
     };
-    // The limit binds only the switch to the bitmap; reading it costs a
+    // The limit binds only the switch to the dense bitmap; reading it costs a
     // RedisModule_GetContextFlags call, so skip that for adds that cannot switch.
-    let limit = if items.len() as u64 <= counter.exact_room() {
+    let limit = if items.len() as u64 <= counter.room_before_dense() {
         u64::MAX
     } else {
         memory_limit(ctx)
@@ -244,11 +244,6 @@ pub fn info(ctx: &Context, args: &[RedisString]) -> RedisResult {
     };
     let key = ctx.open_key(key_name);
     let counter = read::<Counter>(&key)?.ok_or(RedisError::Str(NOT_FOUND))?;
-    let mode = if counter.is_exact() {
-        "exact"
-    } else {
-        "bitmap"
-    };
     reply_ordered_map(
         ctx,
         vec![
@@ -257,7 +252,10 @@ pub fn info(ctx: &Context, args: &[RedisString]) -> RedisResult {
             ("Size", RedisValue::Integer(counter.memory_usage() as i64)),
             ("Bits", RedisValue::Integer(counter.bits() as i64)),
             ("Bits set", RedisValue::Integer(counter.bits_set() as i64)),
-            ("Mode", RedisValue::SimpleStringStatic(mode)),
+            (
+                "Mode",
+                RedisValue::SimpleStringStatic(counter.mode().name()),
+            ),
             ("Count", RedisValue::Integer(counter.count() as i64)),
             (
                 "Standard error",
@@ -302,7 +300,9 @@ fn load_piece(
     let offset = chunk_start(iterator, piece.len()).ok_or(RedisError::Str(CHUNK_LENGTH))?;
     let key = ctx.open_key_writable(key_name);
     let counter = write::<Counter>(&key)?.ok_or(RedisError::Str(NOT_FOUND))?;
-    codec::write_dense(counter, offset, piece).map_err(bad_counter_chunk)?;
+    let limit = memory_limit(ctx);
+    // A sparse shell turns dense with its first piece: accounted like any write.
+    modify(counter, |c| codec::write_dense(c, offset, piece, limit)).map_err(bad_counter_chunk)?;
     finish_write(ctx, c"lc.loadchunk", key_name, Applied::Whole);
     OK
 }

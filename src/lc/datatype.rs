@@ -1,7 +1,7 @@
 //! The Redis type `lcbloomLC` holding a `Counter`, and its callbacks.
 //!
 //! RDB: encoding version 1 of the type is one string buffer holding `codec::encode` (itself
-//! versioned, see `codec.rs`). `DEBUG DIGEST-VALUE` digests the same bytes, so two counters have
+//! versioned, see `codec.rs`: version 2 written, 1 and 2 read, so the type's `encver` stays 1). `DEBUG DIGEST-VALUE` digests the same bytes, so two counters have
 //! equal digests exactly when they are equal. AOF rewrite emits `LC.LOADCHUNK key <encoding>`, or
 //! for an encoding over `codec::CHUNK_BYTES` the shell and the bitmap in pieces (codec.rs,
 //! "Chunked form"), so no argument nears `proto-max-bulk-len`. `free_effort` lets Redis free
@@ -34,11 +34,11 @@ impl StoredValue for Counter {
     }
 
     fn memory_bytes(&self) -> u64 {
-        self.memory_usage() as u64
+        self.memory_usage()
     }
 
     fn try_copy(&self) -> Result<Self, String> {
-        Ok(self.clone())
+        self.try_clone().map_err(|e| e.to_string())
     }
 
     fn rdb_load(

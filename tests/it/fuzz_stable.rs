@@ -55,6 +55,12 @@ fn counters() -> Vec<Counter> {
         (0.01, 1_000, 2_000),
         (0.05, 5_000, 3_000),
         (0.1, 100, 5_000),
+        (0.01, 50_000, 267),
+        (0.01, 50_000, 300),
+        (0.01, 50_000, 4_000),
+        (0.01, 50_000, 6_000),
+        (0.01, 50_000, 50_000),
+        (0.01, 1_000_000, 3_000),
     ] {
         let mut c = Counter::reserve(rate, capacity, targets::LIMIT).unwrap();
         for i in 0..items {
@@ -141,10 +147,59 @@ fn bloom_loadchunk_sessions() {
     assert!(fuzz("bf_loadchunk", loadchunk_sessions(), targets::bf_loadchunk) > 0);
 }
 
+/// Encodings saved by earlier builds (the LC.LOADCHUNK payloads of the golden fixtures):
+/// version 1's exact sets and bitmaps.
+fn saved_counter_encodings() -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    for file in ["golden.txt", "golden-2026-11-23-lc.txt"] {
+        let path = format!("{}/tests/fixtures/{file}", env!("CARGO_MANIFEST_DIR"));
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+        for line in text.lines() {
+            if let ["aof", "LC.LOADCHUNK", _, hex] = line.split(' ').collect::<Vec<_>>()[..] {
+                let bytes: Vec<u8> = (0..hex.len())
+                    .step_by(2)
+                    .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
+                    .collect();
+                out.push(bytes);
+            }
+        }
+    }
+    assert!(
+        out.iter().filter(|e| e[0] == 1).count() >= 15,
+        "version 1 seeds"
+    );
+    out
+}
+
 #[test]
 fn counter_values() {
-    let seeds = counters().iter().map(lc::encode).collect();
+    let mut seeds: Vec<Vec<u8>> = counters().iter().map(lc::encode).collect();
+    seeds.extend(saved_counter_encodings());
     assert!(fuzz("lc_value", seeds, targets::lc_value) > 0);
+}
+
+/// `LC.LOADCHUNK` sessions in the format of `targets::lc_loadchunk`: the chunked form of each
+/// counter (its shell, then its bitmap in pieces of 24 bytes), and whole encodings.
+#[test]
+fn counter_loadchunk_sessions() {
+    let mut sessions = Vec::new();
+    for c in counters() {
+        let mut out = Vec::new();
+        lc::aof_parts(&c, 24, |iterator, bytes| match iterator {
+            None => {
+                out.extend_from_slice(&(bytes.len() as u16).to_le_bytes());
+                out.extend_from_slice(bytes);
+            }
+            Some(it) => {
+                let offset = it - 1 - bytes.len() as u64;
+                out.extend_from_slice(&(offset as u32).to_le_bytes());
+                out.extend_from_slice(&(bytes.len() as u16).to_le_bytes());
+                out.extend_from_slice(bytes);
+            }
+        });
+        sessions.push(out);
+    }
+    assert!(fuzz("lc_loadchunk", sessions, targets::lc_loadchunk) > 0);
 }
 
 /// RedisBloom chains of every shape its releases made: scaling, non-scaling, grown.

@@ -90,10 +90,34 @@ const FIXTURES: &[Fixture] = &[
             "lc_v1_merged_exact",
         ],
     },
+    // Encoding version 2 of linear counters (issue 11: fingerprints, sparse mode, Elias–Fano
+    // streams): every counter case again.
+    Fixture {
+        file: "golden-2026-11-23-lc2.txt",
+        cases: &[
+            "lc_empty",
+            "lc_exact",
+            "lc_cap100_dense",
+            "lc_cap1000_near_full",
+            "lc_cap5000",
+            "lc_cap50000",
+            "lc_merged",
+            "lc_v1_exact_267",
+            "lc_v1_default_268",
+            "lc_v1_default_1000",
+            "lc_v1_default_5000",
+            "lc_v1_default_50000",
+            "lc_v1_cap1m_exact",
+            "lc_v1_cap1m_bitmap",
+            "lc_v1_tiny",
+            "lc_v1_merged_exact",
+        ],
+    },
 ];
 
-/// Piece size of the recorded chunked form of `lc_v1_*` counters: small, so that counters of a
-/// few KB take the shell-then-pieces path of those over 16 MiB.
+/// Piece size of the recorded chunked form of the `lc_v1_*` cases (those introduced to pin
+/// version 1, recorded again in later versions): small, so that counters of a few KB take the
+/// shell-then-pieces path of those over 16 MiB.
 const PIECE_BYTES: u64 = 256;
 
 type Case = (&'static str, Vec<Vec<String>>, Vec<Vec<String>>);

@@ -137,13 +137,14 @@ fn add_is_exact_up_to_250_items_with_the_defaults() {
         Value::SimpleString("exact".into())
     );
     assert_eq!(info_field(&mut c, "k", "Bits"), Value::Int(17134));
-    // Past the exact limit (267 with the defaults) the counter becomes a bitmap; from then on an
-    // item changes it when it flips a bit, and a few of the 150 new items land on set bits.
+    // Past the exact limit (267 with the defaults) the counter holds its set bits (sparse); from
+    // then on an item changes it when it sets a new bit, and a few of the 150 new items land on
+    // set bits.
     let changed = lc_add(&mut c, "k", &items("user:", 0..400));
     assert!((140..=150).contains(&changed), "{changed}");
     assert_eq!(
         info_field(&mut c, "k", "Mode"),
-        Value::SimpleString("bitmap".into())
+        Value::SimpleString("sparse".into())
     );
     let n = lc_count(&mut c, &["k"]);
     assert!((390..=410).contains(&n), "{n}");

@@ -96,43 +96,51 @@ fn writes_refused_by_the_limit_propagate_only_what_was_done() {
     assert_eq!(digests(&mut master.conn()), on_master, "AOF replay");
 }
 
-/// The same for linear counters: an `LC.ADD` or `LC.MERGE` that the master's
-/// max-memory-per-key stops at the switch to the bitmap (the limit lowered after the counters
-/// were reserved) has applied its first items or sources; replica and AOF replay hold exactly
-/// that, though neither applies the limit.
+/// A write that max-memory-per-key stops at the switch to the dense bitmap (the limit lowered
+/// after the counters were reserved) has applied its first items or sources; replica and AOF
+/// replay hold exactly that, though neither applies the limit.
 #[test]
 fn lc_writes_stopped_part_way_propagate_only_what_was_done() {
+    use lcbloom::lc::counter::{Counter, Mode};
     let mut master = Server::builder().arg("appendonly", "yes").start();
     let replica = Server::start();
     attach_replica(&master, &replica);
     let mut m = master.conn();
-    for key in ["add", "dest", "exact:src", "bitmap:src"] {
+    for key in ["add", "dest", "exact:src", "sparse:src"] {
         ok(&mut m, &["LC.RESERVE", key, "0.01", "100000"]);
     }
-    // The exact set holds min(bits / 64, 8192) hashes (lc/counter.rs, "Exact mode").
-    let info: Vec<redis::Value> = redis::cmd("LC.INFO").arg("add").query(&mut m).unwrap();
-    let bits = match &info[7] {
-        redis::Value::Int(bits) => *bits as u32,
-        other => panic!("Bits: {other:?}"),
-    };
-    let exact_limit = (bits / 64).min(8192);
-    assert!(bits / 8 > 2048 && exact_limit > 400, "{bits} bits");
-    // Room for 400 more hashes in "add" and "dest".
-    add_many(&mut m, "LC.ADD", "add", "old", exact_limit - 400);
-    add_many(&mut m, "LC.ADD", "dest", "d", exact_limit - 400);
+    // The same counter in process (same hashing) says where the dense switch falls: "add"
+    // and "dest" get 400 set bits short of it, and what 1,000 new items would apply.
+    let mut model = Counter::reserve(0.01, 100_000, u64::MAX).unwrap();
+    assert!(model.bits() / 8 > 2048);
+    let limit = model.geometry().sparse_limit();
+    let mut old = 0;
+    while model.bits_set() < limit - 400 {
+        model.add(format!("old{old}").as_bytes()).unwrap();
+        old += 1;
+    }
+    assert_eq!(model.mode(), Mode::Sparse);
+    add_many(&mut m, "LC.ADD", "add", "old", old);
+    add_many(&mut m, "LC.ADD", "dest", "old", old);
     add_many(&mut m, "LC.ADD", "exact:src", "s", 300);
-    add_many(&mut m, "LC.ADD", "bitmap:src", "b", 3 * exact_limit);
-    let room = |m: &mut redis::Connection, key: &str| -> i64 {
-        let count: i64 = redis::cmd("LC.COUNT").arg(key).query(m).unwrap();
-        count
+    add_many(&mut m, "LC.ADD", "sparse:src", "b", 1_500);
+    let count = |m: &mut redis::Connection, key: &str| -> i64 {
+        redis::cmd("LC.COUNT").arg(key).query(m).unwrap()
     };
+    assert_eq!(count(&mut m, "add"), model.count() as i64);
+    let mut applied = model.clone();
+    for item in items("new", 1_000) {
+        if applied.add_within(item.as_bytes(), 2048).is_err() {
+            break;
+        }
+    }
+    assert!(applied.bits_set() == limit && applied.count() > model.count());
     ok(
         &mut m,
         &["CONFIG", "SET", "lcbloom.max-memory-per-key", "2048"],
     );
 
-    // LC.ADD: 1,000 new items, the exact set has room for 400 of them.
-    let before = room(&mut m, "add");
+    // LC.ADD: 1,000 new items, the sparse form has room for 400 new bits.
     let e = err_text(
         redis::cmd("LC.ADD")
             .arg("add")
@@ -140,19 +148,23 @@ fn lc_writes_stopped_part_way_propagate_only_what_was_done() {
             .query::<i64>(&mut m),
     );
     assert!(e.contains("max-memory-per-key"), "{e}");
-    let after = room(&mut m, "add");
-    assert_eq!(after, before + 400);
+    assert_eq!(count(&mut m, "add"), applied.count() as i64);
 
-    // LC.MERGE: the exact source fits the destination's exact set, the bitmap one would
-    // switch it to the bitmap; the first is absorbed, the second refused.
-    let before = room(&mut m, "dest");
+    // LC.MERGE: the exact source fits the destination's sparse form, the 1,500-item one
+    // could take it past the switch; the first is absorbed, the second refused.
+    let mut merged = model.clone();
+    let mut source = Counter::reserve(0.01, 100_000, u64::MAX).unwrap();
+    for item in items("s", 300) {
+        source.add(item.as_bytes()).unwrap();
+    }
+    merged.absorb(&source).unwrap();
     let e = err_text(
         redis::cmd("LC.MERGE")
-            .arg(&["dest", "missing", "exact:src", "bitmap:src"])
+            .arg(&["dest", "missing", "exact:src", "sparse:src"])
             .query::<()>(&mut m),
     );
     assert!(e.contains("max-memory-per-key"), "{e}");
-    assert_eq!(room(&mut m, "dest"), before + 300);
+    assert_eq!(count(&mut m, "dest"), merged.count() as i64);
 
     let acked: i64 = redis::cmd("WAIT").arg(1).arg(5000).query(&mut m).unwrap();
     assert_eq!(acked, 1);

@@ -50,7 +50,7 @@ def test_add_creates_with_defaults(r):
     assert info["Count"] == 0 and text(info["Mode"]) == "exact"
 
 
-def test_info_shapes_exact_and_bitmap(r):
+def test_info_shapes_exact_and_sparse(r):
     r.execute_command("LC.RESERVE", "s", 0.01, 1000)
     r.execute_command("LC.ADD", "s", *[f"x{i}" for i in range(10)])
     info = lc_info(r, "s")
@@ -64,7 +64,7 @@ def test_info_shapes_exact_and_bitmap(r):
         assert float(info["Standard error"]) == 0
     r.execute_command("LC.ADD", "s", *[f"x{i}" for i in range(1000)])
     info = lc_info(r, "s")
-    assert text(info["Mode"]) == "bitmap"
+    assert text(info["Mode"]) == "sparse"
     assert abs(info["Count"] - 1000) < 50
     assert 0.005 < float(info["Standard error"]) < 0.015
     assert 0 < info["Bits set"] < info["Bits"]

@@ -1,0 +1,226 @@
+//! The one heap allocation holding a counter's data: `u64` words, the first of which is a
+//! header. Its size is always an allocator size class (`alloc::size_class`), recorded in the
+//! header as a class index, so the block knows its own layout (8 bytes of pointer, no length
+//! field) and a counter costs its `Box` plus one block.
+//!
+//! Header word, bit 0 first: bits 0–1 the counter's mode and bits 10–63 its count, which
+//! `counter.rs` reads and writes through [`Block::head`] / [`Block::set_head`]; bits 2–9 the
+//! class index, which only this file touches.
+
+use crate::alloc::size_class;
+use std::alloc::{alloc_zeroed, dealloc, realloc, Layout};
+use std::ptr::NonNull;
+
+/// Header bits that hold the class index.
+const CLASS_SHIFT: u32 = 2;
+const CLASS_BITS: u64 = 0xff << CLASS_SHIFT;
+
+/// The `i`-th size class: 8, 16, 32, 48 … 128 (nine classes), then four per doubling.
+fn class_bytes(i: u64) -> u64 {
+    match i {
+        0 => 8,
+        1..=8 => 16 * i,
+        _ => {
+            let (doubling, step) = ((i - 9) / 4, (i - 9) % 4 + 1);
+            let base = 128u64 << doubling;
+            base + step * (base / 4)
+        }
+    }
+}
+
+/// The index of the size class of `bytes` (≥ 1).
+fn class_index(bytes: u64) -> u64 {
+    match size_class(bytes) {
+        8 => 0,
+        class @ ..=128 => class / 16,
+        class => {
+            let base = 1u64 << (63 - (class - 1).leading_zeros());
+            9 + 4 * (base.trailing_zeros() as u64 - 7) + class / (base / 4) - 5
+        }
+    }
+}
+
+/// An owned block of words, or none (an empty counter).
+pub struct Block(Option<NonNull<u64>>);
+
+// SAFETY: a Block uniquely owns its allocation, like a Box<[u64]>; it has no interior
+// mutability, so sharing `&Block` across threads only allows reads.
+unsafe impl Send for Block {}
+// SAFETY: as above.
+unsafe impl Sync for Block {}
+
+impl Block {
+    pub const fn none() -> Block {
+        Block(None)
+    }
+
+    /// A zeroed block of at least `words` words (≥ 1), the rest of its size class included;
+    /// `None` if the allocator refuses.
+    pub fn zeroed(words: u64) -> Option<Block> {
+        let bytes = words.checked_mul(8)?;
+        let index = class_index(bytes);
+        let layout = Layout::from_size_align(class_bytes(index) as usize, 8).ok()?;
+        // SAFETY: the layout has a non-zero size.
+        let ptr = NonNull::new(unsafe { alloc_zeroed(layout) }.cast::<u64>())?;
+        // SAFETY: the block holds at least one word, just zeroed.
+        unsafe { *ptr.as_ptr() = index << CLASS_SHIFT };
+        Some(Block(Some(ptr)))
+    }
+
+    fn index(&self) -> Option<u64> {
+        // SAFETY: a block's first word is its header, always initialised.
+        self.0
+            .map(|p| (unsafe { *p.as_ptr() } & CLASS_BITS) >> CLASS_SHIFT)
+    }
+
+    /// Bytes allocated (0 for none).
+    pub fn bytes(&self) -> u64 {
+        self.index().map_or(0, class_bytes)
+    }
+
+    pub fn words(&self) -> &[u64] {
+        match self.0 {
+            // SAFETY: the allocation holds `bytes()/8` initialised words (zeroed when made or
+            // grown), owned by `self`.
+            Some(p) => unsafe {
+                std::slice::from_raw_parts(p.as_ptr(), (self.bytes() / 8) as usize)
+            },
+            None => &[],
+        }
+    }
+
+    /// The words; the header's class bits must be left as they are (use `set_head`).
+    pub fn words_mut(&mut self) -> &mut [u64] {
+        let len = (self.bytes() / 8) as usize;
+        match self.0 {
+            // SAFETY: as in `words`, borrowed mutably through `&mut self`.
+            Some(p) => unsafe { std::slice::from_raw_parts_mut(p.as_ptr(), len) },
+            None => &mut [],
+        }
+    }
+
+    /// The header without its class bits (0 for none).
+    pub fn head(&self) -> u64 {
+        self.words().first().map_or(0, |h| h & !CLASS_BITS)
+    }
+
+    /// Sets the header's other bits (`head` must leave the class bits zero).
+    pub fn set_head(&mut self, head: u64) {
+        debug_assert_eq!(head & CLASS_BITS, 0);
+        if let Some(h) = self.words_mut().first_mut() {
+            *h = (*h & CLASS_BITS) | head;
+        }
+    }
+
+    /// Makes the block the size class of `words` words (≥ 1), keeping its words (those that
+    /// fit) and zeroing new ones; from none, a zeroed block. Err (nothing changed) if the
+    /// allocator refuses.
+    pub fn resize(&mut self, words: u64) -> Result<(), ()> {
+        let Some(ptr) = self.0 else {
+            *self = Block::zeroed(words).ok_or(())?;
+            return Ok(());
+        };
+        let index = class_index(words.checked_mul(8).ok_or(())?);
+        let (old, new) = (self.bytes(), class_bytes(index));
+        if old == new {
+            return Ok(());
+        }
+        let layout = Layout::from_size_align(old as usize, 8).map_err(|_| ())?;
+        // SAFETY: `ptr` was allocated by the global allocator with `layout`; the new size is
+        // non-zero and a valid Layout size (class sizes stay far below isize::MAX for any
+        // block the memory limit allows, and `Layout::from_size_align` checked the old one).
+        let grown = unsafe { realloc(ptr.as_ptr().cast(), layout, new as usize) }.cast::<u64>();
+        let grown = NonNull::new(grown).ok_or(())?;
+        self.0 = Some(grown);
+        if new > old {
+            // SAFETY: the new tail lies inside the reallocated block.
+            unsafe {
+                std::ptr::write_bytes(
+                    grown.as_ptr().add((old / 8) as usize),
+                    0,
+                    ((new - old) / 8) as usize,
+                )
+            };
+        }
+        let head = self.head();
+        self.words_mut()[0] = (index << CLASS_SHIFT) | head;
+        Ok(())
+    }
+}
+
+impl Drop for Block {
+    fn drop(&mut self) {
+        if let Some(p) = self.0 {
+            let layout = Layout::from_size_align(self.bytes() as usize, 8)
+                .expect("the layout it was allocated with");
+            // SAFETY: allocated by the global allocator with this layout, owned by `self`.
+            unsafe { dealloc(p.as_ptr().cast(), layout) };
+        }
+    }
+}
+
+impl Clone for Block {
+    /// A copy; aborts like any allocation if memory runs out (`try_clone` reports it).
+    fn clone(&self) -> Block {
+        self.try_clone()
+            .unwrap_or_else(|| std::alloc::handle_alloc_error(Layout::new::<u64>()))
+    }
+}
+
+impl Block {
+    /// A copy, or None if the allocator refuses.
+    pub fn try_clone(&self) -> Option<Block> {
+        if self.0.is_none() {
+            return Some(Block::none());
+        }
+        let words = self.words();
+        let mut copy = Block::zeroed(words.len() as u64)?;
+        copy.words_mut().copy_from_slice(words);
+        Some(copy)
+    }
+}
+
+impl std::fmt::Debug for Block {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Block({} bytes)", self.bytes())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn class_indexes_round_trip_through_the_size_classes() {
+        let mut bytes = 1u64;
+        while bytes < 1 << 40 {
+            let class = size_class(bytes);
+            assert_eq!(class_bytes(class_index(bytes)), class, "{bytes}");
+            assert!(class_index(bytes) <= 0xff);
+            bytes = bytes * 9 / 8 + 1;
+        }
+        for i in 0..40 {
+            assert_eq!(class_index(class_bytes(i)), i);
+        }
+    }
+
+    #[test]
+    fn blocks_grow_shrink_and_copy() {
+        let mut b = Block::zeroed(3).unwrap();
+        assert_eq!(b.bytes(), 32);
+        b.set_head(0b11 | (77 << 10));
+        b.words_mut()[3] = 9;
+        b.resize(40).unwrap();
+        assert_eq!(b.bytes(), 320);
+        assert_eq!(b.head(), 0b11 | (77 << 10));
+        assert_eq!(b.words()[3], 9);
+        assert!(b.words()[4..].iter().all(|&w| w == 0));
+        let c = b.clone();
+        assert_eq!(c.words(), b.words());
+        b.resize(2).unwrap();
+        assert_eq!(b.bytes(), 16);
+        assert_eq!(b.head(), 0b11 | (77 << 10));
+        assert_eq!(Block::none().bytes(), 0);
+        assert!(Block::none().words().is_empty());
+    }
+}
