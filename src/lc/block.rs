@@ -3,9 +3,9 @@
 //! header as a class index, so the block knows its own layout (8 bytes of pointer, no length
 //! field) and a counter costs its `Box` plus one block.
 //!
-//! Header word, bit 0 first: bits 0–1 the counter's mode and bits 10–63 its count, which
-//! `counter.rs` reads and writes through [`Block::head`] / [`Block::set_head`]; bits 2–9 the
-//! class index, which only this file touches.
+//! Header word, bit 0 first: bits 2–9 the class index, which only this file touches; the
+//! others are `counter.rs`'s (mode, count, the start of a stream), read and written through
+//! [`Block::head`] / [`Block::set_head`].
 
 use crate::alloc::size_class;
 use std::alloc::{alloc_zeroed, dealloc, realloc, Layout};

@@ -45,7 +45,7 @@
 //!   at least as many bytes as the bitmap (allocator size classes compared) or more than
 //!   `SPARSE_MAX_BYTES` (4 KiB, which bounds the work of one sparse add, as
 //!   `hll-sparse-max-bytes` does for HyperLogLog): `sparse_limit(m)` set bits at most are
-//!   sparse (4,022 with the defaults, ~4,700 items).
+//!   sparse (4,024 with the defaults, ~4,700 items).
 //!
 //! **Fingerprints.** `U = m·q`, with `q = max(1, ⌈C(L*, 2) · 1,000,100 / m⌉)` and `L* =
 //! max(L, 250)`. Since `⌊⌊h·m·q/2^64⌋ / q⌋ = ⌊h·m/2^64⌋`, a fingerprint divided by `q` is the
@@ -63,7 +63,7 @@
 //! **Memory.** A counter is a 16-byte box (an `Arc<Geometry>` shared by every counter of the
 //! same parameters, `crate::intern`, and one pointer) and one block in an allocator size class
 //! (`block.rs`): a header word (mode, size class, count; the exact and sparse streams start at
-//! its bit 32) and the stream or the bitmap. With the defaults: 16 + 16 bytes for one item, +48
+//! its bit 26) and the stream or the bitmap. With the defaults: 16 + 8 bytes for one item, +48
 //! for 10, +128 for 30, +384 for 100, +1,024 for 250 (the fingerprints alone need ≥ 885 bytes
 //! for a 10^−6 guarantee, see docs/BENCHMARKS.md), ~320–2,048 sparse and 2,560 dense.
 //!
@@ -127,12 +127,15 @@ const MAX_BITS: u64 = 1 << 53;
 
 /// Header word of the block: mode in bits 0–1, count from bit `COUNT_SHIFT` (the number of
 /// fingerprints or set bits; in dense mode the number of zero bits). Exact and sparse streams
-/// start at bit `STREAM`, so their count has 22 bits (both stay far below 2^22).
+/// start at bit `STREAM`, so their count has 16 bits: exact sets hold at most `EXACT_MAX`
+/// fingerprints, and a sparse block of at most `SPARSE_MAX_BYTES` fewer positions than its bits.
 const MODE_EXACT: u64 = 0;
 const MODE_SPARSE: u64 = 1;
 const MODE_DENSE: u64 = 2;
 const COUNT_SHIFT: u32 = 10;
-const STREAM: u64 = 32;
+const STREAM: u64 = 26;
+const _: () = assert!(EXACT_MAX < 1 << (STREAM - COUNT_SHIFT as u64));
+const _: () = assert!(SPARSE_MAX_BYTES * 8 < 1 << (STREAM - COUNT_SHIFT as u64));
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
@@ -1063,7 +1066,7 @@ mod tests {
         assert_eq!(g.m, 17_134);
         assert_eq!(g.exact_limit(), 267);
         assert_eq!(g.universe(), 35_514_567_036);
-        assert_eq!(g.sparse_limit(), 4_022);
+        assert_eq!(g.sparse_limit(), 4_024);
         assert_eq!(std::mem::size_of::<Counter>(), 16);
     }
 
@@ -1155,7 +1158,7 @@ mod tests {
     fn memory_by_size() {
         let expected = [
             (0, 16, Mode::Exact),
-            (1, 32, Mode::Exact),
+            (1, 24, Mode::Exact),
             (10, 64, Mode::Exact),
             (30, 144, Mode::Exact),
             (100, 400, Mode::Exact),

@@ -14,6 +14,7 @@ mod golden;
 mod hostile;
 mod lc_accuracy;
 mod lc_commands;
+mod lc_memory;
 mod lc_persistence;
 mod limits;
 mod ops_cluster;
