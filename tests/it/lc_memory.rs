@@ -37,7 +37,11 @@ fn measure(server: &Server, make: &Make, keys: usize) -> (f64, f64) {
         let build = |w: &mut Connection, name: &str, n: u32, params: Option<(&str, &str)>| {
             let mut pipe = redis::pipe();
             if let Some((rate, capacity)) = params {
-                pipe.cmd("LC.RESERVE").arg(name).arg(rate).arg(capacity).ignore();
+                pipe.cmd("LC.RESERVE")
+                    .arg(name)
+                    .arg(rate)
+                    .arg(capacity)
+                    .ignore();
             }
             let all = items(&format!("{name}:"), n);
             for batch in all.chunks(1000) {
@@ -107,9 +111,27 @@ fn memory_usage_tells_what_a_key_costs_in_every_mode() {
         ("4,000 items", big(4_000), 2_000, "sparse", 2_200.0),
         ("5,000 items", big(5_000), 2_000, "dense", 2_700.0),
         ("50,000 items", big(50_000), 2_000, "dense", 2_700.0),
-        ("1M capacity, 2,000 items", million(2_000), 1_000, "exact", 9_000.0),
-        ("1M capacity, 3,000 items", million(3_000), 1_000, "sparse", 4_300.0),
-        ("1M capacity, 30,000 items", million(30_000), 500, "dense", 20_700.0),
+        (
+            "1M capacity, 2,000 items",
+            million(2_000),
+            1_000,
+            "exact",
+            9_000.0,
+        ),
+        (
+            "1M capacity, 3,000 items",
+            million(3_000),
+            1_000,
+            "sparse",
+            4_300.0,
+        ),
+        (
+            "1M capacity, 30,000 items",
+            million(30_000),
+            500,
+            "dense",
+            20_700.0,
+        ),
     ];
     // Size classes are jemalloc's (alloc::size_class, Debian's redis-server); a server on
     // another allocator (valkey-server built with libc malloc) rounds otherwise: its figures
@@ -121,7 +143,10 @@ fn memory_usage_tells_what_a_key_costs_in_every_mode() {
     println!("| shape | mode | bytes per key | MEMORY USAGE | ratio |");
     for (label, make, keys, mode, most) in &shapes {
         let (real, usage) = measure(&server, make, *keys);
-        let info: Vec<redis::Value> = redis::cmd("LC.INFO").arg("k:0000000").query(&mut c).unwrap();
+        let info: Vec<redis::Value> = redis::cmd("LC.INFO")
+            .arg("k:0000000")
+            .query(&mut c)
+            .unwrap();
         let got_mode = match &info[11] {
             redis::Value::SimpleString(s) => s.clone(),
             other => panic!("Mode: {other:?}"),
@@ -134,7 +159,10 @@ fn memory_usage_tells_what_a_key_costs_in_every_mode() {
                 (0.9..=1.1).contains(&ratio),
                 "{label}: MEMORY USAGE {usage} for {real} bytes"
             );
-            assert!(real <= *most, "{label}: {real} bytes per key, more than {most}");
+            assert!(
+                real <= *most,
+                "{label}: {real} bytes per key, more than {most}"
+            );
         }
     }
 }
