@@ -394,7 +394,7 @@ pub static COMMANDS: &[CommandInfo] = &[
         flags: "write deny-oom fast",
         summary: c"Creates an empty linear counter for a capacity and a standard error",
         since: SINCE,
-        complexity: c"O(1): the bitmap is allocated when the counter leaves exact mode",
+        complexity: c"O(1): nothing is allocated before the first item",
         keys: &[key_at(1, CREATE)],
         args: &[key(c"key", 0), double(c"error_rate"), integer(c"capacity")],
     },
@@ -404,8 +404,7 @@ pub static COMMANDS: &[CommandInfo] = &[
         flags: "write deny-oom",
         summary: c"Adds items to a linear counter, creating the counter if needed",
         since: SINCE,
-        complexity:
-            c"O(1) per item in bitmap mode, O(log s + s) per new item in exact mode (s <= 8192)",
+        complexity: c"O(1) per item in dense mode, O(s) per item in exact and sparse mode (s <= 8192 fingerprints or 4 KiB)",
         keys: &[key_at(1, ADD)],
         args: &[key(c"key", 0), string(c"item").optional().multiple()],
     },
@@ -415,7 +414,7 @@ pub static COMMANDS: &[CommandInfo] = &[
         flags: "readonly",
         summary: c"Estimates the number of distinct items in the union of linear counters",
         since: SINCE,
-        complexity: c"O(1) for one key, O(n) for several, n = their total bitmap size",
+        complexity: c"O(1) for one key, O(n) for several, n = their total size",
         keys: &[keys_from(1, READ)],
         args: &[key(c"key", 0).multiple()],
     },
@@ -425,7 +424,7 @@ pub static COMMANDS: &[CommandInfo] = &[
         flags: "write deny-oom",
         summary: c"Merges linear counters into a destination counter",
         since: SINCE,
-        complexity: c"O(n), n = the total bitmap size",
+        complexity: c"O(n), n = the total size of the counters",
         keys: &[
             // The destination's content is combined with the sources', as PFMERGE's.
             key_at(1, ADD),
