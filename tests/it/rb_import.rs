@@ -591,3 +591,97 @@ fn memory_usage_of_imported_filters_is_within_ten_percent() {
     }
     eprintln!("allocator {allocator}:\n{report}");
 }
+
+/// The replies clients see for imported filters, in RESP2 and RESP3, against RedisBloom's own
+/// (booleans, maps, nil expansion, errors, arrays stopped by an error); then growth past
+/// `max-memory-per-key` is refused.
+#[test]
+fn imported_filters_reply_as_redisbloom_in_resp2_and_resp3() {
+    let Some(module) = rb::module() else { return };
+    let a = rb::server(&module);
+    let b = Server::start();
+    let mut ca = a.conn();
+    ok(
+        &mut ca,
+        &["BF.RESERVE", "s", "0.01", "10", "EXPANSION", "2"],
+    );
+    ok(&mut ca, &["BF.RESERVE", "n", "0.01", "5", "NONSCALING"]);
+    let items: Vec<String> = (0..30).map(|i| format!("i{i}")).collect();
+    let _: Value = redis::cmd("BF.MADD")
+        .arg("s")
+        .arg(&items)
+        .query(&mut ca)
+        .unwrap();
+    let _: Value = redis::cmd("BF.MADD")
+        .arg("n")
+        .arg(&items[..5])
+        .query(&mut ca)
+        .unwrap();
+    rb::restore_all(&mut ca, &mut b.conn(), &["s", "n"]);
+    let script: &[&[&str]] = &[
+        &["BF.INFO", "s"],
+        &["BF.INFO", "n"],
+        &["BF.INFO", "s", "CAPACITY"],
+        &["BF.INFO", "n", "EXPANSION"],
+        &["BF.INFO", "s", "NOSUCHFIELD"],
+        &["BF.EXISTS", "s", "i0"],
+        &["BF.EXISTS", "s", "zz"],
+        &["BF.MEXISTS", "s", "i0", "zz", "i29"],
+        &["BF.CARD", "s"],
+        &["BF.SCANDUMP", "s", "0"],
+        &["BF.SCANDUMP", "s", "1"],
+        &["BF.SCANDUMP", "s", "-3"],
+        &["BF.SCANDUMP", "s", "99999"],
+        &["BF.ADD", "s", "new"],
+        &["BF.ADD", "s", "new"],
+        &["BF.MADD", "s", "a", "b", "i3"],
+        &["BF.INSERT", "s", "CAPACITY", "1000", "ITEMS", "c", "d"],
+        &["BF.INSERT", "s", "NOCREATE", "ITEMS", "e"],
+        &["BF.RESERVE", "s", "0.01", "100"],
+        &["BF.ADD", "n", "more"],
+        &["BF.MADD", "n", "i0", "x", "y"],
+        &["BF.LOADCHUNK", "s", "1", "x"],
+        &["BF.INFO", "s"],
+        &["BF.SCANDUMP", "s", "0"],
+    ];
+    for (resp, mut x, mut y) in [
+        ("RESP2", a.conn(), b.conn()),
+        ("RESP3", a.conn3(), b.conn3()),
+    ] {
+        for args in script {
+            // Errors compare by text: RedisBloom sends a few without the ERR code
+            // (`Invalid information value`), lcbloom always with it.
+            let run = |c: &mut Connection| match cmd(c, args) {
+                Ok(v) => format!("{v:?}"),
+                Err(e) => {
+                    let text = err_text(Err::<(), _>(e));
+                    format!("error: {}", text.strip_prefix("ERR ").unwrap_or(&text))
+                }
+            };
+            assert_eq!(run(&mut x), run(&mut y), "{resp}: {args:?}");
+        }
+    }
+    // Growth past max-memory-per-key is refused with lcbloom's text, and nothing changes.
+    let mut cb = b.conn();
+    ok(
+        &mut cb,
+        &["CONFIG", "SET", "lcbloom.max-memory-per-key", "2048"],
+    );
+    let before = digest(&mut cb, "s");
+    let more: Vec<String> = (0..2_000).map(|i| format!("more{i}")).collect();
+    let refused = redis::cmd("BF.MADD")
+        .arg("s")
+        .arg(&more)
+        .query::<Value>(&mut cb);
+    assert!(err_text(refused).contains("max-memory-per-key"));
+    assert_ne!(
+        digest(&mut cb, "s"),
+        before,
+        "the items before the refusal were added"
+    );
+    let usage: i64 = redis::cmd("MEMORY")
+        .arg(&["USAGE", "s"][..])
+        .query(&mut cb)
+        .unwrap();
+    assert!(usage < 2048 + 200, "MEMORY USAGE {usage}");
+}
