@@ -35,11 +35,9 @@ pub fn bf_value(data: &[u8]) {
 /// A `BF.LOADCHUNK` session: a header (length in the first two bytes), then chunks, each a
 /// 4-byte little-endian offset, a 2-byte length and that many bytes (truncated at the end).
 pub fn bf_loadchunk(data: &[u8]) {
-    let Some((len, rest)) = data.split_first_chunk::<2>() else {
+    let Some((header, records)) = session(data) else {
         return;
     };
-    let len = (u16::from_le_bytes(*len) as usize).min(rest.len());
-    let (header, mut rest) = rest.split_at(len);
     let Ok(header) = bf::decode_header(header, LIMIT) else {
         return;
     };
@@ -47,10 +45,8 @@ pub fn bf_loadchunk(data: &[u8]) {
     let Ok(mut chain) = header.into_chain() else {
         return;
     };
-    while let Some((head, tail)) = rest.split_first_chunk::<6>() {
-        let offset = u32::from_le_bytes([head[0], head[1], head[2], head[3]]) as u64;
-        let len = (u16::from_le_bytes([head[4], head[5]]) as usize).min(tail.len());
-        let (chunk, tail) = tail.split_at(len);
+    for (field, chunk) in records {
+        let offset = u32::from_le_bytes(field) as u64;
         let before = bf::encode(&chain);
         match bf::write_data(&mut chain, offset, chunk) {
             Ok(()) => assert!(offset + chunk.len() as u64 <= total),
@@ -60,7 +56,6 @@ pub fn bf_loadchunk(data: &[u8]) {
                 "a refused chunk changes nothing"
             ),
         }
-        rest = tail;
     }
     let bytes = bf::encode(&chain);
     assert_eq!(bf::decode(&bytes, u64::MAX).as_ref(), Ok(&chain));
@@ -99,24 +94,19 @@ pub fn lc_value(data: &[u8]) {
 /// (`LC.LOADCHUNK key <encoding>`), then pieces of the bitmap, each a 4-byte little-endian byte
 /// offset, a 2-byte length and that many bytes. Refused pieces change nothing.
 pub fn lc_loadchunk(data: &[u8]) {
-    let Some((len, rest)) = data.split_first_chunk::<2>() else {
+    let Some((header, records)) = session(data) else {
         return;
     };
-    let len = (u16::from_le_bytes(*len) as usize).min(rest.len());
-    let (header, mut rest) = rest.split_at(len);
     let Ok(mut counter) = lc::decode(header, LIMIT) else {
         return;
     };
-    while let Some((head, tail)) = rest.split_first_chunk::<6>() {
-        let offset = u32::from_le_bytes([head[0], head[1], head[2], head[3]]) as u64;
-        let len = (u16::from_le_bytes([head[4], head[5]]) as usize).min(tail.len());
-        let (piece, tail) = tail.split_at(len);
+    for (field, piece) in records {
+        let offset = u32::from_le_bytes(field) as u64;
         let before = counter.clone();
         match lc::write_dense(&mut counter, offset, piece, LIMIT) {
             Ok(()) => assert!(offset + piece.len() as u64 <= counter.bits().div_ceil(8)),
             Err(_) => assert_eq!(counter, before, "a refused piece changes nothing"),
         }
-        rest = tail;
     }
     let bytes = lc::encode(&counter);
     let back = lc::decode(&bytes, u64::MAX).expect("a rebuilt counter decodes");
@@ -147,23 +137,18 @@ pub fn rb_value(data: &[u8]) {
 /// whose 4-byte field is the iterator sent): refused chunks change nothing.
 pub fn rb_loadchunk(data: &[u8]) {
     use lcbloom::rebloom::{dump, scandump};
-    let Some((len, rest)) = data.split_first_chunk::<2>() else {
+    let Some((header, records)) = session(data) else {
         return;
     };
-    let len = (u16::from_le_bytes(*len) as usize).min(rest.len());
-    let (header, mut rest) = rest.split_at(len);
     let Ok(mut chain) = scandump::decode_header(header, LIMIT) else {
         return;
     };
-    while let Some((head, tail)) = rest.split_first_chunk::<6>() {
-        let it = i32::from_le_bytes([head[0], head[1], head[2], head[3]]) as i64;
-        let len = (u16::from_le_bytes([head[4], head[5]]) as usize).min(tail.len());
-        let (chunk, tail) = tail.split_at(len);
+    for (field, chunk) in records {
+        let it = i32::from_le_bytes(field) as i64;
         let before = chain.clone();
         if scandump::load_chunk(&mut chain, it, chunk).is_err() {
             assert_eq!(chain, before, "a refused chunk changes nothing");
         }
-        rest = tail;
     }
     let value = dump::encode_value(&chain);
     assert_eq!(dump::decode_value(&value, u64::MAX).as_ref(), Ok(&chain));
@@ -176,11 +161,9 @@ pub fn rb_loadchunk(data: &[u8]) {
 pub fn bf_any_loadchunk(data: &[u8]) {
     use lcbloom::chunks::chunk_start;
     use lcbloom::rebloom::scandump::{self, NewFilter};
-    let Some((len, rest)) = data.split_first_chunk::<2>() else {
+    let Some((header, records)) = session(data) else {
         return;
     };
-    let len = (u16::from_le_bytes(*len) as usize).min(rest.len());
-    let (header, mut rest) = rest.split_at(len);
     let Ok(mut filter) = scandump::decode_any_header(header, LIMIT) else {
         return;
     };
@@ -188,10 +171,8 @@ pub fn bf_any_loadchunk(data: &[u8]) {
         NewFilter::Own(chain) => assert_eq!(bf::encode_header(chain), header),
         NewFilter::RedisBloom(chain) => assert_eq!(scandump::encode_header(chain), header),
     }
-    while let Some((head, tail)) = rest.split_first_chunk::<6>() {
-        let it = i32::from_le_bytes([head[0], head[1], head[2], head[3]]) as i64;
-        let len = (u16::from_le_bytes([head[4], head[5]]) as usize).min(tail.len());
-        let (chunk, tail) = tail.split_at(len);
+    for (field, chunk) in records {
+        let it = i32::from_le_bytes(field) as i64;
         match &mut filter {
             NewFilter::Own(chain) => {
                 let before = bf::encode(chain);
@@ -210,6 +191,24 @@ pub fn bf_any_loadchunk(data: &[u8]) {
                 }
             }
         }
+    }
+}
+
+/// A record of a session: its 4-byte field (an offset or an iterator) and its bytes.
+type Record<'a> = ([u8; 4], &'a [u8]);
+
+/// A session's parts: the header (its length in the first two bytes, little-endian), then
+/// records of a 4-byte field, a 2-byte length and that many bytes (cut to what is left).
+fn session(data: &[u8]) -> Option<(&[u8], Vec<Record<'_>>)> {
+    let (len, rest) = data.split_first_chunk::<2>()?;
+    let len = (u16::from_le_bytes(*len) as usize).min(rest.len());
+    let (header, mut rest) = rest.split_at(len);
+    let mut records = Vec::new();
+    while let Some((head, tail)) = rest.split_first_chunk::<6>() {
+        let len = (u16::from_le_bytes([head[4], head[5]]) as usize).min(tail.len());
+        let (bytes, tail) = tail.split_at(len);
+        records.push(([head[0], head[1], head[2], head[3]], bytes));
         rest = tail;
     }
+    Some((header, records))
 }

@@ -4,13 +4,11 @@
 //! offsets. Every call must get an answer; afterwards the server must be alive, serve correct
 //! results on fresh keys, and survive DEBUG RELOAD with whatever mutated values it accepted.
 
-use crate::common::fuzz::{dump_payload, mutate, split_dump, Rng};
+use crate::common::fuzz::{mutate, mutated_payload, split_dump, Rng, MODULE_FRAME as FRAME};
 use crate::common::*;
 use redis::Value;
 
 const SEED: u64 = 0x6c63_626c_6f6f_6d06;
-/// Bytes before a module value's own data in a DUMP: type byte, 0x81, 8-byte module id.
-const FRAME: usize = 10;
 
 /// Sends one command; Ok(true) for a value, Ok(false) for an error reply, Err if no answer.
 fn send(c: &mut redis::Connection, args: &[Vec<u8>]) -> Result<bool, String> {
@@ -321,19 +319,12 @@ fn hostile_commands_payloads_and_chunks() {
     let mut restores = Tally::default();
     let mut exercised = Tally::default();
     for i in 0..5_000 {
-        let base = rng.pick(&corpus).clone();
-        let mut value = mutate(&mut rng, &base, &corpus);
-        // Keep the type byte and module id intact most of the time, so that mutations reach
-        // the module's decoder rather than Redis's own framing checks.
-        if rng.below(4) != 0 && value.len() >= FRAME {
-            value[..FRAME].copy_from_slice(&base[..FRAME]);
-        }
         let key = format!("r:{i}").into_bytes();
         let args = vec![
             b"RESTORE".to_vec(),
             key.clone(),
             b"0".to_vec(),
-            dump_payload(&value, version),
+            mutated_payload(&mut rng, &corpus, version),
         ];
         let answer = send(&mut c, &args);
         if restores.record("RESTORE", &args, answer) {

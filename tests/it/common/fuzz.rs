@@ -118,3 +118,18 @@ pub fn dump_payload(value: &[u8], version: [u8; 2]) -> Vec<u8> {
     out.extend_from_slice(&crc.to_le_bytes());
     out
 }
+
+/// Bytes before a module value's own data in a DUMP: type byte, 0x81, 8-byte module id.
+pub const MODULE_FRAME: usize = 10;
+
+/// A mutation of a corpus entry (DUMP values of module types) as a DUMP payload with a valid
+/// CRC. Three times in four the type byte and module id stay intact, so that mutations reach
+/// the module's decoder rather than Redis's own framing checks.
+pub fn mutated_payload(rng: &mut Rng, corpus: &[Vec<u8>], version: [u8; 2]) -> Vec<u8> {
+    let base = rng.pick(corpus).clone();
+    let mut value = mutate(rng, &base, corpus);
+    if rng.below(4) != 0 && value.len() >= MODULE_FRAME {
+        value[..MODULE_FRAME].copy_from_slice(&base[..MODULE_FRAME]);
+    }
+    dump_payload(&value, version)
+}
