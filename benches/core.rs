@@ -129,7 +129,7 @@ fn bench_lc(c: &mut Criterion) {
     let mut group = c.benchmark_group("lc");
     let batch = items(12, 4096);
     group.throughput(Throughput::Elements(batch.len() as u64));
-    // Default counter (1% at 1M), past exact mode: the bitmap path.
+    // Default counter (1% at 1M), past exact and sparse mode: the dense path.
     let mut counter = Counter::reserve(0.01, 1_000_000, LIMIT).unwrap();
     for item in items_from(1 << 40, 12, 50_000) {
         counter.add(&item).unwrap();
@@ -143,6 +143,30 @@ fn bench_lc(c: &mut Criterion) {
     });
     group.throughput(Throughput::Elements(1));
     group.bench_function("count", |b| b.iter(|| black_box(counter.count())));
+    // The compact modes with the defaults (0.01/50,000): 50 new items into counters of 200
+    // (exact, staying exact) and of 1,000 (sparse, staying sparse), per item.
+    for (name, start, new) in [
+        ("add_exact_200", 200, 50),
+        ("add_sparse_1000", 1_000, 1_000),
+    ] {
+        let mut template = Counter::reserve(0.01, 50_000, LIMIT).unwrap();
+        for item in items_from(1 << 41, 12, start) {
+            template.add(&item).unwrap();
+        }
+        let fresh = items_from(1 << 42, 12, new);
+        group.throughput(Throughput::Elements(new as u64));
+        group.bench_function(name, |b| {
+            b.iter_batched_ref(
+                || template.clone(),
+                |c| {
+                    for item in &fresh {
+                        black_box(c.add(item).unwrap());
+                    }
+                },
+                criterion::BatchSize::SmallInput,
+            )
+        });
+    }
     group.finish();
 }
 

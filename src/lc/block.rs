@@ -100,8 +100,10 @@ impl Block {
     }
 
     /// The header without its class bits (0 for none).
+    #[inline]
     pub fn head(&self) -> u64 {
-        self.words().first().map_or(0, |h| h & !CLASS_BITS)
+        // SAFETY: a block's first word is its header, always initialised.
+        self.0.map_or(0, |p| unsafe { *p.as_ptr() } & !CLASS_BITS)
     }
 
     /// Sets the header's other bits (`head` must leave the class bits zero).

@@ -519,10 +519,15 @@ impl Counter {
 
     /// The number of distinct items: exact in exact mode, the linear-counting estimate
     /// otherwise. O(1).
+    #[inline]
     pub fn count(&self) -> u64 {
-        match self.mode() {
-            Mode::Exact => self.stored_count(),
-            _ => estimate(self.geometry.m, self.zeros()),
+        // One read of the header: this is LC.COUNT's whole work.
+        let head = self.block.head();
+        let stream_count = (head & ((1 << STREAM) - 1)) >> COUNT_SHIFT;
+        match head & 3 {
+            MODE_EXACT => stream_count,
+            MODE_SPARSE => estimate(self.geometry.m, self.geometry.m - stream_count),
+            _ => estimate(self.geometry.m, head >> COUNT_SHIFT),
         }
     }
 

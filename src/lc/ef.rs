@@ -107,8 +107,7 @@ pub fn write_bits(words: &mut [u64], at: u64, width: u32, value: u64) {
 }
 
 /// Moves bits `[at, end)` to `[at + width, end + width)` (`0 < width < 64`), leaving bits
-/// `[at, at + width)` for the caller to write. Bits from `end + width` to the end of the last
-/// word written come from those after `end`, which the counter keeps zero.
+/// `[at, at + width)` for the caller to write; bits below `at` and from `end + width` on stay.
 fn shift_up(words: &mut [u64], at: u64, width: u32, end: u64) {
     debug_assert!(width > 0 && width < 64 && at <= end);
     if at == end {
@@ -116,11 +115,21 @@ fn shift_up(words: &mut [u64], at: u64, width: u32, end: u64) {
     }
     let first = (at / 64) as usize;
     let last = ((end + width as u64 - 1) / 64) as usize;
-    for j in (first + 1..=last).rev() {
-        words[j] = (words[j] << width) | (words[j - 1] >> (64 - width));
+    let above = match (end + width as u64) % 64 {
+        0 => 0,
+        top => u64::MAX << top,
+    };
+    let span = &mut words[first..=last];
+    let kept = span[span.len() - 1] & above;
+    // Highest word first, each taking the top bits of the one below (exclusive ranges: an
+    // inclusive one costs a check per word).
+    for j in (1..span.len()).rev() {
+        span[j] = (span[j] << width) | (span[j - 1] >> (64 - width));
     }
-    let keep = (1u64 << (at % 64)) - 1;
-    words[first] = (words[first] & keep) | ((words[first] << width) & !keep);
+    let below = (1u64 << (at % 64)) - 1;
+    span[0] = (span[0] & below) | ((span[0] << width) & !below);
+    let top = span.len() - 1;
+    span[top] = (span[top] & !above) | kept;
 }
 
 /// The position of the `t`-th (from 0) set bit of `w`, which has more than `t`.
@@ -147,24 +156,47 @@ fn select_in_word(mut w: u64, mut t: u32) -> u32 {
     }
 }
 
-/// The position, from `start`, of the `t`-th (from 0) zero bit in `[start, start + len)`, or
-/// `len` if there are not that many.
-fn select_zero(words: &[u64], start: u64, len: u64, mut t: u64) -> u64 {
-    let mut at = 0;
-    while at < len {
-        let width = (len - at).min(64) as u32;
-        let zeros = !read_bits(words, start + at, width)
-            & if width == 64 {
-                u64::MAX
-            } else {
-                (1u64 << width) - 1
-            };
-        let n = zeros.count_ones() as u64;
-        if t < n {
-            return at + select_in_word(zeros, t as u32) as u64;
+/// The position, from `start`, of the `t`-th (from 0) zero bit in `[start, start + len)`,
+/// which holds `zeros` zero bits, or `len` if there are not that many. Scans whole words from
+/// the nearer end.
+fn select_zero(words: &[u64], start: u64, len: u64, zeros: u64, t: u64) -> u64 {
+    let end = start + len;
+    if t >= zeros || len == 0 {
+        return len;
+    }
+    // The zeros of word `i` within the range.
+    let zeros_of = |i: usize| {
+        let base = i as u64 * 64;
+        let mut w = !words[i];
+        if base < start {
+            w &= u64::MAX << (start - base);
         }
-        t -= n;
-        at += 64;
+        if end - base < 64 {
+            w &= (1u64 << (end - base)) - 1;
+        }
+        w
+    };
+    let words_in = (start / 64) as usize..(end.div_ceil(64)) as usize;
+    if t < zeros / 2 {
+        let mut t = t;
+        for i in words_in {
+            let w = zeros_of(i);
+            let n = w.count_ones() as u64;
+            if t < n {
+                return i as u64 * 64 + select_in_word(w, t as u32) as u64 - start;
+            }
+            t -= n;
+        }
+    } else {
+        let mut t = zeros - 1 - t; // counted from the end
+        for i in words_in.rev() {
+            let w = zeros_of(i);
+            let n = w.count_ones() as u64;
+            if t < n {
+                return i as u64 * 64 + select_in_word(w, (n - 1 - t) as u32) as u64 - start;
+            }
+            t -= n;
+        }
     }
     len
 }
@@ -187,7 +219,7 @@ pub fn find(words: &[u64], base: u64, shape: Shape, x: u64) -> Probe {
     let mut pos = if hi == 0 {
         0
     } else {
-        select_zero(words, upper, len, hi - 1) + 1
+        select_zero(words, upper, len, shape.buckets, hi - 1) + 1
     };
     let mut rank = pos.saturating_sub(hi).min(k);
     while rank < k && pos < len && read_bits(words, upper + pos, 1) == 1 {
@@ -210,14 +242,16 @@ pub fn find(words: &[u64], base: u64, shape: Shape, x: u64) -> Probe {
 pub fn insert(words: &mut [u64], base: u64, shape: Shape, rank: u64, x: u64) {
     let l = shape.l;
     let end = base + shape.bits();
+    // One pass over the tail: the upper bits after the new value's move by l + 1, the bits
+    // between its lower and its upper bits by l.
+    let lower = base + rank * l as u64;
+    let upper = base + shape.upper() + (x >> l) + rank;
+    shift_up(words, upper, l + 1, end);
     if l > 0 {
-        let at = base + rank * l as u64;
-        shift_up(words, at, l, end);
-        write_bits(words, at, l, x & low_mask(l));
+        shift_up(words, lower, l, upper);
+        write_bits(words, lower, l, x & low_mask(l));
     }
-    let pos = base + (shape.k + 1) * l as u64 + (x >> l) + rank;
-    shift_up(words, pos, 1, end + l as u64);
-    write_bits(words, pos, 1, 1);
+    write_bits(words, upper + l as u64, 1, 1);
 }
 
 /// Writes the stream of `values` (sorted, distinct, below the universe, exactly `shape.k` of
