@@ -9,7 +9,7 @@
 #[path = "../../fuzz/targets.rs"]
 mod targets;
 
-use crate::common::fuzz::{mutate, Rng};
+use crate::common::fuzz::{mutate, saved_counters, Rng};
 use lcbloom::bloom::chain::Chain;
 use lcbloom::bloom::codec as bf;
 use lcbloom::bloom::filter::Layout;
@@ -147,34 +147,10 @@ fn bloom_loadchunk_sessions() {
     assert!(fuzz("bf_loadchunk", loadchunk_sessions(), targets::bf_loadchunk) > 0);
 }
 
-/// Encodings saved by earlier builds (the LC.LOADCHUNK payloads of the golden fixtures):
-/// version 1's exact sets and bitmaps.
-fn saved_counter_encodings() -> Vec<Vec<u8>> {
-    let mut out = Vec::new();
-    for file in ["golden.txt", "golden-2026-11-23-lc.txt"] {
-        let path = format!("{}/tests/fixtures/{file}", env!("CARGO_MANIFEST_DIR"));
-        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
-        for line in text.lines() {
-            if let ["aof", "LC.LOADCHUNK", _, hex] = line.split(' ').collect::<Vec<_>>()[..] {
-                let bytes: Vec<u8> = (0..hex.len())
-                    .step_by(2)
-                    .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
-                    .collect();
-                out.push(bytes);
-            }
-        }
-    }
-    assert!(
-        out.iter().filter(|e| e[0] == 1).count() >= 15,
-        "version 1 seeds"
-    );
-    out
-}
-
 #[test]
 fn counter_values() {
     let mut seeds: Vec<Vec<u8>> = counters().iter().map(lc::encode).collect();
-    seeds.extend(saved_counter_encodings());
+    seeds.extend(saved_counters().0);
     assert!(fuzz("lc_value", seeds, targets::lc_value) > 0);
 }
 

@@ -4,7 +4,9 @@
 //! offsets. Every call must get an answer; afterwards the server must be alive, serve correct
 //! results on fresh keys, and survive DEBUG RELOAD with whatever mutated values it accepted.
 
-use crate::common::fuzz::{mutate, mutated_payload, split_dump, Rng, MODULE_FRAME as FRAME};
+use crate::common::fuzz::{
+    mutate, mutated_payload, saved_counters, split_dump, Rng, MODULE_FRAME as FRAME,
+};
 use crate::common::*;
 use redis::Value;
 
@@ -316,6 +318,9 @@ fn hostile_commands_payloads_and_chunks() {
         version = v;
         corpus.push(value);
     }
+    // Counters as earlier builds saved them (encoding versions 1 and 2).
+    let (saved_encodings, saved_dumps) = saved_counters();
+    corpus.extend(saved_dumps);
     let mut restores = Tally::default();
     let mut exercised = Tally::default();
     for i in 0..5_000 {
@@ -386,12 +391,13 @@ fn hostile_commands_payloads_and_chunks() {
         }
         exercise(&mut c, &mut exercised, &key);
     }
-    let mut lc_corpus = Vec::new();
+    let mut lc_corpus = saved_encodings;
     for key in sources.iter().filter(|k| k.starts_with("s:lc")) {
         let dump: Vec<u8> = redis::cmd("DUMP").arg(*key).query(&mut c).unwrap();
         lc_corpus.push(lc_encoding(&split_dump(&dump).0));
     }
     let mut lc_chunks = Tally::default();
+    let mut lc_pieces = Tally::default();
     for i in 0..2_000 {
         let key = format!("m:{i}").into_bytes();
         let base = rng.pick(&lc_corpus).clone();
@@ -399,6 +405,19 @@ fn hostile_commands_payloads_and_chunks() {
         let args = vec![b"LC.LOADCHUNK".to_vec(), key.clone(), payload];
         let answer = send(&mut c, &args);
         if lc_chunks.record("LC.LOADCHUNK", &args, answer) {
+            // Pieces of a bitmap, in and out of range, into whatever mode it loaded in.
+            for _ in 0..3 {
+                let len = 1 + rng.below(64);
+                let iterator = 1 + len + rng.below(3_000);
+                let args = vec![
+                    b"LC.LOADCHUNK".to_vec(),
+                    key.clone(),
+                    iterator.to_string().into_bytes(),
+                    rng.bytes(len),
+                ];
+                let answer = send(&mut c, &args);
+                lc_pieces.record("LC.LOADCHUNK piece", &args, answer);
+            }
             exercise(&mut c, &mut exercised, &key);
         }
     }
@@ -407,9 +426,11 @@ fn hostile_commands_payloads_and_chunks() {
     println!("RESTOREs of mutated payloads: {restores:?}");
     println!("BF.LOADCHUNK calls ({sessions} sessions): {chunks:?}");
     println!("LC.LOADCHUNK calls: {lc_chunks:?}");
+    println!("LC.LOADCHUNK pieces: {lc_pieces:?}");
     println!("calls on accepted hostile values: {exercised:?}");
     assert!(commands.values > 1_000 && commands.errors > 1_000);
     assert!(restores.errors > 0 && chunks.errors > 0 && lc_chunks.errors > 0);
+    assert!(lc_pieces.values > 0 && lc_pieces.errors > 0);
 
     // 4. The server is alive, survives a reload with every accepted value, and still serves
     //    correct results.
