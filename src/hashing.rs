@@ -6,8 +6,9 @@
 //! * Each item is hashed once with XXH3-128 (seed 0) over its raw bytes. The low 64 bits are
 //!   `h1`, the high 64 bits with the lowest bit forced to 1 are `h2`. XXH3's output does not
 //!   depend on the SIMD path, so persisted positions are valid on every machine.
-//! * A linear counter uses `h1` alone: position `reduce(h1, m)`, and in exact mode the set of
-//!   distinct `h1` values.
+//! * A linear counter uses `h1` alone: position `reduce(h1, m)`, and in exact mode the
+//!   fingerprints `reduce(h1, U)` for a multiple `U` of `m` (lc/counter.rs; its encoding
+//!   version 1 kept the `h1` values themselves).
 //! * Bloom probe `i` is `reduce(mix(h1 + i·h2), m)`. Double hashing gives k values from one hash;
 //!   `mix` (the SplitMix64 finaliser) decorrelates them, because the range reduction keeps the
 //!   high bits and two consecutive `h1 + i·h2` can share them (h2 close to a multiple of 2^64/q

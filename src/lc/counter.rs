@@ -700,18 +700,14 @@ impl Counter {
         Ok(block)
     }
 
-    /// Turns a sparse (or dense) counter dense, refused when the bitmap would take more than
-    /// `limit` bytes; exact counters are left alone (false).
-    pub(crate) fn make_dense(&mut self, limit: u64) -> Result<bool, LcError> {
-        match self.mode() {
-            Mode::Exact => Ok(false),
-            Mode::Dense => Ok(true),
-            Mode::Sparse => {
-                self.check_dense_within(limit)?;
-                self.block = self.dense_block()?;
-                Ok(true)
-            }
+    /// Turns a sparse counter dense, refused (nothing changed) when the bitmap would take more
+    /// than `limit` bytes; exact and dense counters stay as they are.
+    pub(crate) fn make_dense(&mut self, limit: u64) -> Result<(), LcError> {
+        if self.mode() == Mode::Sparse {
+            self.check_dense_within(limit)?;
+            self.block = self.dense_block()?;
         }
+        Ok(())
     }
 
     /// A counter whose set bits are given as whole bitmap words (`⌈m/64⌉` of them, padding

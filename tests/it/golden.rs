@@ -636,6 +636,34 @@ fn recreated_values_encode_identically() {
     }
 }
 
+/// Issue 11: no counter's encoding (its AOF payload, the bytes of its RDB value and DUMP)
+/// grew from one recording of a case to the next.
+#[test]
+fn counter_encodings_never_grow() {
+    let mut last: Vec<(String, usize, &str)> = Vec::new();
+    let mut compared = 0;
+    for fixture in FIXTURES {
+        for s in load_fixture(fixture.file) {
+            let Some([.., payload]) = s.recorded.aof.first().map(|a| a.as_slice()) else {
+                continue;
+            };
+            let len = payload.len();
+            if let Some((_, before, file)) = last.iter().find(|(n, _, _)| *n == s.name) {
+                assert!(
+                    len <= *before,
+                    "{}: {len} bytes in {}, {before} in {file}",
+                    s.name,
+                    fixture.file
+                );
+                compared += 1;
+            }
+            last.retain(|(n, _, _)| *n != s.name);
+            last.push((s.name, len, fixture.file));
+        }
+    }
+    assert!(compared >= 16, "{compared} cases recorded twice");
+}
+
 /// Whether a recorded query's answer depends on this build's memory accounting (see the
 /// header), not on the value.
 fn is_accounting(query: &str) -> bool {

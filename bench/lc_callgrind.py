@@ -1,0 +1,118 @@
+#!/usr/bin/env python3
+"""Instructions per LC.ADD / LC.COUNT call, counted by callgrind inside a real redis-server.
+
+A timing taken on a shared machine says little; instruction counts do not depend on the load, so
+this is how two builds' speed is compared (docs/BENCHMARKS.md, issue 11). The server runs under
+`valgrind --tool=callgrind` with instrumentation off while the keys are filled, then on for
+2,000 calls of each workload (pipelined), counting only inside `RedisModuleCommandDispatcher`
+(the module's command and the module API it calls, not the network):
+
+- `add_dense`:  LC.ADD of one new item to a 0.01/50,000 counter holding 50,000 (dense);
+- `add_sparse`: LC.ADD of one new item to a counter holding 1,000 (sparse from version 2 on;
+                3,000 items by the end, still sparse);
+- `add_exact`:  LC.ADD of one new item to each of 2,000 counters holding 200 (exact);
+- `count`:      LC.COUNT of a counter holding 50,000.
+
+Prints, per workload, the instructions per call in the dispatcher and in the module's own entry
+(`lcbloom::ffi::dispatch`, inclusive). The dispatcher's share varies by a few tens of
+instructions between runs (Redis seeds its dict hash randomly), so compare a few runs.
+
+Usage: lc_callgrind.py MODULE.so [OUTDIR]   (needs valgrind and callgrind_annotate)
+"""
+import os
+import re
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+import redis
+
+CALLS = 2000
+
+
+def run(port, pid):
+    """Fills the keys, runs the workloads with instrumentation on; the counters' modes after."""
+    r = None
+    for _ in range(600):
+        try:
+            r = redis.Redis(port=port)
+            r.ping()
+            break
+        except redis.ConnectionError:
+            time.sleep(0.1)
+
+    def fill(key, n, prefix):
+        for start in range(0, n, 1000):
+            r.execute_command("LC.ADD", key, *[f"{prefix}{i}" for i in range(start, min(n, start + 1000))])
+
+    def control(*args):
+        subprocess.run(["callgrind_control", *args, str(pid)], check=True, stdout=subprocess.DEVNULL)
+
+    fill("dense", 50_000, "d:")
+    fill("count", 50_000, "c:")
+    fill("sparse", 1_000, "s:")
+    for i in range(CALLS):
+        fill(f"exact:{i}", 200, f"e{i}:")
+    workloads = {
+        "add_dense": [("LC.ADD", "dense", f"nd{i}") for i in range(CALLS)],
+        "add_sparse": [("LC.ADD", "sparse", f"ns{i}") for i in range(CALLS)],
+        "add_exact": [("LC.ADD", f"exact:{i}", f"ne{i}") for i in range(CALLS)],
+        "count": [("LC.COUNT", "count")] * CALLS,
+    }
+    for name, commands in workloads.items():
+        control("-i", "on")
+        control("-z")
+        pipe = r.pipeline(transaction=False)
+        for command in commands:
+            pipe.execute_command(*command)
+        pipe.execute()
+        control("-d", name)
+        control("-i", "off")
+    modes = {}
+    for key in ("dense", "sparse", "exact:0"):
+        info = r.execute_command("LC.INFO", key)
+        info = info if isinstance(info, dict) else dict(zip(info[::2], info[1::2]))
+        modes[key] = info[b"Mode"].decode()
+    return modes
+
+
+def main():
+    module = os.path.abspath(sys.argv[1])
+    out = sys.argv[2] if len(sys.argv) > 2 else tempfile.mkdtemp(prefix="lc-callgrind-")
+    os.makedirs(out, exist_ok=True)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen(
+        ["valgrind", "--tool=callgrind", "--instr-atstart=no",
+         "--toggle-collect=RedisModuleCommandDispatcher",
+         f"--callgrind-out-file={out}/callgrind.out.%p",
+         "redis-server", "--port", str(port), "--save", "", "--appendonly", "no",
+         "--loadmodule", module],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        modes = run(port, proc.pid)
+    finally:
+        proc.terminate()
+        proc.wait()
+    print(f"module {module}; modes after: {modes}")
+    print("| workload | instructions per call (dispatcher) | of which lcbloom::ffi::dispatch |")
+    print("|---|---:|---:|")
+    for f in sorted(os.listdir(out)):
+        path = os.path.join(out, f)
+        text = open(path).read()
+        trigger = re.search(r"^desc: Trigger: dump (\S+)", text, re.M)
+        if not trigger:
+            continue
+        total = int(re.search(r"^(?:summary|totals): (\d+)", text, re.M).group(1))
+        annotated = subprocess.run(["callgrind_annotate", "--inclusive=yes", path],
+                                   capture_output=True, text=True).stdout
+        entry = re.search(r"^\s*([\d,]+) .*lcbloom::ffi::dispatch ", annotated, re.M)
+        own = int(entry.group(1).replace(",", "")) if entry else 0
+        print(f"| {trigger.group(1)} | {total / CALLS:,.0f} | {own / CALLS:,.0f} |")
+
+
+if __name__ == "__main__":
+    main()
