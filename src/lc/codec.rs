@@ -713,6 +713,43 @@ mod tests {
         assert_eq!(rebuilt, full);
     }
 
+    /// Counters loaded from version 1 merge with version-2 counters of every mode as the
+    /// same items would.
+    #[test]
+    fn version_1_values_merge_across_modes() {
+        let h = |i: u64| crate::hashing::hash_item(format!("item:{i}").as_bytes()).h1;
+        let more = |c: &mut Counter, from: u64, n: u64| {
+            for i in from..from + n {
+                c.add(format!("item:{i}").as_bytes()).unwrap();
+            }
+        };
+        for (old_items, new_items) in [(40, 30), (200, 100), (1_000, 10), (20, 6_000)] {
+            let now = filled(0.01, 50_000, old_items);
+            let hashes = now.is_exact().then(|| {
+                let mut hashes: Vec<u64> = (0..old_items).map(h).collect();
+                hashes.sort_unstable();
+                hashes
+            });
+            let loaded = decode(&encode_v1(&now, hashes.as_deref()), NO_LIMIT).unwrap();
+            let mut other = Counter::reserve(0.01, 50_000, NO_LIMIT).unwrap();
+            more(&mut other, 1_000_000, new_items);
+            let mut all = filled(0.01, 50_000, old_items);
+            more(&mut all, 1_000_000, new_items);
+            for (mut dest, source) in [(loaded.clone(), &other), (other.clone(), &loaded)] {
+                dest.absorb(source).unwrap();
+                let positions: Vec<u64> = dest.positions().collect();
+                assert_eq!(positions, all.positions().collect::<Vec<_>>());
+                if all.is_exact() {
+                    assert_eq!(dest, all);
+                }
+            }
+            assert_eq!(
+                Counter::union_count(&[&loaded, &other]).unwrap(),
+                all.count()
+            );
+        }
+    }
+
     #[test]
     fn rejects_what_does_not_add_up() {
         let good = encode(&filled(0.01, 50_000, 300));

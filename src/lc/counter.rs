@@ -35,7 +35,7 @@
 //! * **exact** while it has seen at most `L = exact_limit(m) = min(⌊m/64⌋, 8192)` distinct
 //!   fingerprints (267 with the defaults, 50,000 at 1 %): the sorted set of the items'
 //!   fingerprints `f = reduce(h1, U)`, Elias–Fano coded (`ef.rs`, about `log2(U/n) + 2` bits
-//!   each, 4.1 bytes at n = 30 with the defaults, against 8 for a 64-bit hash). `LC.COUNT` is
+//!   each, 4 bytes at n = 30 with the defaults, against 8 for a 64-bit hash). `LC.COUNT` is
 //!   the number of fingerprints.
 //! * **sparse** beyond that, while its set bits are few: the sorted positions of the set bits,
 //!   Elias–Fano coded over `m` (about `log2(m/k) + 2` bits per set bit, like HyperLogLog's
@@ -51,14 +51,15 @@
 //! max(L, 250)`. Since `⌊⌊h·m·q/2^64⌋ / q⌋ = ⌊h·m/2^64⌋`, a fingerprint divided by `q` is the
 //! item's bit position: leaving exact mode turns the fingerprints into exactly the positions
 //! the items would have set, and a version-1 exact set (64-bit hashes) converts exactly to
-//! the version-2 state of the same items. `U` depends on `m` alone (35,515,… at the defaults:
-//! 35.05 bits per fingerprint before coding).
+//! the version-2 state of the same items. `U` depends on `m` alone (35,514,567,036 with the
+//! defaults: 35.05 bits per fingerprint before coding).
 //!
 //! **The exact guarantee.** Two distinct items share a fingerprint with probability at most
 //! `⌈2^64/U⌉/2^64 ≤ 1/U + 2^−64` (for uniform `h1`), so a counter of `n ≤ L*` distinct items
 //! in exact mode miscounts (reports fewer) with probability at most `C(n, 2)/U + C(n,2)/2^64
-//! < 10^−6`, for every geometry: 250 items at the defaults, 8.8·10^−7; 267 items, 10^−6. Past
-//! `L` items the count is the linear-counting estimate.
+//! < 10^−6`, for every geometry (`the_exact_guarantee_holds_for_every_size`): with the defaults
+//! 8.8·10^−7 at 250 items, 9.999·10^−7 at 267. Past `L` items the count is the linear-counting
+//! estimate.
 //!
 //! **Memory.** A counter is a 16-byte box (an `Arc<Geometry>` shared by every counter of the
 //! same parameters, `crate::intern`, and one pointer) and one block in an allocator size class
