@@ -228,9 +228,21 @@ pub fn exact_limit(m: u64) -> u64 {
     (m / 64).min(EXACT_MAX)
 }
 
-/// Words of a dense block: the header and the bitmap.
+/// A dense block: the header (its count is the number of zero bits), the estimate for that
+/// count (so `LC.COUNT` reads it instead of taking a logarithm), then the bitmap.
+const DENSE_ESTIMATE: usize = 1;
+const DENSE_BITMAP: usize = 2;
+
+/// Words of a dense block.
 fn dense_words(m: u64) -> u64 {
-    1 + m.div_ceil(64)
+    DENSE_BITMAP as u64 + m.div_ceil(64)
+}
+
+/// The dense size the sparse mode is measured against: the bitmap and one header word, as
+/// when encoding version 2 was defined. The estimate word is left out so that which mode a
+/// set of items gives (part of the state, a pure function of the set) never depends on it.
+fn dense_reference_bytes(m: u64) -> u64 {
+    size_class((1 + m.div_ceil(64)) * 8)
 }
 
 /// Words of an exact or sparse block whose stream has this shape.
@@ -294,7 +306,7 @@ impl Geometry {
 /// within `SPARSE_MAX_BYTES`. A stream's size grows with `k` within each run of equal `l` (see
 /// `ef.rs`), so each run needs one division.
 pub fn sparse_limit(m: u64) -> u64 {
-    let dense = size_class(dense_words(m) * 8);
+    let dense = dense_reference_bytes(m);
     let largest = SPARSE_MAX_BYTES.min(dense - 1);
     // The largest size class not above `largest` (classes are multiples of 8).
     let mut below = largest;
@@ -461,8 +473,8 @@ impl Counter {
 
     /// The dense bitmap's words (bit `p` is bit `p % 64` of word `p / 64`; padding zero).
     pub fn bitmap_words(&self) -> Option<&[u64]> {
-        let words = (dense_words(self.geometry.m) - 1) as usize;
-        (self.mode() == Mode::Dense).then(|| &self.block.words()[1..=words])
+        let end = dense_words(self.geometry.m) as usize;
+        (self.mode() == Mode::Dense).then(|| &self.block.words()[DENSE_BITMAP..end])
     }
 
     /// The positions of the set bits, in order (in exact mode, those the fingerprints stand
@@ -519,16 +531,15 @@ impl Counter {
     }
 
     /// The number of distinct items: exact in exact mode, the linear-counting estimate
-    /// otherwise. O(1).
+    /// otherwise. O(1): this is LC.COUNT's whole work.
     #[inline]
     pub fn count(&self) -> u64 {
-        // One read of the header: this is LC.COUNT's whole work.
         let head = self.block.head();
         let stream_count = (head & ((1 << STREAM) - 1)) >> COUNT_SHIFT;
         match head & 3 {
             MODE_EXACT => stream_count,
             MODE_SPARSE => estimate(self.geometry.m, self.geometry.m - stream_count),
-            _ => estimate(self.geometry.m, head >> COUNT_SHIFT),
+            _ => self.block.words()[DENSE_ESTIMATE],
         }
     }
 
@@ -597,13 +608,17 @@ impl Counter {
     /// Sets bit `pos` (< m) in dense mode; true if it was zero.
     #[inline]
     fn set_dense(&mut self, pos: u64) -> bool {
+        let m = self.geometry.m;
         let words = self.block.words_mut();
         // Straight on the words: the header's zero count is decremented in place.
-        let word = &mut words[1 + (pos / 64) as usize];
+        let word = &mut words[DENSE_BITMAP + (pos / 64) as usize];
         let mask = 1u64 << (pos % 64);
         let was_zero = *word & mask == 0;
         *word |= mask;
-        words[0] -= (was_zero as u64) << COUNT_SHIFT;
+        if was_zero {
+            words[0] -= 1 << COUNT_SHIFT;
+            words[DENSE_ESTIMATE] = estimate(m, words[0] >> COUNT_SHIFT);
+        }
         was_zero
     }
 
@@ -639,7 +654,7 @@ impl Counter {
         } else {
             self.check_dense_within(limit)?;
             let mut dense = self.dense_block()?;
-            set_bits(&mut dense, std::iter::once(p));
+            set_bits(&mut dense, self.geometry.m, std::iter::once(p));
             self.block = dense;
         }
         Ok(true)
@@ -681,7 +696,7 @@ impl Counter {
         } else {
             self.check_dense_within(limit)?;
             let mut block = self.empty_like().dense_block()?;
-            set_bits(&mut block, positions.iter().copied());
+            set_bits(&mut block, self.geometry.m, positions.iter().copied());
             block
         };
         Ok(())
@@ -691,12 +706,12 @@ impl Counter {
     fn dense_block(&self) -> Result<Block, LcError> {
         let m = self.geometry.m;
         let mut block = Block::zeroed(dense_words(m)).ok_or(LcError::OutOfMemory)?;
-        set_count(&mut block, MODE_DENSE, m);
+        set_dense_count(&mut block, m, m);
         if let Some(words) = self.bitmap_words() {
-            block.words_mut()[1..=words.len()].copy_from_slice(words);
-            set_count(&mut block, MODE_DENSE, self.stored_count());
+            block.words_mut()[DENSE_BITMAP..DENSE_BITMAP + words.len()].copy_from_slice(words);
+            set_dense_count(&mut block, m, self.stored_count());
         } else {
-            set_bits(&mut block, self.positions());
+            set_bits(&mut block, m, self.positions());
         }
         Ok(block)
     }
@@ -728,8 +743,8 @@ impl Counter {
         } else {
             counter.check_dense_within(limit)?;
             let mut block = Block::zeroed(dense_words(m)).ok_or(LcError::OutOfMemory)?;
-            block.words_mut()[1..=words.len()].copy_from_slice(words);
-            set_count(&mut block, MODE_DENSE, m - ones);
+            block.words_mut()[DENSE_BITMAP..DENSE_BITMAP + words.len()].copy_from_slice(words);
+            set_dense_count(&mut block, m, m - ones);
             counter.block = block;
         }
         Ok(counter)
@@ -751,7 +766,7 @@ impl Counter {
         } else {
             counter.check_dense_within(limit)?;
             let mut block = counter.dense_block()?;
-            set_bits(&mut block, positions);
+            set_bits(&mut block, m, positions);
             counter.block = block;
         }
         Ok(counter)
@@ -786,13 +801,13 @@ impl Counter {
         let mut zeros = words[0] >> COUNT_SHIFT;
         for (i, &new) in bytes.iter().enumerate() {
             let at = offset + i;
-            let (word, shift) = (&mut words[1 + at / 8], (at % 8) * 8);
+            let (word, shift) = (&mut words[DENSE_BITMAP + at / 8], (at % 8) * 8);
             let old = (*word >> shift) as u8;
             // The byte's zeros are part of `zeros`, so this cannot underflow.
             zeros = zeros + u64::from(old.count_ones()) - u64::from(new.count_ones());
             *word = (*word & !(0xff << shift)) | (u64::from(new) << shift);
         }
-        set_count(&mut self.block, MODE_DENSE, zeros);
+        set_dense_count(&mut self.block, self.geometry.m, zeros);
     }
 
     /// Whether `other` can be absorbed into a counter of this size.
@@ -973,16 +988,24 @@ fn set_count(block: &mut Block, mode: u64, count: u64) {
     block.set_head(stream | mode | (count << COUNT_SHIFT));
 }
 
-/// Sets bits of a dense block, keeping its zero count.
-fn set_bits(block: &mut Block, positions: impl Iterator<Item = u64>) {
+/// A dense block's header and estimate for `zeros` zero bits out of `m`.
+fn set_dense_count(block: &mut Block, m: u64, zeros: u64) {
+    set_count(block, MODE_DENSE, zeros);
+    block.words_mut()[DENSE_ESTIMATE] = estimate(m, zeros);
+}
+
+/// Sets bits of a dense block of `m` bits, keeping its zero count and estimate.
+fn set_bits(block: &mut Block, m: u64, positions: impl Iterator<Item = u64>) {
     let words = block.words_mut();
     for p in positions {
-        let word = &mut words[1 + (p / 64) as usize];
+        let word = &mut words[DENSE_BITMAP + (p / 64) as usize];
         let mask = 1u64 << (p % 64);
         let was_zero = *word & mask == 0;
         *word |= mask;
         words[0] -= (was_zero as u64) << COUNT_SHIFT;
     }
+    let zeros = words[0] >> COUNT_SHIFT;
+    words[DENSE_ESTIMATE] = estimate(m, zeros);
 }
 
 /// The positions of the set bits of a bitmap of `m` bits (of its zero bits when `zeros`), in
@@ -1105,7 +1128,7 @@ mod tests {
     fn mode_limits_match_their_definitions() {
         let class_of = |shape: Shape| size_class(stream_words(shape) * 8);
         for m in (1..3_000).chain([17_134, 26_729, 154_171, 1_096_582]) {
-            let dense = size_class(dense_words(m) * 8);
+            let dense = dense_reference_bytes(m);
             let fits = |k: u64| {
                 let c = class_of(Shape::new(k, m));
                 c < dense && c <= SPARSE_MAX_BYTES
@@ -1425,6 +1448,8 @@ mod tests {
                     direct_bits.iter().copied(), u64::MAX).unwrap();
                 prop_assert_eq!(lc.mode(), if k <= g.sparse_limit { Mode::Sparse } else { Mode::Dense });
                 prop_assert_eq!(&lc, &expected);
+                // The dense mode's stored estimate is the estimate of its zero bits.
+                prop_assert_eq!(lc.count(), estimate(m, m - k));
             }
             // The order of adds does not matter.
             let mut reversed = Counter::empty(1, 0.5, m);
@@ -1450,6 +1475,9 @@ mod tests {
             yx.absorb(&x).unwrap();
             prop_assert_eq!(&xy, &yx);
             prop_assert_eq!(xy.positions().collect::<Vec<_>>(), all.positions().collect::<Vec<_>>());
+            if !xy.is_exact() {
+                prop_assert_eq!(xy.count(), estimate(6_400, 6_400 - xy.bits_set()));
+            }
             if all.is_exact() {
                 prop_assert_eq!(&xy, &all);
             }
