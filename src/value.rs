@@ -15,7 +15,6 @@
 use crate::config::{load_memory_limit, note_loaded_size};
 use crate::ffi::{free_effort, guard_callback, log_warning};
 use crate::stats::Tally;
-use redis_module::key::{RedisKey, RedisKeyWritable};
 use redis_module::{native_types::RedisType, raw, Context, NotifyEvent, RedisError, RedisString};
 use std::ffi::CStr;
 use std::os::raw::{c_char, c_int, c_longlong, c_void};
@@ -246,17 +245,87 @@ unsafe extern "C" fn copy<T: StoredValue>(
     })
 }
 
-/// The value under a key opened for reading; `WRONGTYPE` for a key of another type.
-pub fn read<T: StoredValue>(key: &RedisKey) -> Result<Option<&T>, RedisError> {
-    // `get_value` fails only on another type, with a text that is not Redis's WRONGTYPE.
-    key.get_value::<T>(T::redis_type())
-        .map_err(|_| RedisError::WrongType)
+/// A key a command opened (`RedisModule_OpenKey`), closed when dropped.
+///
+/// The typed helpers below ask the module API directly: the key's type, its module type, its
+/// value (three calls). The crate's `get_value` does the same and also builds a `RedisResult`,
+/// borrows a `RefCell` and maps errors, about a hundred instructions more: a tenth of a short
+/// command such as `LC.COUNT` (callgrind).
+pub struct Key {
+    inner: *mut raw::RedisModuleKey,
+}
+
+impl Key {
+    /// Opens `name` for reading; a missing key gives a handle that reads as empty.
+    pub fn read(ctx: &Context, name: &RedisString) -> Key {
+        Key {
+            inner: raw::open_key(ctx.ctx, name.inner, raw::KeyMode::READ),
+        }
+    }
+
+    /// Opens `name` for reading and writing.
+    pub fn write(ctx: &Context, name: &RedisString) -> Key {
+        Key {
+            inner: raw::open_key(
+                ctx.ctx,
+                name.inner,
+                raw::KeyMode::READ | raw::KeyMode::WRITE,
+            ),
+        }
+    }
+
+    /// Whether the key holds nothing.
+    pub fn is_empty(&self) -> bool {
+        // SAFETY: a read of a function pointer Redis sets at load; the handle is open (or null,
+        // which the API reads as an empty key).
+        let kind = unsafe { raw::RedisModule_KeyType.expect("KeyType")(self.inner) };
+        kind == raw::REDISMODULE_KEYTYPE_EMPTY as c_int
+    }
+
+    /// The value if the key holds a `T`: None if it is empty, `WRONGTYPE` for any other type.
+    fn value<T: StoredValue>(&self) -> Result<Option<*mut T>, RedisError> {
+        if self.is_empty() {
+            return Ok(None);
+        }
+        let wanted = *T::redis_type().raw_type.borrow();
+        // SAFETY: as in `is_empty`; the key is open and not empty. A key that is not a module
+        // key has no module type (null), never `wanted`.
+        unsafe {
+            if raw::RedisModule_ModuleTypeGetType.expect("ModuleTypeGetType")(self.inner) != wanted
+            {
+                return Err(RedisError::WrongType);
+            }
+            Ok(Some(
+                raw::RedisModule_ModuleTypeGetValue.expect("ModuleTypeGetValue")(self.inner)
+                    .cast::<T>(),
+            ))
+        }
+    }
+}
+
+impl Drop for Key {
+    fn drop(&mut self) {
+        // SAFETY: the handle OpenKey gave, closed once (CloseKey accepts null).
+        unsafe { raw::RedisModule_CloseKey.expect("CloseKey")(self.inner) };
+    }
+}
+
+/// The value under a key; `WRONGTYPE` for a key of another type.
+pub fn read<T: StoredValue>(key: &Key) -> Result<Option<&T>, RedisError> {
+    // SAFETY: Redis keeps a value of type T (a boxed T, see `into_redis`) under the key while
+    // it is open, and nothing frees it during the command.
+    Ok(key.value::<T>()?.map(|v| unsafe { &*v }))
 }
 
 /// The value under a key opened for writing; `WRONGTYPE` for a key of another type.
-pub fn write<T: StoredValue>(key: &RedisKeyWritable) -> Result<Option<&mut T>, RedisError> {
-    key.get_value::<T>(T::redis_type())
-        .map_err(|_| RedisError::WrongType)
+///
+/// The value belongs to Redis, not to the handle, which is why a shared handle lends it
+/// mutably (as the crate's `get_value` does): a command holds one such borrow at a time.
+#[allow(clippy::mut_from_ref)]
+pub fn write<T: StoredValue>(key: &Key) -> Result<Option<&mut T>, RedisError> {
+    // SAFETY: as in `read`; the command runs alone on the main thread, and the key was opened
+    // for writing.
+    Ok(key.value::<T>()?.map(|v| unsafe { &mut *v }))
 }
 
 /// A key's value when a command serves two types (`BF.*`: lcbloom's filters and RedisBloom's).
@@ -265,35 +334,50 @@ pub enum Either<A, B> {
     Second(B),
 }
 
-/// The value under a key opened for reading, of type `A` or `B`; `WRONGTYPE` for others. `A`
-/// is looked up first, exactly as [`read`] does, so its commands pay nothing for `B`.
+/// The value under a key, of type `A` or `B`; `WRONGTYPE` for others. `A` is looked up first,
+/// exactly as [`read`] does, so its commands pay nothing for `B`.
 pub fn read_either<A: StoredValue, B: StoredValue>(
-    key: &RedisKey,
+    key: &Key,
 ) -> Result<Option<Either<&A, &B>>, RedisError> {
-    match key.get_value::<A>(A::redis_type()) {
+    match read::<A>(key) {
         Ok(a) => Ok(a.map(Either::First)),
         Err(_) => Ok(read::<B>(key)?.map(Either::Second)),
     }
 }
 
 /// [`read_either`] for a key opened for writing.
+#[allow(clippy::mut_from_ref)]
 pub fn write_either<A: StoredValue, B: StoredValue>(
-    key: &RedisKeyWritable,
+    key: &Key,
 ) -> Result<Option<Either<&mut A, &mut B>>, RedisError> {
-    match key.get_value::<A>(A::redis_type()) {
+    match write::<A>(key) {
         Ok(a) => Ok(a.map(Either::First)),
         Err(_) => Ok(write::<B>(key)?.map(Either::Second)),
     }
 }
 
-/// Stores a new value under an empty key and counts it; returns it, stored.
-pub fn store<T: StoredValue>(key: &RedisKeyWritable, v: T) -> Result<&mut T, RedisError> {
+/// Stores a new value under an empty key (opened for writing) and counts it; returns it,
+/// stored.
+#[allow(clippy::mut_from_ref)]
+pub fn store<T: StoredValue>(key: &Key, v: T) -> Result<&mut T, RedisError> {
     let (bytes, sub) = (v.memory_bytes(), v.sub_tally());
-    key.set_value(T::redis_type(), v)?;
+    let ty = *T::redis_type().raw_type.borrow();
+    let ptr = Box::into_raw(Box::new(v));
+    // SAFETY: the key is open for writing and empty; Redis takes ownership of the box (and
+    // frees it through the type's `free`) when the call succeeds.
+    let status = unsafe {
+        raw::RedisModule_ModuleTypeSetValue.expect("ModuleTypeSetValue")(key.inner, ty, ptr.cast())
+    };
+    if status != raw::Status::Ok as c_int {
+        // SAFETY: Redis refused the pointer, so it is still this function's box.
+        drop(unsafe { Box::from_raw(ptr) });
+        return Err(RedisError::Str(crate::errors::NOT_STORED));
+    }
     std::iter::once(T::tally())
         .chain(sub)
         .for_each(|t| t.created(bytes));
-    write::<T>(key)?.ok_or(RedisError::Str(crate::errors::NOT_STORED))
+    // SAFETY: the box now stored under the key, alive while it is open.
+    Ok(unsafe { &mut *ptr })
 }
 
 /// Runs a write on a stored value, accounting for the bytes it adds or frees.

@@ -49,7 +49,7 @@ use crate::hashing::{hash_item, ItemHash};
 use crate::rebloom::chain::RbChain;
 use crate::rebloom::scandump::{self as rb_scandump, NewFilter};
 use crate::stats::lost_on_load;
-use crate::value::{finish_write, modify, read_either, store, write_either, Applied, Either};
+use crate::value::{finish_write, modify, read_either, store, write_either, Applied, Either, Key};
 use redis_module::{raw, Context, ContextFlags, RedisError, RedisResult, RedisString, RedisValue};
 use std::ffi::CStr;
 use std::fmt::Display;
@@ -237,7 +237,7 @@ fn reserve_key(ctx: &Context, args: &[RedisString]) -> RedisResult {
     };
     options.parse(&mut Args::new(&args[4..]), false)?;
     let create = options.create()?;
-    let key = ctx.open_key_writable(&args[1]);
+    let key = Key::write(ctx, &args[1]);
     if write_either::<Chain, RbChain>(&key)?.is_some() {
         return Err(RedisError::Str(ITEM_EXISTS));
     }
@@ -318,7 +318,7 @@ fn add_items(
     multi: bool,
 ) -> RedisResult {
     check_item_count(ctx, items.len())?;
-    let key = ctx.open_key_writable(name);
+    let key = Key::write(ctx, name);
     let (chain, limit, created) = match write_either::<Chain, RbChain>(&key)? {
         // The limit only matters when a sub-filter is added, and reading it costs a
         // RedisModule_GetContextFlags call: skip that for the writes that cannot scale.
@@ -451,7 +451,7 @@ pub fn exists(ctx: &Context, args: &[RedisString]) -> RedisResult {
     if args.len() != 3 {
         return Err(RedisError::WrongArity);
     }
-    let key = ctx.open_key(&args[1]);
+    let key = Key::read(ctx, &args[1]);
     let item = args[2].as_slice();
     let found = match read_either::<Chain, RbChain>(&key)? {
         Some(Either::First(chain)) => chain.contains(&hash_item(item)),
@@ -467,7 +467,7 @@ pub fn mexists(ctx: &Context, args: &[RedisString]) -> RedisResult {
         return Err(RedisError::WrongArity);
     }
     check_item_count(ctx, args.len() - 2)?;
-    let key = ctx.open_key(&args[1]);
+    let key = Key::read(ctx, &args[1]);
     let filter = read_either::<Chain, RbChain>(&key)?;
     let items = &args[2..];
     raw::reply_with_array(ctx.ctx, items.len() as std::os::raw::c_long);
@@ -494,7 +494,7 @@ pub fn info(ctx: &Context, args: &[RedisString]) -> RedisResult {
     if !(2..=3).contains(&args.len()) {
         return Err(RedisError::WrongArity);
     }
-    let key = ctx.open_key(&args[1]);
+    let key = Key::read(ctx, &args[1]);
     // An imported filter reports what RedisBloom does, Size by RedisBloom's own accounting.
     let (capacity, size, filters, items, expansion, layout) =
         match read_either::<Chain, RbChain>(&key)?.ok_or(RedisError::Str(NOT_FOUND))? {
@@ -563,7 +563,7 @@ pub fn card(ctx: &Context, args: &[RedisString]) -> RedisResult {
     if args.len() != 2 {
         return Err(RedisError::WrongArity);
     }
-    let key = ctx.open_key(&args[1]);
+    let key = Key::read(ctx, &args[1]);
     let items = match read_either::<Chain, RbChain>(&key)? {
         Some(Either::First(chain)) => chain.items(),
         Some(Either::Second(chain)) => chain.size(),
@@ -578,7 +578,7 @@ pub fn scandump(ctx: &Context, args: &[RedisString]) -> RedisResult {
     if args.len() != 3 {
         return Err(RedisError::WrongArity);
     }
-    let key = ctx.open_key(&args[1]);
+    let key = Key::read(ctx, &args[1]);
     let filter = read_either::<Chain, RbChain>(&key)?.ok_or(RedisError::Str(NOT_FOUND))?;
     let iterator = parse_i64(&args[2]).ok_or(RedisError::Str(BAD_ITERATOR))?;
     let chain = match filter {
@@ -643,7 +643,7 @@ fn load_chunk(
     data: &[u8],
 ) -> Result<(), RedisError> {
     let iterator = parse_i64(iterator).ok_or(RedisError::Str(BAD_ITERATOR))?;
-    let key = ctx.open_key_writable(name);
+    let key = Key::write(ctx, name);
     match write_either::<Chain, RbChain>(&key)? {
         Some(Either::Second(chain)) => Ok(rb_scandump::load_chunk(chain, iterator, data)?),
         _ if iterator < 1 => Err(RedisError::Str(BAD_ITERATOR)),

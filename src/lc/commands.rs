@@ -20,8 +20,8 @@ use crate::errors::{
     LC_CHUNK_ITERATOR, LC_ERROR_RATE, NOT_FOUND,
 };
 use crate::ffi::reply_ordered_map;
-use crate::value::{finish_write, modify, read, store, write, Applied};
-use redis_module::{key::RedisKey, Context, RedisError, RedisResult, RedisString, RedisValue};
+use crate::value::{finish_write, modify, read, store, write, Applied, Key};
+use redis_module::{Context, RedisError, RedisResult, RedisString, RedisValue};
 
 const OK: RedisResult = Ok(RedisValue::SimpleStringStatic("OK"));
 
@@ -32,7 +32,7 @@ pub fn reserve(ctx: &Context, args: &[RedisString]) -> RedisResult {
     };
     let rate = parse_rate(rate, LC_ERROR_RATE)?;
     let capacity = parse_in_range(capacity, 1, MAX_CAPACITY, LC_CAPACITY)? as u64;
-    let key = ctx.open_key_writable(key_name);
+    let key = Key::write(ctx, key_name);
     if write::<Counter>(&key)?.is_some() {
         return Err(RedisError::Str(ITEM_EXISTS));
     }
@@ -66,7 +66,7 @@ pub fn add(ctx: &Context, args: &[RedisString]) -> RedisResult {
     }
     let (key_name, items) = (&args[1], &args[2..]);
     check_item_count(ctx, items.len())?;
-    let key = ctx.open_key_writable(key_name);
+    let key = Key::write(ctx, key_name);
     let (counter, created) = match write::<Counter>(&key)? {
         Some(counter) => (counter, None),
         None => {
@@ -132,7 +132,7 @@ fn distinct(names: &[RedisString]) -> Vec<&RedisString> {
 }
 
 /// The counters stored at `keys` (missing keys skipped); WRONGTYPE for another type.
-fn read_counters(keys: &[RedisKey]) -> Result<Vec<&Counter>, RedisError> {
+fn read_counters(keys: &[Key]) -> Result<Vec<&Counter>, RedisError> {
     let mut counters = Vec::with_capacity(keys.len());
     for key in keys {
         if let Some(counter) = read::<Counter>(key)? {
@@ -149,14 +149,14 @@ pub fn count(ctx: &Context, args: &[RedisString]) -> RedisResult {
     }
     if let [_, name] = args {
         // One key, the common case: no buffers.
-        let key = ctx.open_key(name);
+        let key = Key::read(ctx, name);
         let n = read::<Counter>(&key)?.map_or(0, Counter::count);
         return Ok(RedisValue::Integer(n as i64));
     }
     check_item_count(ctx, args.len() - 1)?;
-    let keys: Vec<RedisKey> = distinct(&args[1..])
+    let keys: Vec<Key> = distinct(&args[1..])
         .into_iter()
-        .map(|k| ctx.open_key(k))
+        .map(|k| Key::read(ctx, k))
         .collect();
     let counters = read_counters(&keys)?;
     let n = Counter::union_count(&counters)?;
@@ -175,14 +175,14 @@ pub fn merge(ctx: &Context, args: &[RedisString]) -> RedisResult {
     }
     check_item_count(ctx, args.len() - 2)?;
     let dest_name = &args[1];
-    let dest_key = ctx.open_key_writable(dest_name);
+    let dest_key = Key::write(ctx, dest_name);
     let dest = write::<Counter>(&dest_key)?;
     // The destination absorbing itself is a no-op; skipping it also avoids aliasing its value.
     let source_names: Vec<&RedisString> = distinct(&args[2..])
         .into_iter()
         .filter(|k| k.as_slice() != dest_name.as_slice())
         .collect();
-    let source_keys: Vec<RedisKey> = source_names.iter().map(|k| ctx.open_key(k)).collect();
+    let source_keys: Vec<Key> = source_names.iter().map(|k| Key::read(ctx, k)).collect();
     let sources = read_counters(&source_keys)?;
     let Some(dest) = dest else {
         let Some(mut union) = Counter::empty_for_union(&sources) else {
@@ -223,7 +223,7 @@ pub fn merge(ctx: &Context, args: &[RedisString]) -> RedisResult {
         let read: Vec<&RedisString> = source_names
             .iter()
             .zip(&source_keys)
-            .filter(|(_, key)| !key.is_null())
+            .filter(|(_, key)| !key.is_empty())
             .map(|(name, _)| *name)
             .collect();
         merge.extend(read[..done].iter().map(|n| n.as_slice()));
@@ -242,7 +242,7 @@ pub fn info(ctx: &Context, args: &[RedisString]) -> RedisResult {
     let [_, key_name] = args else {
         return Err(RedisError::WrongArity);
     };
-    let key = ctx.open_key(key_name);
+    let key = Key::read(ctx, key_name);
     let counter = read::<Counter>(&key)?.ok_or(RedisError::Str(NOT_FOUND))?;
     reply_ordered_map(
         ctx,
@@ -278,7 +278,7 @@ pub fn loadchunk(ctx: &Context, args: &[RedisString]) -> RedisResult {
         [_, key_name, iterator, piece] => return load_piece(ctx, key_name, iterator, piece),
         _ => return Err(RedisError::WrongArity),
     };
-    let key = ctx.open_key_writable(key_name);
+    let key = Key::write(ctx, key_name);
     if write::<Counter>(&key)?.is_some() {
         return Err(RedisError::Str(ITEM_EXISTS));
     }
@@ -298,7 +298,7 @@ fn load_piece(
     let iterator = parse_in_range(iterator, 1, i64::MAX, LC_CHUNK_ITERATOR)? as u64;
     let piece = piece.as_slice();
     let offset = chunk_start(iterator, piece.len()).ok_or(RedisError::Str(CHUNK_LENGTH))?;
-    let key = ctx.open_key_writable(key_name);
+    let key = Key::write(ctx, key_name);
     let counter = write::<Counter>(&key)?.ok_or(RedisError::Str(NOT_FOUND))?;
     let limit = memory_limit(ctx);
     // A sparse shell turns dense with its first piece: accounted like any write.
