@@ -4,54 +4,60 @@
 //! An encoded value is a header followed by the data. All integers are little-endian; rates are
 //! IEEE-754 doubles (their exact bits, so a value re-encodes to the same bytes).
 //!
-//! Header (32 + 40·count bytes):
+//! Header (32 + 40·count bytes, then in version 3 the sparse sets):
 //!
 //! | offset | size | field |
 //! |---|---|---|
 //! | 0 | 4 | magic `LCBF` |
-//! | 4 | 1 | encoding version (1 or 2, see below) |
+//! | 4 | 1 | encoding version (1, 2 or 3, see below) |
 //! | 5 | 1 | hash scheme (`hashing::HASH_SCHEME`, 1) |
-//! | 6 | 1 | layout: 0 standard (version 1), 1 blocked (version 2) |
+//! | 6 | 1 | layout of the bit arrays: 0 standard, 1 blocked |
 //! | 7 | 1 | reserved, zero |
 //! | 8 | 8 | requested error rate p, in (0, 1) |
 //! | 16 | 4 | expansion (0: non-scaling) |
 //! | 20 | 4 | count: number of sub-filters, 1..=1024 (exactly 1 when non-scaling) |
 //! | 24 | 8 | items: total items, the sum of the sub-filters' items |
-//! | 32 + 40i | 8 | sub-filter i: capacity (≥ 1) |
+//! | 32 + 40i | 8 | sub-filter i: capacity (≥ 1; ≤ `sparse::MAX_CAPACITY` if sparse) |
 //! | +8 | 8 | its error rate, in (0, 1) |
-//! | +16 | 8 | its bits m, 1..=2^48 (a multiple of 512 in the blocked layout) |
-//! | +24 | 4 | its hashes k, 1..=64 |
-//! | +28 | 4 | reserved, zero |
+//! | +16 | 8 | bit array: its bits m, 1..=2^48 (a multiple of 512 in the blocked layout); sparse: its universe U ≥ capacity |
+//! | +24 | 4 | bit array: its hashes k, 1..=64; sparse: 0 |
+//! | +28 | 4 | its kind: 0 bit array, 1 sparse (version 3 only; reserved, zero, before) |
 //! | +32 | 8 | its items (≤ capacity) |
+//! | 32 + 40·count | | version 3: each sparse sub-filter's stream in order (`sparse.rs`: the Elias–Fano stream of `lc::ef` of its fingerprints, ⌈bits/64⌉ little-endian u64 words, bits past its end zero, its length a function of its items and U) |
 //!
-//! Data: the sub-filters' bit arrays in order, each as ⌈m/64⌉ little-endian u64 words (bit j of
-//! the filter is bit j%64 of word j/64); bits past m are zero. Byte offsets into this data are
-//! what `BF.SCANDUMP` iterators count (iterator = 1 + end offset of the chunk just sent, as in
-//! RedisBloom), in chunks of at most `CHUNK_BYTES`.
+//! Data: the bit arrays in order, each as ⌈m/64⌉ little-endian u64 words (bit j of the filter
+//! is bit j%64 of word j/64); bits past m are zero. Sparse sub-filters have no data: they are
+//! whole in the header, so a value is complete and valid after its header, chunks only fill
+//! bit arrays (zero until then), and no chunk can leave a set half-written. Byte offsets into
+//! the data are what `BF.SCANDUMP` iterators count (iterator = 1 + end offset of the chunk just
+//! sent, as in RedisBloom), in chunks of at most `CHUNK_BYTES`.
 //!
 //! Decoding validates everything before allocating: magic, versions, reserved bytes, finite
-//! rates in (0, 1), k and m in range, items ≤ capacity and summing to the total, the exact
+//! rates in (0, 1), k and m in range, items ≤ capacity and summing to the total, every sparse
+//! stream (exactly its items, distinct and below U, canonical: `sparse::is_valid`), the exact
 //! header length, and the key's total bytes against the caller's limit (`max-memory-per-key`).
 //! Data chunks are checked to lie within the data and to leave the padding bits zero before
 //! any byte is written. Each sub-filter keeps its own parameters, so a later sizing or scaling
 //! schedule cannot break stored values.
 //!
 //! Versions. A value is written with the lowest version that can express it, so a release that
-//! only knows version 1 still loads every standard-layout filter, and refuses (with "bad
-//! data") a blocked one rather than misreading it.
-//! * 1 (lcbloom 0.1): standard layout; byte 6 was reserved and is 0.
+//! only knows version 1 still loads every standard-layout filter of bit arrays, and refuses
+//! (with "bad data") any other rather than misreading it.
+//! * 1 (lcbloom 0.1): standard layout, bit arrays only; byte 6 was reserved and is 0.
 //! * 2: byte 6 is the layout and is 1, blocked (`blocked.rs`: each item's probes in one 64-byte
-//!   block). Everything else as in version 1. A version 2 value with layout 0 is refused as
-//!   non-canonical (it would re-encode as version 1).
+//!   block), bit arrays only. A version 2 value with layout 0 is refused as non-canonical.
+//! * 3: sparse sub-filters (issue 11), with either layout; at least one sub-filter is sparse
+//!   (else it is written as version 1 or 2, and refused as non-canonical).
 
-use super::chain::{memory_bytes_for, Chain};
-use super::filter::{Filter, FilterParams, Layout};
+use super::chain::{memory_bytes_for, Chain, SparseParams, SubParams};
+use super::filter::{FilterParams, Layout};
+use super::sparse;
 use crate::decode::DecodeError;
 use crate::hashing::HASH_SCHEME;
 
 pub const MAGIC: &[u8; 4] = b"LCBF";
 /// The newest encoding version (see "Versions" above).
-pub const ENCODING_VERSION: u8 = 2;
+pub const ENCODING_VERSION: u8 = 3;
 pub use crate::chunks::CHUNK_BYTES;
 use crate::chunks::{bytes_into_words, words_to_bytes};
 /// Most sub-filters a value may have (scaling stops near 200, see `chain.rs`).
@@ -59,30 +65,39 @@ pub const MAX_FILTERS: u32 = 1024;
 const FIXED: usize = 32;
 const PER_FILTER: usize = 40;
 
-/// The validated header: what a chain is made of, without its bits.
+/// The validated header: what a chain is made of, without its bit arrays' bits.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Header {
     pub error_rate: f64,
     pub expansion: u32,
-    pub filters: Vec<(FilterParams, u64)>,
+    pub layout: Layout,
+    pub filters: Vec<(SubParams, u64)>,
+    /// The sparse sub-filters' streams, one after the other.
+    pub streams: Vec<u64>,
 }
 
 impl Header {
     /// Bytes of data that follow the header.
     pub fn data_bytes(&self) -> u64 {
-        self.filters.iter().map(|(p, _)| p.bytes()).sum()
+        self.filters
+            .iter()
+            .map(|(s, _)| match s {
+                SubParams::Bits(p) => p.bytes(),
+                SubParams::Sparse(_) => 0,
+            })
+            .sum()
     }
 
-    /// An all-zero chain with these parameters, ready for its data.
+    /// The chain, its sparse sets loaded and its bit arrays zero, ready for its data.
     pub fn into_chain(self) -> Result<Chain, DecodeError> {
-        let mut filters = Vec::new();
-        filters
-            .try_reserve_exact(self.filters.len())
-            .map_err(|_| OUT_OF_MEMORY)?;
-        for (params, items) in self.filters {
-            filters.push(Filter::new(params, items).map_err(|_| OUT_OF_MEMORY)?);
-        }
-        Ok(Chain::from_parts(self.error_rate, self.expansion, filters))
+        Chain::from_parts(
+            self.error_rate,
+            self.expansion,
+            self.layout,
+            &self.filters,
+            &self.streams,
+        )
+        .map_err(|_| OUT_OF_MEMORY)
     }
 }
 
@@ -95,31 +110,43 @@ const BAD_PADDING: DecodeError = DecodeError("invalid chunk: sets bits past a fi
 
 pub fn encode_header(chain: &Chain) -> Vec<u8> {
     let filters = chain.filters();
+    let sparse = filters.iter().any(|f| matches!(f, SubParams::Sparse(_)));
     let mut out = Vec::with_capacity(FIXED + PER_FILTER * filters.len());
     out.extend_from_slice(MAGIC);
-    let (version, layout) = match chain.layout() {
-        Layout::Standard => (1, 0),
-        Layout::Blocked => (2, 1),
+    let layout = chain.layout() as u8;
+    let version = match (sparse, chain.layout()) {
+        (true, _) => 3,
+        (false, Layout::Standard) => 1,
+        (false, Layout::Blocked) => 2,
     };
     out.extend_from_slice(&[version, HASH_SCHEME, layout, 0]);
     out.extend_from_slice(&chain.error_rate().to_bits().to_le_bytes());
     out.extend_from_slice(&chain.expansion().unwrap_or(0).to_le_bytes());
     out.extend_from_slice(&(filters.len() as u32).to_le_bytes());
     out.extend_from_slice(&chain.items().to_le_bytes());
-    for f in filters {
-        let p = f.params();
-        out.extend_from_slice(&p.capacity.to_le_bytes());
-        out.extend_from_slice(&p.error_rate.to_bits().to_le_bytes());
-        out.extend_from_slice(&p.bits.to_le_bytes());
-        out.extend_from_slice(&p.hashes.to_le_bytes());
-        out.extend_from_slice(&0u32.to_le_bytes());
-        out.extend_from_slice(&f.items().to_le_bytes());
+    for (f, items) in filters.iter().zip(chain.filter_items()) {
+        let (third, hashes, kind) = match f {
+            SubParams::Bits(p) => (p.bits, p.hashes, 0u32),
+            SubParams::Sparse(p) => (p.universe, 0, 1),
+        };
+        out.extend_from_slice(&f.capacity().to_le_bytes());
+        out.extend_from_slice(&f.error_rate().to_bits().to_le_bytes());
+        out.extend_from_slice(&third.to_le_bytes());
+        out.extend_from_slice(&hashes.to_le_bytes());
+        out.extend_from_slice(&kind.to_le_bytes());
+        out.extend_from_slice(&items.to_le_bytes());
+    }
+    for stream in chain.sparse_streams() {
+        stream
+            .iter()
+            .for_each(|w| out.extend_from_slice(&w.to_le_bytes()));
     }
     out
 }
 
-/// The header's length as announced by its fixed part, if that part is readable.
-fn header_len(bytes: &[u8]) -> Result<usize, DecodeError> {
+/// The fixed part and the sub-filters' entries, validated, and the header's whole length
+/// (sparse streams included), from a prefix of `bytes`.
+fn decode_entries(bytes: &[u8]) -> Result<(Header, usize), DecodeError> {
     if bytes.len() < FIXED {
         return Err(BAD_DATA);
     }
@@ -127,25 +154,24 @@ fn header_len(bytes: &[u8]) -> Result<usize, DecodeError> {
     if !(1..=MAX_FILTERS).contains(&count) {
         return Err(BAD_DATA);
     }
-    Ok(FIXED + PER_FILTER * count as usize)
-}
-
-/// Decodes and validates a header that is exactly `bytes`; `limit` is the key's byte budget.
-pub fn decode_header(bytes: &[u8], limit: u64) -> Result<Header, DecodeError> {
-    if bytes.len() != header_len(bytes)? {
+    let count = count as usize;
+    let entries_end = FIXED + PER_FILTER * count;
+    if bytes.len() < entries_end
+        || &bytes[0..4] != MAGIC
+        || bytes[5] != HASH_SCHEME
+        || bytes[7] != 0
+    {
         return Err(BAD_DATA);
     }
-    if &bytes[0..4] != MAGIC || bytes[5] != HASH_SCHEME || bytes[7] != 0 {
-        return Err(BAD_DATA);
-    }
-    let layout = match (bytes[4], bytes[6]) {
-        (1, 0) => Layout::Standard,
-        (2, 1) => Layout::Blocked,
+    let (version, layout) = match (bytes[4], bytes[6]) {
+        (1, 0) => (1, Layout::Standard),
+        (2, 1) => (2, Layout::Blocked),
+        (3, 0) => (3, Layout::Standard),
+        (3, 1) => (3, Layout::Blocked),
         _ => return Err(BAD_DATA),
     };
     let error_rate = f64::from_bits(u64_at(bytes, 8));
     let expansion = u32_at(bytes, 16);
-    let count = u32_at(bytes, 20) as usize;
     let total_items = u64_at(bytes, 24);
     if !(error_rate > 0.0 && error_rate < 1.0) || (expansion == 0 && count != 1) {
         return Err(BAD_DATA);
@@ -154,36 +180,85 @@ pub fn decode_header(bytes: &[u8], limit: u64) -> Result<Header, DecodeError> {
     filters
         .try_reserve_exact(count)
         .map_err(|_| OUT_OF_MEMORY)?;
-    let (mut items_sum, mut data) = (0u64, 0u64);
+    let (mut items_sum, mut stream_words) = (0u64, 0usize);
     for i in 0..count {
         let at = FIXED + PER_FILTER * i;
-        let params = FilterParams {
-            capacity: u64_at(bytes, at),
-            error_rate: f64::from_bits(u64_at(bytes, at + 8)),
-            bits: u64_at(bytes, at + 16),
-            hashes: u32_at(bytes, at + 24),
-            layout,
-        };
+        let (capacity, rate) = (u64_at(bytes, at), f64::from_bits(u64_at(bytes, at + 8)));
+        let (third, hashes) = (u64_at(bytes, at + 16), u32_at(bytes, at + 24));
         let items = u64_at(bytes, at + 32);
-        if !params.is_valid() || u32_at(bytes, at + 28) != 0 || items > params.capacity {
+        let sub = match u32_at(bytes, at + 28) {
+            0 => SubParams::Bits(FilterParams {
+                capacity,
+                error_rate: rate,
+                bits: third,
+                hashes,
+                layout,
+            }),
+            1 if version == 3 && hashes == 0 => {
+                SubParams::Sparse(SparseParams::new(capacity, rate, third).ok_or(BAD_DATA)?)
+            }
+            _ => return Err(BAD_DATA),
+        };
+        if !sub.is_valid() || items > sub.capacity() {
             return Err(BAD_DATA);
         }
+        if let SubParams::Sparse(p) = sub {
+            stream_words += sparse::Shape::new(items, p.universe).stream_words();
+        }
         items_sum = items_sum.checked_add(items).ok_or(BAD_DATA)?;
-        data = data.checked_add(params.bytes()).ok_or(TOO_LARGE)?;
-        filters.push((params, items));
+        filters.push((sub, items));
     }
-    if items_sum != total_items {
+    let sparse_count = filters
+        .iter()
+        .filter(|(s, _)| matches!(s, SubParams::Sparse(_)))
+        .count();
+    // Version 3 exactly when some sub-filter is sparse: one encoding per value.
+    if items_sum != total_items || (version == 3) != (sparse_count > 0) {
         return Err(BAD_DATA);
     }
-    match memory_bytes_for(count as u64, data) {
+    let header = Header {
+        error_rate,
+        expansion,
+        layout,
+        filters,
+        streams: Vec::new(),
+    };
+    Ok((header, entries_end + 8 * stream_words))
+}
+
+/// Decodes and validates a header that is exactly `bytes`; `limit` is the key's byte budget.
+pub fn decode_header(bytes: &[u8], limit: u64) -> Result<Header, DecodeError> {
+    let (mut header, len) = decode_entries(bytes)?;
+    if bytes.len() != len {
+        return Err(BAD_DATA);
+    }
+    let items: Vec<u64> = header.filters.iter().map(|(_, n)| *n).collect();
+    let subs: Vec<SubParams> = header.filters.iter().map(|(s, _)| *s).collect();
+    match memory_bytes_for(&subs, &items) {
         Some(needed) if needed <= limit => {}
         _ => return Err(TOO_LARGE),
     }
-    Ok(Header {
-        error_rate,
-        expansion,
-        filters,
-    })
+    let streams = &bytes[FIXED + PER_FILTER * header.filters.len()..];
+    header
+        .streams
+        .try_reserve_exact(streams.len() / 8)
+        .map_err(|_| OUT_OF_MEMORY)?;
+    header.streams.extend(
+        streams
+            .chunks_exact(8)
+            .map(|w| u64::from_le_bytes(w.try_into().expect("8 bytes"))),
+    );
+    let mut at = 0;
+    for (sub, n) in &header.filters {
+        if let SubParams::Sparse(p) = sub {
+            let words = sparse::Shape::new(*n, p.universe).stream_words();
+            if !sparse::is_valid(&header.streams[at..at + words], *n, p.universe) {
+                return Err(BAD_DATA);
+            }
+            at += words;
+        }
+    }
+    Ok(header)
 }
 
 /// The whole value: header then data (for tests and tools; Redis paths stream chunks).
@@ -199,7 +274,7 @@ pub fn encode(chain: &Chain) -> Vec<u8> {
 
 /// Decodes a whole value, refusing trailing bytes.
 pub fn decode(bytes: &[u8], limit: u64) -> Result<Chain, DecodeError> {
-    let split = header_len(bytes)?;
+    let split = decode_entries(bytes)?.1;
     if bytes.len() < split {
         return Err(BAD_DATA);
     }
@@ -209,7 +284,9 @@ pub fn decode(bytes: &[u8], limit: u64) -> Result<Chain, DecodeError> {
         return Err(BAD_DATA);
     }
     let mut chain = header.into_chain()?;
-    write_data(&mut chain, 0, data)?;
+    if !data.is_empty() {
+        write_data(&mut chain, 0, data)?;
+    }
     Ok(chain)
 }
 
@@ -223,12 +300,12 @@ pub fn data_chunk(chain: &Chain, offset: u64) -> Option<Vec<u8>> {
     let mut out = Vec::with_capacity(len);
     let end = offset + len as u64;
     let mut start = 0u64;
-    for f in chain.filters() {
-        let fend = start + f.params().bytes();
+    for (p, bits) in chain.bit_arrays() {
+        let fend = start + p.bytes();
         if fend > offset && start < end {
             let a = offset.max(start) - start;
             let b = end.min(fend) - start;
-            words_to_bytes(f.words(), a as usize, (b - a) as usize, &mut out);
+            words_to_bytes(bits.words(), a as usize, (b - a) as usize, &mut out);
         }
         start = fend;
     }
@@ -245,8 +322,8 @@ pub fn write_data(chain: &mut Chain, offset: u64, bytes: &[u8]) -> Result<(), De
     // Pass 1 checks, pass 2 writes.
     for write in [false, true] {
         let mut start = 0u64;
-        for f in chain.filters_mut() {
-            let fbytes = f.params().bytes();
+        for (p, bits) in chain.bit_arrays_mut() {
+            let fbytes = p.bytes();
             let fend = start + fbytes;
             if fend > offset && start < end {
                 let a = offset.max(start);
@@ -254,9 +331,9 @@ pub fn write_data(chain: &mut Chain, offset: u64, bytes: &[u8]) -> Result<(), De
                 let src = &bytes[(a - offset) as usize..(b - offset) as usize];
                 let local = (a - start) as usize;
                 if write {
-                    bytes_into_words(f.words_mut(), local, src);
+                    bytes_into_words(bits.words_mut(), local, src);
                 } else {
-                    let pad = f.padding_mask().to_le_bytes();
+                    let pad = p.padding_mask().to_le_bytes();
                     let last_word = fbytes as usize - 8;
                     for (i, byte) in src.iter().enumerate() {
                         let pos = local + i;
@@ -306,22 +383,100 @@ mod tests {
 
     #[test]
     fn layout_is_as_documented() {
-        let c = chain(0.01, 10, 2, 25);
+        // Capacity above sparse::MAX_CAPACITY: bit arrays, version 1.
+        let c = chain(0.01, 10_000, 2, 25);
         let bytes = encode(&c);
         assert_eq!(&bytes[0..8], b"LCBF\x01\x01\x00\x00");
         assert_eq!(f64::from_bits(u64_at(&bytes, 8)), 0.01);
         assert_eq!(u32_at(&bytes, 16), 2);
         assert_eq!(u32_at(&bytes, 20), c.filters().len() as u32);
         assert_eq!(u64_at(&bytes, 24), c.items());
-        assert_eq!(u64_at(&bytes, 32), 10);
+        assert_eq!(u64_at(&bytes, 32), 10_000);
         let header = FIXED + PER_FILTER * c.filters().len();
         assert_eq!(bytes.len() as u64, header as u64 + c.data_bytes());
-        assert_eq!(u64_at(&bytes, header), c.filters()[0].words()[0]);
+        let first = c.bit_arrays().next().unwrap().1;
+        assert_eq!(u64_at(&bytes, header), first.words()[0]);
+    }
+
+    #[test]
+    fn sparse_sub_filters_are_version_3() {
+        // A default filter: one sparse sub-filter, whole in the header.
+        let c = chain(0.01, 100, 2, 30);
+        assert!(matches!(c.filters()[0], SubParams::Sparse(_)));
+        let bytes = encode(&c);
+        assert_eq!(&bytes[0..8], b"LCBF\x03\x01\x00\x00");
+        let SubParams::Sparse(p) = c.filters()[0] else {
+            unreachable!()
+        };
+        assert_eq!(u64_at(&bytes, 32), 100);
+        assert_eq!(u64_at(&bytes, 32 + 16), p.universe);
+        assert_eq!(u32_at(&bytes, 32 + 24), 0);
+        assert_eq!(u32_at(&bytes, 32 + 28), 1);
+        assert_eq!(u64_at(&bytes, 32 + 32), 30);
+        let stream = c.sparse_streams().next().unwrap();
+        assert_eq!(bytes.len(), FIXED + PER_FILTER + 8 * stream.len());
+        assert_eq!(u64_at(&bytes, FIXED + PER_FILTER), stream[0]);
+        assert_eq!(c.data_bytes(), 0);
+        assert_eq!(encode_header(&c), bytes);
+        assert_eq!(decode(&bytes, LIMIT).unwrap(), c);
+        // Smaller than the version 1 encoding of the same filter (72 + 128 bytes).
+        assert!(bytes.len() < 72 + 128, "{}", bytes.len());
+        let mutate = |at: usize, value: &[u8]| {
+            let mut b = bytes.clone();
+            b[at..at + value.len()].copy_from_slice(value);
+            decode(&b, LIMIT)
+        };
+        assert!(mutate(4, &[1]).is_err()); // version 1 has no sparse sub-filters
+        assert!(mutate(4, &[2]).is_err());
+        assert!(mutate(6, &[2]).is_err()); // unknown layout
+        assert!(mutate(32 + 28, &[2]).is_err()); // unknown kind
+        assert!(mutate(32 + 24, &[1]).is_err()); // hashes of a sparse sub-filter
+        assert!(mutate(32, &8193u64.to_le_bytes()).is_err()); // too large to be sparse
+        assert!(mutate(32 + 16, &99u64.to_le_bytes()).is_err()); // U below the capacity
+        assert!(mutate(32 + 32, &29u64.to_le_bytes()).is_err()); // items vs stream
+        let mut short = bytes.clone();
+        short.pop();
+        assert!(decode(&short, LIMIT).is_err());
+        // A blocked chain's small sub-filters are sparse too: version 3, layout 1.
+        let b = chain_of(Layout::Blocked, 0.01, 100, 2, 30);
+        assert_eq!(&encode(&b)[0..8], b"LCBF\x03\x01\x01\x00");
+        assert_eq!(
+            decode(&encode(&b), LIMIT).unwrap().layout(),
+            Layout::Blocked
+        );
+        // Version 3 without a sparse sub-filter is not canonical.
+        let bits = chain(0.01, 10_000, 0, 5);
+        let mut v3 = encode(&bits);
+        v3[4] = 3;
+        assert!(decode(&v3, LIMIT).is_err());
+    }
+
+    #[test]
+    fn a_sparse_stream_must_be_its_set() {
+        let c = chain(0.001, 2_000, 0, 1_500);
+        let good = encode(&c);
+        let start = FIXED + PER_FILTER;
+        let mut refused = 0;
+        for byte in start..good.len() {
+            for bit in [0u8, 3, 7] {
+                let mut bad = good.clone();
+                bad[byte] ^= 1 << bit;
+                match decode(&bad, LIMIT) {
+                    // Another set of as many values (a low bit that keeps the order).
+                    Ok(other) => assert_eq!(encode(&other), bad),
+                    Err(e) => {
+                        assert_eq!(e, BAD_DATA);
+                        refused += 1;
+                    }
+                }
+            }
+        }
+        assert!(refused > 0);
     }
 
     #[test]
     fn validation_refuses_bad_headers() {
-        let c = chain(0.01, 100, 0, 50);
+        let c = chain(0.01, 10_000, 0, 50);
         let good = encode(&c);
         assert_eq!(decode(&good, LIMIT).unwrap(), c);
         let mutate = |at: usize, value: &[u8]| {
@@ -331,7 +486,8 @@ mod tests {
         };
         assert!(mutate(0, b"X").is_err()); // magic
         assert!(mutate(4, &[2]).is_err()); // version 2 must say blocked
-        assert!(mutate(4, &[3]).is_err()); // unknown encoding version
+        assert!(mutate(4, &[3]).is_err()); // version 3 must have a sparse sub-filter
+        assert!(mutate(4, &[4]).is_err()); // unknown encoding version
         assert!(mutate(5, &[9]).is_err()); // hash scheme
         assert!(mutate(6, &[1]).is_err()); // version 1 has no layout byte
         assert!(mutate(7, &[1]).is_err()); // reserved
@@ -342,7 +498,8 @@ mod tests {
         assert!(mutate(32 + 24, &0u32.to_le_bytes()).is_err()); // k = 0
         assert!(mutate(32 + 24, &65u32.to_le_bytes()).is_err()); // k too large
         assert!(mutate(32 + 16, &0u64.to_le_bytes()).is_err()); // m = 0
-        assert!(mutate(32 + 32, &101u64.to_le_bytes()).is_err()); // items > capacity
+        assert!(mutate(32 + 28, &1u32.to_le_bytes()).is_err()); // sparse in version 1
+        assert!(mutate(32 + 32, &10_001u64.to_le_bytes()).is_err()); // items > capacity
         assert!(decode(&good[..good.len() - 1], LIMIT).is_err());
         let mut longer = good.clone();
         longer.push(0);
@@ -352,14 +509,14 @@ mod tests {
 
     #[test]
     fn blocked_chains_are_version_2() {
-        let c = chain_of(Layout::Blocked, 0.01, 100, 2, 250);
+        let c = chain_of(Layout::Blocked, 0.01, 10_000, 2, 25_000);
         assert!(c.filters().len() > 1);
         let good = encode(&c);
         assert_eq!(&good[0..8], b"LCBF\x02\x01\x01\x00");
         let back = decode(&good, LIMIT).unwrap();
         assert_eq!(back.layout(), Layout::Blocked);
         assert_eq!(back, c);
-        for i in 0..250u64 {
+        for i in 0..25_000u64 {
             assert!(back.contains(&hash_item(&i.to_le_bytes())));
         }
         let mutate = |at: usize, value: &[u8]| {
@@ -370,21 +527,26 @@ mod tests {
         assert!(mutate(4, &[1]).is_err()); // version 1 cannot say blocked
         assert!(mutate(6, &[0]).is_err()); // version 2 with the standard layout
         assert!(mutate(6, &[2]).is_err()); // unknown layout
-        let bits = c.filters()[0].params().bits;
+        let bits = c.bit_params().next().unwrap().bits;
         assert!(mutate(32 + 16, &(bits - 64).to_le_bytes()).is_err()); // not whole blocks
     }
 
     #[test]
     fn padding_bits_must_stay_zero() {
-        // 0.01 / 1 item: a few bits in one word; setting the top bit of the word is refused.
-        let mut c = chain(0.01, 1, 0, 0);
-        assert!(c.filters()[0].params().bits < 64);
+        // 0.5 / 40 items: a bit array of fewer than 64 bits; setting the word's top bit is
+        // refused.
+        let mut c = chain(0.5, 40, 0, 0);
+        let bits = c.bit_params().next().unwrap().bits;
+        assert!(bits < 64);
         assert_eq!(write_data(&mut c, 7, &[0x80]), Err(BAD_PADDING));
         assert_eq!(write_data(&mut c, 8, &[0]), Err(BAD_CHUNK));
         assert_eq!(write_data(&mut c, 0, &[]), Err(BAD_CHUNK));
         assert_eq!(write_data(&mut c, u64::MAX, &[1]), Err(BAD_CHUNK));
         assert!(write_data(&mut c, 0, &[1]).is_ok());
-        assert_eq!(c.filters()[0].words()[0], 1);
+        assert_eq!(c.bit_arrays().next().unwrap().1.words()[0], 1);
+        // A filter of sparse sub-filters has no data to write.
+        let mut s = chain(0.01, 100, 2, 10);
+        assert_eq!(write_data(&mut s, 0, &[1]), Err(BAD_CHUNK));
     }
 
     #[test]

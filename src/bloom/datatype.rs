@@ -3,9 +3,9 @@
 //! The callbacks are `value.rs`'s, shared by every type; this file says what is particular to
 //! filters.
 //!
-//! * RDB (encoding version 1): the codec's header as one string, then the data as strings of at
-//!   most `codec::CHUNK_BYTES` each (so neither save nor load needs a second copy of a large
-//!   filter). Loading validates the header before allocating, then requires the strings to
+//! * RDB (encoding version 1): the codec's header as one string (sparse sub-filters included,
+//!   `codec.rs`), then the bit arrays' data as strings of at most `codec::CHUNK_BYTES` each (so
+//!   neither save nor load needs a second copy of a large filter). Loading validates the header before allocating, then requires the strings to
 //!   fill the data exactly; any error (or an I/O error, see `HANDLE_IO_ERRORS` in lib.rs)
 //!   returns null and Redis reports "Bad data format". `max-memory-per-key` applies to
 //!   `RESTORE` only, not while the server loads its own files or a replica syncs

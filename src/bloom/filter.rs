@@ -316,17 +316,16 @@ impl Occupancy {
     }
 }
 
-/// One Bloom filter and the number of items added to it.
+/// The bits of one bit-array sub-filter; its parameters are the chain's (shared by every key
+/// created alike, `chain.rs`), so every method takes them.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Filter {
-    params: FilterParams,
-    items: u64,
+pub struct BitArray {
     words: Words,
 }
 
-impl Filter {
-    /// An empty filter; its bits are allocated zeroed and fallibly.
-    pub fn new(params: FilterParams, items: u64) -> Result<Self, SizeError> {
+impl BitArray {
+    /// An empty bit array; allocated zeroed and fallibly.
+    pub fn new(params: &FilterParams) -> Result<Self, SizeError> {
         if !params.is_valid() {
             return Err(SizeError::TooLarge);
         }
@@ -336,75 +335,41 @@ impl Filter {
             Layout::Blocked => blocked::BLOCK_BYTES,
         };
         let words = Words::zeroed(len, align).ok_or(SizeError::OutOfMemory)?;
-        Ok(Self {
-            params,
-            items,
-            words,
-        })
+        Ok(Self { words })
     }
 
     /// A deep copy, allocated fallibly.
     pub fn try_clone(&self) -> Result<Self, SizeError> {
         Ok(Self {
-            params: self.params,
-            items: self.items,
             words: self.words.try_clone().ok_or(SizeError::OutOfMemory)?,
         })
     }
 
-    pub fn params(&self) -> &FilterParams {
-        &self.params
-    }
-
-    /// Items added to this filter (adds that returned "new").
-    pub fn items(&self) -> u64 {
-        self.items
-    }
-
-    pub fn is_full(&self) -> bool {
-        self.items >= self.params.capacity
-    }
-
     #[inline]
-    pub fn contains(&self, hash: &ItemHash) -> bool {
-        if self.params.layout == Layout::Blocked {
-            return blocked::contains(&self.words, hash, self.params.hashes);
+    pub fn contains(&self, params: &FilterParams, hash: &ItemHash) -> bool {
+        if params.layout == Layout::Blocked {
+            return blocked::contains(&self.words, hash, params.hashes);
         }
-        let m = self.params.bits;
+        let m = params.bits;
         let words = &self.words[..];
-        (0..self.params.hashes).all(|i| {
+        (0..params.hashes).all(|i| {
             let bit = reduce(hash.probe(i), m);
             words[(bit / 64) as usize] & (1 << (bit % 64)) != 0
         })
     }
 
-    /// Sets the item's bits and counts it as one more item.
+    /// Sets the item's bits in one pass; whether any was zero (if none was, the item was
+    /// probably present and nothing changed). Same answer as `contains` then setting, with
+    /// half the probes.
     #[inline]
-    pub fn insert(&mut self, hash: &ItemHash) {
-        self.set_bits(hash);
-        self.items += 1;
-    }
-
-    /// Sets the item's bits in one pass; if they were all set already (the item is probably
-    /// present) nothing changed and it returns false, else it counts one more item. Same result
-    /// as `contains` then `insert`, with half the probes.
-    #[inline]
-    pub fn insert_if_absent(&mut self, hash: &ItemHash) -> bool {
-        let added = self.set_bits(hash);
-        self.items += added as u64;
-        added
-    }
-
-    /// Sets the item's bits; whether any was zero.
-    #[inline]
-    fn set_bits(&mut self, hash: &ItemHash) -> bool {
-        if self.params.layout == Layout::Blocked {
-            return blocked::set(&mut self.words, hash, self.params.hashes);
+    pub fn set(&mut self, params: &FilterParams, hash: &ItemHash) -> bool {
+        if params.layout == Layout::Blocked {
+            return blocked::set(&mut self.words, hash, params.hashes);
         }
-        let m = self.params.bits;
+        let m = params.bits;
         let words = &mut self.words[..];
         let mut changed = 0;
-        for i in 0..self.params.hashes {
+        for i in 0..params.hashes {
             let bit = reduce(hash.probe(i), m);
             let word = &mut words[(bit / 64) as usize];
             let mask = 1 << (bit % 64);
@@ -414,22 +379,17 @@ impl Filter {
         changed != 0
     }
 
-    /// Asks the CPU to start loading the cache lines of the item's probes: a batch command
-    /// prefetches a few items ahead so that the misses of a large filter overlap.
+    /// Asks the CPU to start loading the cache lines of the item's first `probes` probes: a
+    /// batch command prefetches a few items ahead so that the misses of a large filter
+    /// overlap, and a lookup in a filter that does not hold the item usually stops after one
+    /// or two. A blocked filter has one line to fetch.
     #[inline]
-    pub fn prefetch(&self, hash: &ItemHash) {
-        self.prefetch_probes(hash, self.params.hashes);
-    }
-
-    /// `prefetch` of the first `probes` probes only: a lookup in a filter that does not hold
-    /// the item usually stops after one or two. A blocked filter has one line to fetch.
-    #[inline]
-    pub fn prefetch_probes(&self, hash: &ItemHash, probes: u32) {
-        if self.params.layout == Layout::Blocked {
+    pub fn prefetch_probes(&self, params: &FilterParams, hash: &ItemHash, probes: u32) {
+        if params.layout == Layout::Blocked {
             return blocked::prefetch(&self.words, hash);
         }
-        let m = self.params.bits;
-        for i in 0..probes.min(self.params.hashes) {
+        let m = params.bits;
+        for i in 0..probes.min(params.hashes) {
             let word = (reduce(hash.probe(i), m) / 64) as usize;
             if let Some(w) = self.words.get(word) {
                 prefetch_line(w);
@@ -437,7 +397,7 @@ impl Filter {
         }
     }
 
-    /// Bytes the allocator hands out for the bit array.
+    /// Bytes the allocator hands out for the bits.
     pub fn allocated_bytes(&self) -> u64 {
         self.words.allocated_bytes()
     }
@@ -451,10 +411,12 @@ impl Filter {
     pub fn words_mut(&mut self) -> &mut [u64] {
         &mut self.words
     }
+}
 
+impl FilterParams {
     /// The bits of the last word that lie past m and must stay zero.
     pub fn padding_mask(&self) -> u64 {
-        match self.params.bits % 64 {
+        match self.bits % 64 {
             0 => 0,
             used => !0u64 << used,
         }
@@ -553,44 +515,45 @@ mod tests {
     }
 
     #[test]
-    fn insert_if_absent_is_contains_then_insert() {
+    fn set_answers_as_contains() {
         // A small, overfilled filter so that "probably present" answers happen often.
         let params = FilterParams::for_capacity(50, 0.1).unwrap();
         let (mut a, mut b) = (
-            Filter::new(params, 0).unwrap(),
-            Filter::new(params, 0).unwrap(),
+            BitArray::new(&params).unwrap(),
+            BitArray::new(&params).unwrap(),
         );
+        let mut present = 0;
         for i in 0..400u32 {
             let h = hash_item(&i.to_le_bytes());
-            let absent = !a.contains(&h);
+            let absent = !a.contains(&params, &h);
             if absent {
-                a.insert(&h);
+                a.set(&params, &h);
+            } else {
+                present += 1;
             }
-            assert_eq!(b.insert_if_absent(&h), absent);
-            b.prefetch(&h);
+            assert_eq!(b.set(&params, &h), absent);
+            b.prefetch_probes(&params, &h, params.hashes);
         }
         assert_eq!(a, b);
-        assert!(a.items() < 400);
+        assert!(present > 0);
     }
 
     #[test]
     fn measured_fp_matches_the_target() {
         let params = FilterParams::for_capacity(10_000, 0.01).unwrap();
-        let mut f = Filter::new(params, 0).unwrap();
+        let mut f = BitArray::new(&params).unwrap();
         for i in 0..10_000u32 {
-            f.insert(&hash_item(format!("member:{i}").as_bytes()));
+            f.set(&params, &hash_item(format!("member:{i}").as_bytes()));
         }
         for i in 0..10_000u32 {
-            assert!(f.contains(&hash_item(format!("member:{i}").as_bytes())));
+            assert!(f.contains(&params, &hash_item(format!("member:{i}").as_bytes())));
         }
         let probes = 200_000u32;
         let fp = (0..probes)
-            .filter(|i| f.contains(&hash_item(format!("other:{i}").as_bytes())))
+            .filter(|i| f.contains(&params, &hash_item(format!("other:{i}").as_bytes())))
             .count() as f64
             / probes as f64;
         assert!(fp < 0.0115, "fp {fp}");
-        assert_eq!(f.items(), 10_000);
-        assert!(f.is_full());
-        assert_eq!(f.words().last().unwrap() & f.padding_mask(), 0);
+        assert_eq!(f.words().last().unwrap() & params.padding_mask(), 0);
     }
 }

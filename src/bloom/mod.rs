@@ -1,9 +1,11 @@
 //! The Bloom filter wing: a pure core (`filter`, `blocked`, `words`, `chain`, `codec`) and its
 //! Redis adapters (`commands`, `datatype`).
 pub mod blocked;
+pub mod body;
 pub mod chain;
 pub mod codec;
 pub mod commands;
 pub mod datatype;
 pub mod filter;
+pub mod sparse;
 pub mod words;

@@ -29,6 +29,8 @@ pub struct Words {
     /// The allocation: its start and its size in bytes (0 when `len` is 0: nothing allocated).
     base: NonNull<u8>,
     allocated: usize,
+    /// `allocated`'s size class, kept because every write asks for it (`value::modify`).
+    class: u64,
 }
 
 // SAFETY: Words owns its block exclusively, like Box<[u64]>.
@@ -49,6 +51,7 @@ impl Words {
                 align,
                 base: NonNull::dangling(),
                 allocated: 0,
+                class: 0,
             });
         }
         let bytes = len.checked_mul(8)?;
@@ -70,6 +73,7 @@ impl Words {
                     align,
                     base,
                     allocated,
+                    class: size_class(allocated as u64),
                 });
             }
             // SAFETY: just allocated with this layout.
@@ -81,7 +85,7 @@ impl Words {
     /// Bytes the allocator hands out for these words (its size class of what was asked for,
     /// alignment room included).
     pub fn allocated_bytes(&self) -> u64 {
-        size_class(self.allocated as u64)
+        self.class
     }
 
     /// A copy, allocated fallibly.

@@ -38,10 +38,18 @@ fn false_positives(c: &mut redis::Connection, key: &str) -> usize {
     hits
 }
 
-/// Bytes of the bit arrays (what `BF.SCANDUMP` sends after the header).
+/// Bytes of the sub-filters' contents: the sparse sets (in the header, after its fixed part
+/// and 40 bytes per sub-filter) and the bit arrays (what `BF.SCANDUMP` sends after it).
 fn data_bytes(c: &mut redis::Connection, key: &str) -> usize {
     let mut total = 0;
-    scandump_each(c, key, 1, |_, _, data| total += data.len());
+    scandump_each(c, key, 0, |_, it, data| {
+        total += match it {
+            1 => {
+                data.len() - 32 - 40 * u32::from_le_bytes(data[20..24].try_into().unwrap()) as usize
+            }
+            _ => data.len(),
+        }
+    });
     total
 }
 
@@ -59,9 +67,25 @@ fn measure(
     items: usize,
     scaling: bool,
 ) -> (f64, f64) {
-    let key = format!("{p}/{capacity}/{items}");
+    measure_layout(c, "standard", p, capacity, items, scaling)
+}
+
+fn measure_layout(
+    c: &mut redis::Connection,
+    layout: &str,
+    p: f64,
+    capacity: u64,
+    items: usize,
+    scaling: bool,
+) -> (f64, f64) {
+    let key = format!("{layout}/{p}/{capacity}/{items}/{scaling}");
     let mut reserve = redis::cmd("BF.RESERVE");
-    reserve.arg(&key).arg(p).arg(capacity);
+    reserve
+        .arg(&key)
+        .arg(p)
+        .arg(capacity)
+        .arg("LAYOUT")
+        .arg(layout);
     if !scaling {
         reserve.arg("NONSCALING");
     }
@@ -125,5 +149,36 @@ fn scaling_filters_grown_to_100x() {
         // little of the 100× case for a first sub-filter smaller than RedisBloom's.
         let budget = if p == 0.01 { 24.0 } else { 28.0 };
         assert!(bits < budget, "{p}/{capacity}: {bits} bits per item");
+    }
+}
+
+#[test]
+fn small_filters_at_every_fill_both_layouts() {
+    // Sub-filters of small capacity are sparse sets of fingerprints (src/bloom/sparse.rs),
+    // whose rate grows with the fill up to p (a bit array's stays far below p until nearly
+    // full): non-scaling ones at 10%, 50% and 100% of capacity, scaling ones grown 10×, in
+    // both layouts, including a capacity whose bit arrays and sparse sets mix when grown.
+    let server = Server::start();
+    let mut c = server.conn();
+    for layout in ["standard", "blocked"] {
+        for p in [0.01, 0.001] {
+            for capacity in [10u64, 300, 5_000] {
+                for fill in [10, 50, 100] {
+                    let items = (capacity * fill / 100) as usize;
+                    measure_layout(&mut c, layout, p, capacity, items, false);
+                }
+                let (_, bits) =
+                    measure_layout(&mut c, layout, p, capacity, 10 * capacity as usize, true);
+                // Sparse sets take about log2(1/p_i) + 2 bits per item; grown 10×, the newest
+                // sub-filter is partly empty (a third full when it is a bit array), and blocked
+                // bit arrays take up to 10% more (src/bloom/blocked.rs).
+                let blocked = if layout == "blocked" { 1.1 } else { 1.0 };
+                let budget = if p == 0.01 { 24.0 } else { 32.0 } * blocked;
+                assert!(
+                    bits < budget,
+                    "{layout} {p}/{capacity}: {bits} bits per item"
+                );
+            }
+        }
     }
 }

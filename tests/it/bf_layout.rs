@@ -343,23 +343,33 @@ fn hostile_blocked_headers_and_payloads_are_refused_or_safe() {
     let server = Server::start();
     let mut c = server.conn();
     blocked_filters(&mut c);
-    // The header from SCANDUMP, mutated where the layout lives: refused, nothing created.
-    let (_, header): (i64, Vec<u8>) = redis::cmd("BF.SCANDUMP")
-        .arg(&["b:scaling", "0"])
-        .query(&mut c)
-        .unwrap();
+    // The headers from SCANDUMP, mutated where the layout lives: refused, nothing created.
+    // A large blocked filter is all bit arrays (version 2); a small one's first sub-filters
+    // are sparse (version 3, layout 1).
+    let header_of = |c: &mut Connection, key: &str| {
+        let (_, header): (i64, Vec<u8>) =
+            redis::cmd("BF.SCANDUMP").arg(&[key, "0"]).query(c).unwrap();
+        header
+    };
+    let header = header_of(&mut c, "b:fixed");
     assert_eq!(&header[4..8], &[2, 1, 1, 0]);
-    let mut patches: Vec<(usize, Vec<u8>)> = vec![
-        (4, vec![1]), // version 1 cannot hold a blocked filter
-        (6, vec![0]), // version 2 with the standard layout is not canonical
-        (6, vec![7]), // unknown layout
-        (7, vec![1]), // reserved
-        (4, vec![3]), // unknown version
+    let mut patches: Vec<(Vec<u8>, usize, Vec<u8>)> = vec![
+        (header.clone(), 4, vec![1]), // version 1 cannot hold a blocked filter
+        (header.clone(), 6, vec![0]), // version 2 with the standard layout is not canonical
+        (header.clone(), 6, vec![7]), // unknown layout
+        (header.clone(), 7, vec![1]), // reserved
+        (header.clone(), 4, vec![3]), // version 3 without a sparse sub-filter
+        (header.clone(), 4, vec![4]), // unknown version
     ];
     let bits = u64::from_le_bytes(header[48..56].try_into().unwrap());
-    patches.push((48, (bits + 64).to_le_bytes().to_vec())); // not whole blocks
-    for (at, bytes) in patches {
-        let mut bad = header.clone();
+    patches.push((header.clone(), 48, (bits + 64).to_le_bytes().to_vec())); // not whole blocks
+    let small = header_of(&mut c, "b:scaling");
+    assert_eq!(&small[4..8], &[3, 1, 1, 0]);
+    for (at, bytes) in [(4, vec![1]), (4, vec![2]), (6, vec![7]), (7, vec![1])] {
+        patches.push((small.clone(), at, bytes));
+    }
+    for (header, at, bytes) in patches {
+        let mut bad = header;
         bad[at..at + bytes.len()].copy_from_slice(&bytes);
         let reply = redis::cmd("BF.LOADCHUNK")
             .arg("h:bad")

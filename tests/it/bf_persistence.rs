@@ -32,7 +32,12 @@ fn make_filters(conn: &mut redis::Connection) -> Vec<(String, String)> {
     fill(conn, "fixed", "f", 1_200);
     ok(conn, &["BF.ADD", "tiny", "x"]);
     ok(conn, &["BF.RESERVE", "empty", "0.5", "1"]);
-    ["scaled", "fixed", "tiny", "empty"]
+    // Sparse sub-filters then a bit array; a bit array alone.
+    ok(conn, &["BF.RESERVE", "mixed", "0.01", "5000"]);
+    fill(conn, "mixed", "m", 5_300);
+    ok(conn, &["BF.RESERVE", "bits", "0.01", "20000", "NONSCALING"]);
+    fill(conn, "bits", "b", 500);
+    ["scaled", "fixed", "tiny", "empty", "mixed", "bits"]
         .iter()
         .map(|k| (k.to_string(), digest(conn, k)))
         .collect()
@@ -312,4 +317,73 @@ fn replicas_build_identical_values_despite_other_defaults() {
     );
     let readonly = err_text(cmd(&mut r, &["BF.ADD", "add", "z"]));
     assert!(readonly.starts_with("READONLY"), "{readonly}");
+}
+
+#[test]
+fn sparse_sets_travel_whole_in_the_header() {
+    // A default filter of a few items is all sparse: BF.SCANDUMP sends its header and ends,
+    // and a LOADCHUNK of that header alone rebuilds it.
+    let server = Server::start();
+    let mut c = server.conn();
+    fill(&mut c, "small", "i", 30);
+    let mut parts = Vec::new();
+    scandump_each(&mut c, "small", 0, |_, it, data| parts.push((it, data)));
+    assert_eq!(parts.len(), 1, "{parts:?}");
+    let header = parts[0].1.clone();
+    assert_eq!(header[4], 3, "encoding version 3");
+    scandump_into(&mut c, "small", "copy");
+    assert_eq!(digest(&mut c, "copy"), digest(&mut c, "small"));
+    // Any change to the sparse set is refused whole (nothing created), or is another valid
+    // set of as many fingerprints (a low bit that keeps the order), never a half-written one.
+    let stream_start = 32 + 40;
+    let (mut refused, mut other) = (0, 0);
+    for at in stream_start..header.len() {
+        for bit in [0u8, 5] {
+            let mut bad = header.clone();
+            bad[at] ^= 1 << bit;
+            let loaded = redis::cmd("BF.LOADCHUNK")
+                .arg("bad")
+                .arg(1)
+                .arg(&bad)
+                .exec(&mut c);
+            match loaded {
+                Err(e) => {
+                    assert!(e.to_string().contains("bad data"), "{e}");
+                    assert_eq!(ok(&mut c, &["EXISTS", "bad"]), Value::Int(0));
+                    refused += 1;
+                }
+                Ok(()) => {
+                    let card = ok(&mut c, &["BF.CARD", "bad"]);
+                    assert_eq!(card, Value::Int(30));
+                    let (_, again): (i64, Vec<u8>) = redis::cmd("BF.SCANDUMP")
+                        .arg("bad")
+                        .arg(0)
+                        .query(&mut c)
+                        .unwrap();
+                    assert_eq!(again, bad);
+                    ok(&mut c, &["DEL", "bad"]);
+                    other += 1;
+                }
+            }
+        }
+    }
+    assert!(refused > 0 && refused + other > 0);
+    for cut in [1, 8, header.len() - stream_start] {
+        let loaded = redis::cmd("BF.LOADCHUNK")
+            .arg("bad")
+            .arg(1)
+            .arg(&header[..header.len() - cut])
+            .exec(&mut c);
+        assert!(loaded.is_err());
+        assert_eq!(ok(&mut c, &["EXISTS", "bad"]), Value::Int(0));
+    }
+    // A later chunk for a filter with no bit array is refused and changes nothing.
+    let before = digest(&mut c, "copy");
+    let chunk = redis::cmd("BF.LOADCHUNK")
+        .arg("copy")
+        .arg(9)
+        .arg(vec![0xffu8; 8])
+        .exec(&mut c);
+    assert!(chunk.is_err());
+    assert_eq!(digest(&mut c, "copy"), before);
 }

@@ -42,6 +42,10 @@ fn chains() -> Vec<Chain> {
         chain(0.01, 50, 4, 400),
         chain_of(Layout::Blocked, 0.01, 1, 0, 1),
         chain_of(Layout::Blocked, 0.01, 50, 2, 300),
+        // Bit arrays only (encoding versions 1 and 2), and sparse sets followed by bit arrays.
+        chain(0.01, 10_000, 0, 100),
+        chain(0.01, 5_000, 2, 5_300),
+        chain_of(Layout::Blocked, 0.01, 5_000, 2, 5_300),
     ]
 }
 

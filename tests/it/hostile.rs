@@ -190,6 +190,23 @@ fn seed_values(c: &mut redis::Connection) -> Vec<&'static str> {
         c,
         &["BF.RESERVE", "s:bf-scaled", "0.1", "10", "EXPANSION", "2"],
     );
+    // Sparse sets then a bit array, a bit array alone, a blocked chain of sparse sets.
+    ok(c, &["BF.RESERVE", "s:bf-mixed", "0.01", "5000"]);
+    ok(
+        c,
+        &["BF.RESERVE", "s:bf-bits", "0.01", "10000", "NONSCALING"],
+    );
+    ok(
+        c,
+        &[
+            "BF.RESERVE",
+            "s:bf-blocked",
+            "0.01",
+            "40",
+            "LAYOUT",
+            "blocked",
+        ],
+    );
     ok(c, &["LC.RESERVE", "s:lc-exact", "0.01", "1000"]);
     ok(c, &["LC.RESERVE", "s:lc-sparse", "0.01", "50000"]);
     ok(c, &["LC.RESERVE", "s:lc-dense", "0.05", "2000"]);
@@ -199,6 +216,9 @@ fn seed_values(c: &mut redis::Connection) -> Vec<&'static str> {
     for (key, n) in [
         ("s:bf-fixed", 150),
         ("s:bf-scaled", 100),
+        ("s:bf-mixed", 5_100),
+        ("s:bf-bits", 100),
+        ("s:bf-blocked", 100),
         ("s:lc-exact", 10),
         ("s:lc-sparse", 400),
         ("s:lc-dense", 1000),
@@ -218,6 +238,9 @@ fn seed_values(c: &mut redis::Connection) -> Vec<&'static str> {
         "s:bf-small",
         "s:bf-fixed",
         "s:bf-scaled",
+        "s:bf-mixed",
+        "s:bf-bits",
+        "s:bf-blocked",
         "s:lc-exact",
         "s:lc-sparse",
         "s:lc-dense",

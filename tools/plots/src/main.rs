@@ -16,7 +16,6 @@
 use std::fmt::Write as _;
 
 use lcbloom::bloom::chain::Chain;
-use lcbloom::bloom::filter::approx_fp;
 use lcbloom::hashing::hash_item;
 use lcbloom::lc::counter::Counter;
 use xxhash_rust::xxh3::xxh3_64_with_seed;
@@ -248,10 +247,8 @@ fn bf_fp_plot() -> String {
                 let miss: f64 = chain
                     .filters()
                     .iter()
-                    .map(|f| {
-                        let p = f.params();
-                        1.0 - approx_fp(f.items() as f64, p.bits, p.hashes)
-                    })
+                    .zip(chain.filter_items())
+                    .map(|(f, items)| 1.0 - f.expected_fp(*items))
                     .product();
                 if fill > 0.0 {
                     expected.push((fill, 1.0 - miss));

@@ -1,0 +1,509 @@
+//! A sparse sub-filter: the set of its items' fingerprints, Elias–Fano coded. It replaces the
+//! bit array of a sub-filter of small capacity (`MAX_CAPACITY`) whenever it is smaller at
+//! capacity (error rates below about 5%), and grows with the items it holds where a bit array
+//! is allocated whole: a default filter holding a handful of items takes a few bytes.
+//!
+//! Fingerprints and the error rate. A sub-filter of capacity c and error rate p has a universe
+//! U = ⌊c/p⌋ + 1 (stored in its encoding). An item's fingerprint is `reduce(h1, U)` (hash
+//! scheme 1, `hashing.rs`: the top bits of XXH3-128's low half, uniform over 0..U). A lookup
+//! hits iff the item's fingerprint is in the set, so for a non-member FP = (distinct
+//! fingerprints) / U ≤ c/U < p: a bound, not an expectation, at every fill (it grows in
+//! proportion to the fill, where a bit array's stays far below p until nearly full). An add
+//! whose fingerprint is there already answers "probably present" and adds nothing, as a Bloom
+//! filter whose bits are all set already; so the set holds exactly `items` fingerprints. A
+//! sparse sub-filter never turns into a bit array (a fingerprint does not give an item's
+//! probes): it stays a set when full, and the chain adds its next sub-filter as usual.
+//!
+//! The stream. The set is the Elias–Fano stream of `lc::ef` (the linear counters' format: low
+//! bits, then the buckets in unary), which is also its encoding (`codec.rs`, version 3): about
+//! log2(U/n) + 2 bits per item, so at capacity log2(1/p) + 2 against the bit array's
+//! 1.44·log2(1/p), and fewer still while it fills. A pure function of the set.
+//!
+//! Lookups. Finding a bucket selects the zero that closes the bucket before it; a linear scan
+//! would read a quarter of the stream on average, and every lookup in a grown chain looks in
+//! each of its (up to seven) sparse sub-filters. So memory (not the encoding: it is rebuilt on
+//! load) keeps an index in front of the stream: the position in the upper bits of every
+//! `SAMPLE`-th zero, as a u16 (positions stay below 3·n ≤ 3·`MAX_CAPACITY` < 2^16), four to a
+//! word, about 0.35 bit per item; a lookup starts at the sample before its zero and reads one
+//! or two words (`find`, otherwise `ef::find`'s reading of the stream). An add shifts the stream (`ef::insert`, O(n) word
+//! operations, a few microseconds at `MAX_CAPACITY`) and moves the samples past it by one; an
+//! add that changes l (O(log U) times in a set's life) re-codes the set.
+//!
+//! In memory a sparse sub-filter is a region of u64 words: the index, then the stream. Its
+//! size is a function of (n, U) alone (`Shape`), so the chain stores only n.
+
+use crate::hashing::{reduce, ItemHash};
+use crate::lc::ef;
+
+/// The largest capacity a sub-filter may have and be sparse: bounds the work of an add, and
+/// keeps upper-bit positions within the index's u16.
+pub const MAX_CAPACITY: u64 = 8192;
+/// One index sample every `SAMPLE` zeros of the upper bits.
+const SAMPLE: u64 = 64;
+const SAMPLES_PER_WORD: u64 = 4;
+
+/// The universe of a sparse sub-filter of `capacity` at error rate `p`: capacity/U < p.
+pub fn universe(capacity: u64, p: f64) -> u64 {
+    (capacity as f64 / p).floor() as u64 + 1
+}
+
+/// The item's fingerprint in a sub-filter of universe `universe`.
+#[inline(always)]
+pub fn fingerprint(hash: &ItemHash, universe: u64) -> u64 {
+    reduce(hash.h1, universe)
+}
+
+/// The sizes of the region of a set of n values in 0..U (n ≤ U).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Shape {
+    stream: ef::Shape,
+    /// Words of the index, then of the whole region (index and stream).
+    index_words: u32,
+    region_words: u32,
+}
+
+impl Shape {
+    #[inline]
+    pub fn new(n: u64, universe: u64) -> Self {
+        let stream = ef::Shape::new(n, universe);
+        let samples = stream.buckets.saturating_sub(1) / SAMPLE;
+        let index_words = samples.div_ceil(SAMPLES_PER_WORD);
+        Self {
+            stream,
+            // n ≤ MAX_CAPACITY for a sparse sub-filter: a region is a few thousand words.
+            index_words: index_words as u32,
+            region_words: (index_words + stream.bits().div_ceil(64)) as u32,
+        }
+    }
+
+    pub fn len(&self) -> u64 {
+        self.stream.k
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.stream.k == 0
+    }
+
+    /// Words of the stream (what the encoding holds).
+    pub fn stream_words(&self) -> usize {
+        (self.region_words - self.index_words) as usize
+    }
+
+    /// Index samples: zeros number SAMPLE·j for j in 1..=samples.
+    fn samples(&self) -> u64 {
+        self.stream.buckets.saturating_sub(1) / SAMPLE
+    }
+
+    fn index_words(&self) -> usize {
+        self.index_words as usize
+    }
+
+    /// Words of the in-memory region: index, then stream.
+    #[inline]
+    pub fn region_words(&self) -> usize {
+        self.region_words as usize
+    }
+
+    /// Where the upper bits start in the stream.
+    fn upper(&self) -> u64 {
+        self.stream.k * self.stream.l as u64
+    }
+}
+
+/// The `j`-th sample (j ≥ 1): the position in the upper bits of zero number SAMPLE·j.
+#[inline(always)]
+fn sample(index: &[u64], j: u64) -> u64 {
+    let e = j - 1;
+    index[(e / SAMPLES_PER_WORD) as usize] >> (16 * (e % SAMPLES_PER_WORD)) & 0xffff
+}
+
+/// The position of the set bit of rank `k` in `x` (which has more than k): the byte holding
+/// it by halving the word by its low half's popcount, then a table.
+#[inline(always)]
+fn select_in_word(x: u64, k: u64) -> u64 {
+    /// SELECT_IN_BYTE[k][b]: the position of the set bit of rank k in byte b (0 if none).
+    static SELECT_IN_BYTE: [[u8; 256]; 8] = {
+        let mut table = [[0u8; 256]; 8];
+        let mut b = 0;
+        while b < 256 {
+            let (mut k, mut bit) = (0, 0);
+            while bit < 8 {
+                if b >> bit & 1 == 1 {
+                    table[k][b] = bit as u8;
+                    k += 1;
+                }
+                bit += 1;
+            }
+            b += 1;
+        }
+        table
+    };
+    let (mut x, mut k, mut at) = (x, k, 0u64);
+    for half in [32u32, 16, 8] {
+        let low = (x & ((1u64 << half) - 1)).count_ones() as u64;
+        if k >= low {
+            k -= low;
+            x >>= half;
+            at += half as u64;
+        }
+    }
+    at + SELECT_IN_BYTE[k as usize & 7][x as usize & 0xff] as u64
+}
+
+/// Whether `v` is in the set, reading the stream as `ef::find` does but starting the search
+/// for its bucket at the index sample before it: the select scans a word or two, not up to
+/// half the upper bits (`ef::find` bounds the work by the stream's length, which the linear
+/// counters keep small; a grown Bloom chain looks in every one of its sparse sub-filters).
+#[inline(always)]
+fn find(region: &[u64], shape: &Shape, v: u64) -> ef::Probe {
+    let (index, stream) = region.split_at(shape.index_words());
+    let (l, k) = (shape.stream.l, shape.stream.k);
+    let (high, low) = (v >> l, v & !(!0u64 << l));
+    let upper = shape.upper();
+    // Bucket `high` starts after the zero closing bucket `high − 1`: from the sample before
+    // that zero, count zeros word by word.
+    let mut position = match high {
+        0 => 0,
+        h => {
+            let j = (h - 1) / SAMPLE;
+            let (start, mut left) = match j {
+                0 => (0, h - 1),
+                _ => (sample(index, j), h - 1 - j * SAMPLE),
+            };
+            let at = upper + start;
+            let mut w = (at / 64) as usize;
+            let mut zeros = !stream[w] & (!0u64 << (at % 64));
+            loop {
+                let count = zeros.count_ones() as u64;
+                if left < count {
+                    break w as u64 * 64 + select_in_word(zeros, left) - upper + 1;
+                }
+                left -= count;
+                w += 1;
+                zeros = !stream[w];
+            }
+        }
+    };
+    // Ones before `position` in the upper bits: all but the `high` zeros.
+    let mut rank = position - high;
+    while rank < k {
+        let at = upper + position;
+        if stream[(at / 64) as usize] >> (at % 64) & 1 == 0 {
+            break;
+        }
+        let stored = ef::read_bits(stream, rank * l as u64, l);
+        if stored >= low {
+            return ef::Probe {
+                found: stored == low,
+                rank,
+            };
+        }
+        position += 1;
+        rank += 1;
+    }
+    ef::Probe { found: false, rank }
+}
+
+/// Whether `v` is in the set held by `region` (of `shape.region_words()` words). Callers that
+/// look in many sets compile their loop for the POPCNT instruction (`chain.rs`).
+#[inline(always)]
+pub fn contains(region: &[u64], shape: &Shape, v: u64) -> bool {
+    shape.stream.k > 0 && find(region, shape, v).found
+}
+
+/// The values of the set, in increasing order.
+pub fn values<'a>(stream: &'a [u64], shape: &Shape) -> ef::Iter<'a> {
+    ef::iter(stream, 0, shape.stream)
+}
+
+/// Writes the region of the sorted distinct `values` (exactly `shape.len()` of them, each
+/// below the universe) into `region` (of `shape.region_words()` words).
+fn write(region: &mut [u64], shape: &Shape, values: impl IntoIterator<Item = u64>) {
+    region.fill(0);
+    let (index, stream) = region.split_at_mut(shape.index_words());
+    ef::write(stream, 0, shape.stream, values);
+    build_index(index, stream, shape);
+}
+
+/// Fills the index from the upper bits.
+fn build_index(index: &mut [u64], stream: &[u64], shape: &Shape) {
+    index.fill(0);
+    let (upper, len) = (shape.upper(), shape.stream.k + shape.stream.buckets);
+    let (mut zeros, mut j, mut at) = (0u64, 1u64, 0u64);
+    while j <= shape.samples() && at < len {
+        let width = (len - at).min(64) as u32;
+        let mut free = !ef::read_bits(stream, upper + at, width);
+        if width < 64 {
+            free &= (1 << width) - 1;
+        }
+        let count = free.count_ones() as u64;
+        while j <= shape.samples() && zeros + count > j * SAMPLE {
+            // The zero of rank j·SAMPLE − zeros in this word.
+            let mut rest = free;
+            for _ in 0..j * SAMPLE - zeros {
+                rest &= rest - 1;
+            }
+            let position = at + rest.trailing_zeros() as u64;
+            let e = j - 1;
+            index[(e / SAMPLES_PER_WORD) as usize] |= position << (16 * (e % SAMPLES_PER_WORD));
+            j += 1;
+        }
+        zeros += count;
+        at += 64;
+    }
+}
+
+/// Where an add goes, found before the region is resized for it.
+pub enum Add {
+    /// The value is there already: nothing to do.
+    Present,
+    /// Resize the region to `Shape::new(n + 1, U).region_words()` words (the first ones kept,
+    /// new ones zero), then `insert` it.
+    Absent(Pending),
+}
+
+pub struct Pending {
+    v: u64,
+    rank: u64,
+    /// When l changes: every value, the new one included, to be written afresh.
+    recoded: Option<Vec<u64>>,
+}
+
+/// Looks up `v` for an add to the set of `shape` (universe `universe`); None if the memory
+/// to re-code the set could not be had.
+pub fn prepare_add(region: &[u64], shape: &Shape, universe: u64, v: u64) -> Option<Add> {
+    let rank = match shape.stream.k {
+        0 => 0,
+        _ => match find(region, shape, v) {
+            ef::Probe { found: true, .. } => return Some(Add::Present),
+            ef::Probe { rank, .. } => rank,
+        },
+    };
+    let grown = Shape::new(shape.stream.k + 1, universe);
+    let recoded = if grown.stream.l != shape.stream.l || shape.stream.k == 0 {
+        let mut all = Vec::new();
+        all.try_reserve_exact(grown.stream.k as usize).ok()?;
+        let mut old = values(&region[shape.index_words()..], shape);
+        all.extend(old.by_ref().take(rank as usize));
+        all.push(v);
+        all.extend(old);
+        Some(all)
+    } else {
+        None
+    };
+    Some(Add::Absent(Pending { v, rank, recoded }))
+}
+
+/// Inserts a value `prepare_add` found absent from the set of `shape` (n values, universe
+/// `universe`) into `region`, already resized to the region of n + 1 values.
+pub fn insert(region: &mut [u64], shape: &Shape, universe: u64, pending: Pending) {
+    let grown = Shape::new(shape.stream.k + 1, universe);
+    if let Some(all) = pending.recoded {
+        write(region, &grown, all);
+        return;
+    }
+    // l and so B and the index size are unchanged: shift the new bits in.
+    let (index, stream) = region.split_at_mut(shape.index_words());
+    ef::insert(stream, 0, shape.stream, pending.rank, pending.v);
+    // Zeros at or after the new value's one (upper bit (v >> l) + rank) moved up by one.
+    let position = (pending.v >> shape.stream.l) + pending.rank;
+    for j in 1..=shape.samples() {
+        let e = j - 1;
+        let (w, shift) = ((e / SAMPLES_PER_WORD) as usize, 16 * (e % SAMPLES_PER_WORD));
+        if (index[w] >> shift & 0xffff) >= position {
+            index[w] += 1 << shift;
+        }
+    }
+}
+
+/// Checks that `stream` is the stream of a set of `n` distinct values below `universe`
+/// (canonical: the exact length, bits past the end zero), so that it can be loaded.
+pub fn is_valid(stream: &[u64], n: u64, universe: u64) -> bool {
+    let shape = Shape::new(n, universe);
+    if stream.len() != shape.stream_words() {
+        return false;
+    }
+    let bits = shape.stream.bits();
+    if !bits.is_multiple_of(64) && stream.last().is_some_and(|w| w >> (bits % 64) != 0) {
+        return false;
+    }
+    ef::validate(stream, 0, shape.stream, universe).is_ok()
+}
+
+/// Builds the in-memory region from a valid stream (`is_valid`).
+pub fn load(region: &mut [u64], stream: &[u64], shape: &Shape) {
+    let (index, body) = region.split_at_mut(shape.index_words());
+    body.copy_from_slice(stream);
+    build_index(index, body, shape);
+}
+
+/// The stream inside a region.
+pub fn stream<'a>(region: &'a [u64], shape: &Shape) -> &'a [u64] {
+    &region[shape.index_words()..]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hashing::hash_item;
+    use proptest::prelude::*;
+    use std::collections::BTreeSet;
+
+    /// A set built by adds, as the chain does (region resized before each insert).
+    struct Set {
+        universe: u64,
+        n: u64,
+        region: Vec<u64>,
+    }
+
+    impl Set {
+        fn new(universe: u64) -> Self {
+            Self {
+                universe,
+                n: 0,
+                region: Vec::new(),
+            }
+        }
+
+        fn shape(&self) -> Shape {
+            Shape::new(self.n, self.universe)
+        }
+
+        fn add(&mut self, v: u64) -> bool {
+            let shape = self.shape();
+            assert_eq!(self.region.len(), shape.region_words());
+            match prepare_add(&self.region, &shape, self.universe, v).unwrap() {
+                Add::Present => false,
+                Add::Absent(pending) => {
+                    let grown = Shape::new(self.n + 1, self.universe);
+                    self.region.resize(grown.region_words(), 0);
+                    insert(&mut self.region, &shape, self.universe, pending);
+                    self.n += 1;
+                    true
+                }
+            }
+        }
+
+        fn contains(&self, v: u64) -> bool {
+            contains(&self.region, &self.shape(), v)
+        }
+
+        fn values(&self) -> Vec<u64> {
+            let shape = self.shape();
+            values(stream(&self.region, &shape), &shape).collect()
+        }
+    }
+
+    #[test]
+    fn shapes_keep_positions_within_the_index() {
+        for (n, u) in [
+            (1u64, 1u64),
+            (3, 7),
+            (100, 18_182),
+            (5_000, 1 << 40),
+            (MAX_CAPACITY, u64::MAX),
+            (MAX_CAPACITY, MAX_CAPACITY),
+        ] {
+            let s = Shape::new(n, u);
+            // Upper bits: n ones and at most 2n zeros, positions below 2^16.
+            assert!(s.stream.buckets <= 2 * n);
+            assert!(n + s.stream.buckets <= 3 * MAX_CAPACITY);
+        }
+        assert_eq!(Shape::new(0, 100).region_words(), 0);
+    }
+
+    #[test]
+    fn a_filled_set_answers_exactly() {
+        // The default first sub-filter: capacity 100 at 0.55%.
+        let universe = universe(100, 0.0055);
+        assert!(100.0 / universe as f64 <= 0.0055);
+        let mut set = Set::new(universe);
+        let mut model = BTreeSet::new();
+        for i in 0..100u32 {
+            let v = fingerprint(&hash_item(&i.to_le_bytes()), universe);
+            assert_eq!(set.add(v), model.insert(v));
+            assert!(set.contains(v));
+        }
+        for v in 0..universe {
+            assert_eq!(set.contains(v), model.contains(&v), "{v}");
+        }
+        assert_eq!(set.values(), model.iter().copied().collect::<Vec<_>>());
+        assert!(is_valid(stream(&set.region, &set.shape()), set.n, universe));
+    }
+
+    #[test]
+    fn large_sets_with_an_index() {
+        // MAX_CAPACITY values in universes that make l small (many samples) and large.
+        for universe in [MAX_CAPACITY * 2, MAX_CAPACITY * 150, 1 << 50] {
+            let mut set = Set::new(universe);
+            let mut model = BTreeSet::new();
+            let mut x = 0x9e37_79b9_7f4a_7c15u64;
+            while model.len() < MAX_CAPACITY as usize {
+                x = x
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                let v = reduce(x, universe);
+                assert_eq!(set.add(v), model.insert(v));
+            }
+            let shape = set.shape();
+            assert!(shape.samples() > 0);
+            for &v in model.iter().step_by(7) {
+                assert!(set.contains(v));
+                if v + 1 < universe && !model.contains(&(v + 1)) {
+                    assert!(!set.contains(v + 1));
+                }
+            }
+            // The index kept up by the adds equals one built afresh.
+            let mut rebuilt = vec![0; shape.region_words()];
+            load(&mut rebuilt, stream(&set.region, &shape), &shape);
+            assert_eq!(rebuilt, set.region);
+        }
+    }
+
+    #[test]
+    fn validation_refuses_what_is_not_a_set() {
+        let universe = 1000;
+        let mut set = Set::new(universe);
+        for v in [3u64, 500, 501, 999] {
+            set.add(v);
+        }
+        let shape = set.shape();
+        let good = stream(&set.region, &shape).to_vec();
+        assert!(is_valid(&good, 4, universe));
+        assert!(!is_valid(&good, 3, universe));
+        assert!(!is_valid(&good, 4, 999)); // 999 is not below the universe
+        assert!(!is_valid(&good[..good.len() - 1], 4, universe));
+        let mut padded = good.clone();
+        *padded.last_mut().unwrap() |= 1 << 63;
+        assert!(!is_valid(&padded, 4, universe));
+        assert!(is_valid(&[], 0, universe));
+        assert!(!is_valid(&[0], 0, universe));
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(300))]
+
+        #[test]
+        fn matches_a_set(
+            universe in 1u64..1_000_000,
+            values in prop::collection::vec(any::<u64>(), 0..600),
+        ) {
+            let mut set = Set::new(universe);
+            let mut model = BTreeSet::new();
+            for v in values {
+                let v = v % universe;
+                prop_assert_eq!(set.add(v), model.insert(v));
+            }
+            let shape = set.shape();
+            prop_assert_eq!(set.values(), model.iter().copied().collect::<Vec<_>>());
+            prop_assert!(is_valid(stream(&set.region, &shape), set.n, universe));
+            for probe in 0..universe.min(3000) {
+                prop_assert_eq!(set.contains(probe), model.contains(&probe));
+            }
+            // Writing the set afresh gives the same region: a pure function of the set.
+            let mut fresh = vec![0; shape.region_words()];
+            write(&mut fresh, &shape, model.iter().copied());
+            prop_assert_eq!(fresh, set.region.clone());
+        }
+    }
+}
