@@ -6,8 +6,9 @@
 //! parameters and this body's pointer, 16 bytes) and this block; every separate allocation
 //! would pay its own size-class rounding, and a `Vec` its spare capacity, which for keys of a
 //! hundred bytes matter. So the block is thin (its length is in its first word), holds its
-//! data inline, and is reallocated to the exact new size whenever it changes (jemalloc does
-//! that in place within a size class). Bit arrays are large and never move: they live in a
+//! data inline, and is allocated at its size's allocator size class (`alloc::size_class`,
+//! what jemalloc would hand out anyway): a set that grows by a word reallocates only when it
+//! crosses into the next class. Bit arrays are large and never move: they live in a
 //! `Vec` boxed apart, reached through the block's second word (0 when there are none), so a
 //! chain of sparse sets pays nothing for them.
 //!
@@ -30,8 +31,10 @@ unsafe impl Send for Body {}
 // SAFETY: shared access is read-only, writes need `&mut`.
 unsafe impl Sync for Body {}
 
+/// The allocation of a block of `words` words: their size class.
 fn layout(words: usize) -> Option<Layout> {
-    Layout::array::<u64>(words).ok()
+    let bytes = words.checked_mul(8)?;
+    Layout::from_size_align(size_class(bytes as u64) as usize, 8).ok()
 }
 
 impl Body {
@@ -83,18 +86,20 @@ impl Body {
         if new < old {
             self.data_mut().copy_within(at + old.., at + new);
         }
-        // SAFETY: the block was allocated with `from`; `to` has the same alignment and a
-        // non-zero size.
-        let moved = unsafe { realloc(self.block.as_ptr().cast(), from, to.size()) };
-        let Some(block) = NonNull::new(moved.cast::<u64>()) else {
-            if new < old {
-                // Undo the move: the block is unchanged otherwise.
-                self.data_mut()
-                    .copy_within(at + new..at + new + tail, at + old);
-            }
-            return false;
-        };
-        self.block = block;
+        if from.size() != to.size() {
+            // SAFETY: the block was allocated with `from`; `to` has the same alignment and a
+            // non-zero size.
+            let moved = unsafe { realloc(self.block.as_ptr().cast(), from, to.size()) };
+            let Some(block) = NonNull::new(moved.cast::<u64>()) else {
+                if new < old {
+                    // Undo the move: the block is unchanged otherwise.
+                    self.data_mut()
+                        .copy_within(at + new..at + new + tail, at + old);
+                }
+                return false;
+            };
+            self.block = block;
+        }
         // SAFETY: the block now has HEAD + new_len words.
         unsafe { self.block.write(new_len as u64) };
         if new > old {

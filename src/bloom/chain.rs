@@ -177,15 +177,20 @@ pub enum SubParams {
 }
 
 impl SubParams {
-    /// The smaller representation for a new sub-filter of `capacity` at rate `error_rate`.
+    /// The smaller representation for a new sub-filter of `capacity` at rate `error_rate`:
+    /// sparse if its set at capacity takes no more words than the textbook bit array and
+    /// what a bit array costs apart from its bits (its place in the body's list of bit arrays
+    /// and its own allocation's rounding, `ARRAY_OVERHEAD_WORDS`).
     pub fn choose(layout: Layout, capacity: u64, error_rate: f64) -> Result<Self, SizeError> {
+        /// About 64 bytes: a list entry (48) and half a size class of a small allocation.
+        const ARRAY_OVERHEAD_WORDS: f64 = 8.0;
         let capacity = capacity.max(1);
         if capacity <= sparse::MAX_CAPACITY && (MIN_ERROR_RATE..1.0).contains(&error_rate) {
             let universe = sparse::universe(capacity, error_rate);
             let set_words = Shape::new(capacity, universe).region_words() as f64;
             let ln2 = std::f64::consts::LN_2;
             let array_bits = -(capacity as f64) * error_rate.ln() / (ln2 * ln2);
-            if set_words <= (array_bits / 64.0).ceil() {
+            if set_words <= (array_bits / 64.0).ceil() + ARRAY_OVERHEAD_WORDS {
                 if let Some(p) = SparseParams::new(capacity, error_rate, universe) {
                     return Ok(SubParams::Sparse(p));
                 }
@@ -227,12 +232,12 @@ impl SubParams {
         }
     }
 
-    /// Words of a sparse sub-filter's region in the body when it holds `items` (0 for a bit
-    /// array, which is not in the body).
+    /// The most words a sparse sub-filter's region in the body takes when it holds `items` (0
+    /// for a bit array, which is not in the body).
     fn region_words(&self, items: u64) -> usize {
         match self {
             SubParams::Bits(_) => 0,
-            SubParams::Sparse(p) => p.shape(items).region_words(),
+            SubParams::Sparse(p) => sparse::max_region_len(&p.shape(items), items == p.capacity),
         }
     }
 
@@ -259,6 +264,38 @@ pub struct ChainParams {
     pub expansion: u32,
     pub layout: Layout,
     pub subs: Vec<SubParams>,
+    /// From `subs`, for lookups that go through every sub-filter: the bit arrays' parameters,
+    /// and each sparse sub-filter's with its place in `subs`, in order.
+    bits: Vec<FilterParams>,
+    sparse: Vec<(usize, SparseParams)>,
+}
+
+impl ChainParams {
+    fn new(error_rate: f64, expansion: u32, layout: Layout, subs: Vec<SubParams>) -> Self {
+        let bits = subs
+            .iter()
+            .filter_map(|s| match s {
+                SubParams::Bits(p) => Some(*p),
+                SubParams::Sparse(_) => None,
+            })
+            .collect();
+        let sparse = subs
+            .iter()
+            .enumerate()
+            .filter_map(|(i, s)| match s {
+                SubParams::Sparse(p) => Some((i, *p)),
+                SubParams::Bits(_) => None,
+            })
+            .collect();
+        Self {
+            error_rate,
+            expansion,
+            layout,
+            subs,
+            bits,
+            sparse,
+        }
+    }
 }
 
 impl PartialEq for ChainParams {
@@ -342,18 +379,12 @@ impl Chain {
             error_rate * HEAD_SHARE
         };
         let first = SubParams::choose(layout, capacity, first_rate)?;
-        let empty = ChainParams {
-            error_rate,
-            expansion,
-            layout,
-            subs: Vec::new(),
-        };
-        let mut chain = Self {
-            params: PARAMS.intern(empty),
-            body: Body::zeroed(0).ok_or(ChainError::OutOfMemory)?,
-        };
-        chain.push(first, limit)?;
-        Ok(chain)
+        // With its first sub-filter full, as `push` checks for later ones.
+        let needed = memory_bytes_for(&[first], &[first.capacity()]).ok_or(ChainError::Overflow)?;
+        if needed > limit {
+            return Err(ChainError::TooLarge { needed, limit });
+        }
+        Self::from_parts(error_rate, expansion, layout, &[(first, 0)], &[])
     }
 
     /// A chain from decoded parts, each sub-filter with its items, the sparse ones' streams
@@ -368,31 +399,34 @@ impl Chain {
         streams: &[u64],
     ) -> Result<Self, ChainError> {
         let count = subs.len();
-        let regions: usize = subs.iter().map(|(s, n)| s.region_words(*n)).sum();
-        let mut body = Body::zeroed(count + regions).ok_or(ChainError::OutOfMemory)?;
-        let (mut at, mut read) = (count, 0);
-        for (i, (sub, n)) in subs.iter().enumerate() {
-            body.data_mut()[i] = *n;
-            match sub {
-                SubParams::Bits(p) => body
-                    .push_bits(BitArray::new(p)?)
-                    .map_err(|_| ChainError::OutOfMemory)?,
-                SubParams::Sparse(p) => {
-                    let shape = p.shape(*n);
-                    let (words, stream) = (shape.region_words(), shape.stream_words());
-                    let region = &mut body.data_mut()[at..at + words];
-                    sparse::load(region, &streams[read..read + stream], &shape);
-                    at += words;
-                    read += stream;
-                }
+        // The sparse sets' regions first: a full one's size depends on its values.
+        let mut regions = Vec::new();
+        let mut read = 0;
+        for (sub, n) in subs {
+            if let SubParams::Sparse(p) = sub {
+                let shape = p.shape(*n);
+                let stream = &streams[read..read + shape.stream_words()];
+                read += shape.stream_words();
+                let region = sparse::region_of(stream, &shape, *n == p.capacity);
+                regions.push(region.ok_or(ChainError::OutOfMemory)?);
             }
         }
-        let params = ChainParams {
-            error_rate,
-            expansion,
-            layout,
-            subs: subs.iter().map(|(s, _)| *s).collect(),
-        };
+        let words: usize = regions.iter().map(Vec::len).sum();
+        let mut body = Body::zeroed(count + words).ok_or(ChainError::OutOfMemory)?;
+        body.data_mut()[..count].copy_from_slice(&subs.iter().map(|(_, n)| *n).collect::<Vec<_>>());
+        let mut at = count;
+        for region in regions {
+            body.data_mut()[at..at + region.len()].copy_from_slice(&region);
+            at += region.len();
+        }
+        for (sub, _) in subs {
+            if let SubParams::Bits(p) = sub {
+                body.push_bits(BitArray::new(p)?)
+                    .map_err(|_| ChainError::OutOfMemory)?;
+            }
+        }
+        let subs = subs.iter().map(|(s, _)| *s).collect();
+        let params = ChainParams::new(error_rate, expansion, layout, subs);
         Ok(Self {
             params: PARAMS.intern(params),
             body,
@@ -441,31 +475,25 @@ impl Chain {
             .fold(0u64, |c, f| c.saturating_add(f.capacity()))
     }
 
-    /// The sparse sub-filters' streams (their encoding), oldest first.
-    pub fn sparse_streams(&self) -> impl Iterator<Item = &[u64]> {
-        let data = self.body.data();
-        let mut at = self.params.subs.len();
-        self.params
-            .subs
-            .iter()
-            .zip(self.filter_items())
-            .filter_map(move |(sub, n)| match sub {
-                SubParams::Bits(_) => None,
-                SubParams::Sparse(p) => {
-                    let shape = p.shape(*n);
-                    let region = &data[at..at + shape.region_words()];
-                    at += shape.region_words();
-                    Some(sparse::stream(region, &shape))
-                }
-            })
+    /// The sparse sub-filters' streams (their encoding), oldest first; None if the memory to
+    /// write them out could not be had.
+    pub fn sparse_streams(&self) -> Option<Vec<Vec<u64>>> {
+        let mut regions = &self.body.data()[self.params.subs.len()..];
+        let mut out = Vec::new();
+        for (sub, n) in self.params.subs.iter().zip(self.filter_items()) {
+            if let SubParams::Sparse(p) = sub {
+                let (shape, full) = (p.shape(*n), *n == p.capacity);
+                let (region, rest) = regions.split_at(sparse::region_len(regions, &shape, full));
+                regions = rest;
+                out.push(sparse::stream_of(region, &shape, full)?);
+            }
+        }
+        Some(out)
     }
 
     /// The bit arrays' parameters, oldest first.
     pub fn bit_params(&self) -> impl Iterator<Item = &FilterParams> {
-        self.params.subs.iter().filter_map(|s| match s {
-            SubParams::Bits(p) => Some(p),
-            SubParams::Sparse(_) => None,
-        })
+        self.params.bits.iter()
     }
 
     /// The bit arrays, oldest first, with their parameters.
@@ -475,11 +503,7 @@ impl Chain {
 
     /// `bit_arrays`, mutable (for loading).
     pub fn bit_arrays_mut(&mut self) -> impl Iterator<Item = (&FilterParams, &mut BitArray)> {
-        let params = self.params.subs.iter().filter_map(|s| match s {
-            SubParams::Bits(p) => Some(p),
-            SubParams::Sparse(_) => None,
-        });
-        params.zip(self.body.bits_mut().iter_mut())
+        self.params.bits.iter().zip(self.body.bits_mut().iter_mut())
     }
 
     /// Bytes of all bit arrays (the data `BF.SCANDUMP` sends after the header).
@@ -517,25 +541,34 @@ impl Chain {
 
     #[inline(always)]
     fn held_by_any_portable(&self, upto: usize, hash: &ItemHash) -> bool {
-        let subs = &self.params.subs;
-        if subs.len() > 1 {
-            self.bit_arrays()
+        let params = &*self.params;
+        let count = params.subs.len();
+        // `upto` is every sub-filter or all but the last: leave the last out of its kind.
+        let last_out = |kind_is_last: bool| usize::from(upto < count && kind_is_last);
+        let last_is_bits = matches!(params.subs[count - 1], SubParams::Bits(_));
+        let bits = self.body.bits();
+        if count > 1 {
+            params
+                .bits
+                .iter()
+                .zip(bits)
                 .for_each(|(p, b)| b.prefetch_probes(p, hash, 2));
         }
+        let arrays = params.bits.len() - last_out(last_is_bits);
+        for (p, b) in params.bits[..arrays].iter().zip(bits) {
+            if b.contains(p, hash) {
+                return true;
+            }
+        }
         let data = self.body.data();
-        let (items, mut regions) = data.split_at(subs.len());
-        let mut bits = self.body.bits().iter();
-        for (sub, n) in subs[..upto].iter().zip(items) {
-            let found = match sub {
-                SubParams::Bits(p) => bits.next().is_some_and(|b| b.contains(p, hash)),
-                SubParams::Sparse(p) => {
-                    let shape = p.shape(*n);
-                    let (region, rest) = regions.split_at(shape.region_words());
-                    regions = rest;
-                    sparse::contains(region, &shape, sparse::fingerprint(hash, p.universe))
-                }
-            };
-            if found {
+        let mut regions = &data[count..];
+        let sets = params.sparse.len() - last_out(!last_is_bits);
+        for (i, p) in &params.sparse[..sets] {
+            let n = data[*i];
+            let (shape, full) = (p.shape(n), n == p.capacity);
+            let (region, rest) = regions.split_at(sparse::region_len(regions, &shape, full));
+            regions = rest;
+            if sparse::holds(region, &shape, full, sparse::fingerprint(hash, p.universe)) {
                 return true;
             }
         }
@@ -596,10 +629,21 @@ impl Chain {
         match &self.params.subs[last] {
             SubParams::Bits(p) => self.body.bits().last().is_some_and(|b| b.contains(p, hash)),
             SubParams::Sparse(p) => {
-                let shape = p.shape(self.filter_items()[last]);
+                // The last sparse region ends the data; walk to it for its start.
                 let data = self.body.data();
-                let region = &data[data.len() - shape.region_words()..];
-                sparse::contains(region, &shape, sparse::fingerprint(hash, p.universe))
+                let mut regions = &data[self.params.subs.len()..];
+                for (sub, n) in self.params.subs.iter().zip(data) {
+                    if let SubParams::Sparse(q) = sub {
+                        let (shape, full) = (q.shape(*n), *n == q.capacity);
+                        let len = sparse::region_len(regions, &shape, full);
+                        if regions.len() == len {
+                            let v = sparse::fingerprint(hash, p.universe);
+                            return sparse::holds(regions, &shape, full, v);
+                        }
+                        regions = &regions[len..];
+                    }
+                }
+                false
             }
         }
     }
@@ -693,8 +737,10 @@ impl Chain {
     /// Appends an empty sub-filter, if the chain with it full stays within `limit`; nothing
     /// changes on an error.
     fn push(&mut self, sub: SubParams, limit: u64) -> Result<(), ChainError> {
-        let mut params = (*self.params).clone();
-        params.subs.push(sub);
+        let p = &self.params;
+        let mut subs = p.subs.clone();
+        subs.push(sub);
+        let params = ChainParams::new(p.error_rate, p.expansion, p.layout, subs);
         let mut items = self.filter_items().to_vec();
         items.push(sub.capacity());
         let needed = memory_bytes_for(&params.subs, &items).ok_or(ChainError::Overflow)?;
@@ -739,11 +785,28 @@ fn add_to_sparse(
         Some(sparse::Add::Present) => return Ok(false),
         Some(sparse::Add::Absent(pending)) => pending,
     };
-    let grown = Shape::new(n + 1, p.universe).region_words();
-    if !body.resize(at, words, grown) {
+    let grown = Shape::new(n + 1, p.universe);
+    if n + 1 < p.capacity {
+        if !body.resize(at, words, grown.region_words()) {
+            return Err(ChainError::OutOfMemory);
+        }
+        sparse::insert(&mut body.data_mut()[at..], &shape, p.universe, pending);
+        return Ok(true);
+    }
+    // Full now: into the lookup form (frozen.rs), built apart so that a failure changes
+    // nothing.
+    let mut region = Vec::new();
+    region
+        .try_reserve_exact(grown.region_words())
+        .map_err(|_| ChainError::OutOfMemory)?;
+    region.extend_from_slice(&body.data()[at..]);
+    region.resize(grown.region_words(), 0);
+    sparse::insert(&mut region, &shape, p.universe, pending);
+    let frozen = sparse::freeze(&region, &grown).ok_or(ChainError::OutOfMemory)?;
+    if !body.resize(at, words, frozen.len()) {
         return Err(ChainError::OutOfMemory);
     }
-    sparse::insert(&mut body.data_mut()[at..], &shape, p.universe, pending);
+    body.data_mut()[at..].copy_from_slice(&frozen);
     Ok(true)
 }
 

@@ -136,7 +136,12 @@ pub fn encode_header(chain: &Chain) -> Vec<u8> {
         out.extend_from_slice(&kind.to_le_bytes());
         out.extend_from_slice(&items.to_le_bytes());
     }
-    for stream in chain.sparse_streams() {
+    // Written out of the frozen forms of full sets: a failure to get that memory aborts, like
+    // any small allocation (the streams are no larger than the sets).
+    let streams = chain
+        .sparse_streams()
+        .expect("memory for a filter's sparse streams");
+    for stream in streams {
         stream
             .iter()
             .for_each(|w| out.extend_from_slice(&w.to_le_bytes()));
@@ -413,7 +418,8 @@ mod tests {
         assert_eq!(u32_at(&bytes, 32 + 24), 0);
         assert_eq!(u32_at(&bytes, 32 + 28), 1);
         assert_eq!(u64_at(&bytes, 32 + 32), 30);
-        let stream = c.sparse_streams().next().unwrap();
+        let streams = c.sparse_streams().unwrap();
+        let stream = &streams[0];
         assert_eq!(bytes.len(), FIXED + PER_FILTER + 8 * stream.len());
         assert_eq!(u64_at(&bytes, FIXED + PER_FILTER), stream[0]);
         assert_eq!(c.data_bytes(), 0);
@@ -533,13 +539,14 @@ mod tests {
 
     #[test]
     fn padding_bits_must_stay_zero() {
-        // 0.5 / 40 items: a bit array of fewer than 64 bits; setting the word's top bit is
-        // refused.
-        let mut c = chain(0.5, 40, 0, 0);
-        let bits = c.bit_params().next().unwrap().bits;
-        assert!(bits < 64);
-        assert_eq!(write_data(&mut c, 7, &[0x80]), Err(BAD_PADDING));
-        assert_eq!(write_data(&mut c, 8, &[0]), Err(BAD_CHUNK));
+        // 0.5 / 1,000 items: a bit array (a set would be larger) whose last word is partly
+        // past m; setting its top bit is refused.
+        let mut c = chain(0.5, 1_000, 0, 0);
+        let params = *c.bit_params().next().unwrap();
+        assert!(params.padding_mask() >> 63 == 1);
+        let last = params.bytes() - 1;
+        assert_eq!(write_data(&mut c, last, &[0x80]), Err(BAD_PADDING));
+        assert_eq!(write_data(&mut c, last + 1, &[0]), Err(BAD_CHUNK));
         assert_eq!(write_data(&mut c, 0, &[]), Err(BAD_CHUNK));
         assert_eq!(write_data(&mut c, u64::MAX, &[1]), Err(BAD_CHUNK));
         assert!(write_data(&mut c, 0, &[1]).is_ok());

@@ -7,5 +7,6 @@ pub mod codec;
 pub mod commands;
 pub mod datatype;
 pub mod filter;
+pub mod frozen;
 pub mod sparse;
 pub mod words;

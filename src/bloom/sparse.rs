@@ -29,9 +29,12 @@
 //! operations, a few microseconds at `MAX_CAPACITY`) and moves the samples past it by one; an
 //! add that changes l (O(log U) times in a set's life) re-codes the set.
 //!
-//! In memory a sparse sub-filter is a region of u64 words: the index, then the stream. Its
-//! size is a function of (n, U) alone (`Shape`), so the chain stores only n.
+//! In memory a sparse sub-filter is a region of u64 words: the index, then the stream, while
+//! it fills (its size a function of (n, U) alone, `Shape`, so the chain stores only n); once
+//! it holds its capacity, the lookup form of `frozen.rs` (its size in its first word), from
+//! which the stream is written again when the filter is saved.
 
+use super::frozen;
 use crate::hashing::{reduce, ItemHash};
 use crate::lc::ef;
 
@@ -337,9 +340,72 @@ pub fn load(region: &mut [u64], stream: &[u64], shape: &Shape) {
     build_index(index, body, shape);
 }
 
-/// The stream inside a region.
-pub fn stream<'a>(region: &'a [u64], shape: &Shape) -> &'a [u64] {
+/// The stream inside a region of a set that is not full.
+fn stream<'a>(region: &'a [u64], shape: &Shape) -> &'a [u64] {
     &region[shape.index_words()..]
+}
+
+/// Words of the region starting `data` of a set of `shape`, `full` if it holds its capacity
+/// (then in the frozen form).
+#[inline(always)]
+pub fn region_len(data: &[u64], shape: &Shape, full: bool) -> usize {
+    match full {
+        true => frozen::region_words(data),
+        false => shape.region_words(),
+    }
+}
+
+/// The most words a region of `shape` can take (for limits, before its values are known).
+pub fn max_region_len(shape: &Shape, full: bool) -> usize {
+    match full {
+        true => frozen::max_words(shape.stream),
+        false => shape.region_words(),
+    }
+}
+
+/// Whether `v` is in the set of the region `region` (see `region_len`).
+#[inline(always)]
+pub fn holds(region: &[u64], shape: &Shape, full: bool, v: u64) -> bool {
+    match full {
+        true => frozen::contains(region, shape.stream, v),
+        false => contains(region, shape, v),
+    }
+}
+
+/// The stream (the encoding) of a region, or None if the memory could not be had.
+pub fn stream_of(region: &[u64], shape: &Shape, full: bool) -> Option<Vec<u64>> {
+    let mut out = Vec::new();
+    out.try_reserve_exact(shape.stream_words()).ok()?;
+    if !full {
+        out.extend_from_slice(stream(region, shape));
+        return Some(out);
+    }
+    out.resize(shape.stream_words(), 0);
+    ef::write(
+        &mut out,
+        0,
+        shape.stream,
+        frozen::values(region, shape.stream),
+    );
+    Some(out)
+}
+
+/// The region of a valid stream (`is_valid`): its index and itself, or its frozen form when
+/// `full`; None if the memory could not be had.
+pub fn region_of(stream: &[u64], shape: &Shape, full: bool) -> Option<Vec<u64>> {
+    if full {
+        return frozen::build(shape.stream, ef::iter(stream, 0, shape.stream));
+    }
+    let mut region = Vec::new();
+    region.try_reserve_exact(shape.region_words()).ok()?;
+    region.resize(shape.region_words(), 0);
+    load(&mut region, stream, shape);
+    Some(region)
+}
+
+/// The frozen form of the region of a set that has just become full.
+pub fn freeze(region: &[u64], shape: &Shape) -> Option<Vec<u64>> {
+    frozen::build(shape.stream, values(stream(region, shape), shape))
 }
 
 #[cfg(test)]

@@ -136,6 +136,13 @@ const FIXTURES: &[Fixture] = &[
             "bf_sparse_then_bits",
         ],
     },
+    // A small sub-filter is also sparse when its set outgrows the bit array by less than what
+    // a separate bit array costs apart from its bits (issue 11, after the version 3 fixture):
+    // a 5% filter of 300 becomes sparse, and a small 0.5 one.
+    Fixture {
+        file: "golden-2026-11-23-bf-v3b.txt",
+        cases: &["bf_nonscaling", "bf_high_rate_small"],
+    },
 ];
 
 /// Piece size of the recorded chunked form of the `lc_v1_*` cases (those introduced to pin
@@ -276,6 +283,9 @@ fn cases() -> Vec<Case> {
     ])];
     blocked_scaled.extend(add_items("BF.MADD", "i", 400, 200));
     cases.push(("bf_blocked_scaled", blocked_scaled, bf_asks_grow("i", 400)));
+    let mut high_rate = vec![s(&["BF.RESERVE", "k", "0.5", "50", "NONSCALING"])];
+    high_rate.extend(add_items("BF.MADD", "i", 20, 20));
+    cases.push(("bf_high_rate_small", high_rate, bf_asks_grow("i", 20)));
     let mut mixed = vec![s(&["BF.RESERVE", "k", "0.01", "5000"])];
     mixed.extend(add_items("BF.MADD", "i", 5_300, 1_000));
     cases.push(("bf_sparse_then_bits", mixed, bf_asks_grow("i", 5_300)));
