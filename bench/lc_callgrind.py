@@ -32,35 +32,25 @@ import redis
 CALLS = 2000
 
 
-def run(port, pid):
-    """Fills the keys, runs the workloads with instrumentation on; the counters' modes after."""
-    r = None
+def connect(port):
+    """A client of the server on `port`, once it answers."""
     for _ in range(600):
         try:
             r = redis.Redis(port=port)
             r.ping()
-            break
+            return r
         except redis.ConnectionError:
             time.sleep(0.1)
+    raise RuntimeError("the server under callgrind never answered")
 
-    def fill(key, n, prefix):
-        for start in range(0, n, 1000):
-            r.execute_command("LC.ADD", key, *[f"{prefix}{i}" for i in range(start, min(n, start + 1000))])
+
+def time_workloads(r, pid, workloads):
+    """Runs each workload (a list of commands, pipelined) with instrumentation on, and dumps
+    its counts under its name."""
 
     def control(*args):
         subprocess.run(["callgrind_control", *args, str(pid)], check=True, stdout=subprocess.DEVNULL)
 
-    fill("dense", 50_000, "d:")
-    fill("count", 50_000, "c:")
-    fill("sparse", 1_000, "s:")
-    for i in range(CALLS):
-        fill(f"exact:{i}", 200, f"e{i}:")
-    workloads = {
-        "add_dense": [("LC.ADD", "dense", f"nd{i}") for i in range(CALLS)],
-        "add_sparse": [("LC.ADD", "sparse", f"ns{i}") for i in range(CALLS)],
-        "add_exact": [("LC.ADD", f"exact:{i}", f"ne{i}") for i in range(CALLS)],
-        "count": [("LC.COUNT", "count")] * CALLS,
-    }
     for name, commands in workloads.items():
         control("-i", "on")
         control("-z")
@@ -70,6 +60,27 @@ def run(port, pid):
         pipe.execute()
         control("-d", name)
         control("-i", "off")
+
+
+def run(port, pid):
+    """Fills the keys, runs the workloads with instrumentation on; the counters' modes after."""
+    r = connect(port)
+
+    def fill(key, n, prefix):
+        for start in range(0, n, 1000):
+            r.execute_command("LC.ADD", key, *[f"{prefix}{i}" for i in range(start, min(n, start + 1000))])
+
+    fill("dense", 50_000, "d:")
+    fill("count", 50_000, "c:")
+    fill("sparse", 1_000, "s:")
+    for i in range(CALLS):
+        fill(f"exact:{i}", 200, f"e{i}:")
+    time_workloads(r, pid, {
+        "add_dense": [("LC.ADD", "dense", f"nd{i}") for i in range(CALLS)],
+        "add_sparse": [("LC.ADD", "sparse", f"ns{i}") for i in range(CALLS)],
+        "add_exact": [("LC.ADD", f"exact:{i}", f"ne{i}") for i in range(CALLS)],
+        "count": [("LC.COUNT", "count")] * CALLS,
+    })
     modes = {}
     for key in ("dense", "sparse", "exact:0"):
         info = r.execute_command("LC.INFO", key)
@@ -78,10 +89,9 @@ def run(port, pid):
     return modes
 
 
-def main():
-    module = os.path.abspath(sys.argv[1])
-    out = sys.argv[2] if len(sys.argv) > 2 else tempfile.mkdtemp(prefix="lc-callgrind-")
-    os.makedirs(out, exist_ok=True)
+def under_callgrind(module, out, body):
+    """Runs redis-server with `module` under callgrind (instrumentation off, counting only
+    inside RedisModuleCommandDispatcher once on), returns body(port, pid)."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -93,11 +103,14 @@ def main():
          "--loadmodule", module],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        modes = run(port, proc.pid)
+        return body(port, proc.pid)
     finally:
         proc.terminate()
         proc.wait()
-    print(f"module {module}; modes after: {modes}")
+
+
+def report(out, calls):
+    """The markdown rows of the workloads dumped in `out`: instructions per call."""
     print("| workload | instructions per call (dispatcher) | of which lcbloom::ffi::dispatch |")
     print("|---|---:|---:|")
     for f in sorted(os.listdir(out)):
@@ -111,7 +124,16 @@ def main():
                                    capture_output=True, text=True).stdout
         entry = re.search(r"^\s*([\d,]+) .*lcbloom::ffi::dispatch ", annotated, re.M)
         own = int(entry.group(1).replace(",", "")) if entry else 0
-        print(f"| {trigger.group(1)} | {total / CALLS:,.0f} | {own / CALLS:,.0f} |")
+        print(f"| {trigger.group(1)} | {total / calls:,.0f} | {own / calls:,.0f} |")
+
+
+def main():
+    module = os.path.abspath(sys.argv[1])
+    out = sys.argv[2] if len(sys.argv) > 2 else tempfile.mkdtemp(prefix="lc-callgrind-")
+    os.makedirs(out, exist_ok=True)
+    modes = under_callgrind(module, out, run)
+    print(f"module {module}; modes after: {modes}")
+    report(out, CALLS)
 
 
 if __name__ == "__main__":

@@ -518,8 +518,8 @@ impl Chain {
     }
 
     /// Whether any of the first `upto` sub-filters (probably) holds the item. When there are
-    /// several sub-filters, the bit arrays' first probes are fetched first, so that their
-    /// misses overlap with each other and with the lookups in the (small) sparse sets.
+    /// several sub-filters, the large bit arrays' first probes are fetched first, so that their
+    /// misses overlap with each other and with the lookups in the other sub-filters.
     #[inline]
     fn held_by_any(&self, upto: usize, hash: &ItemHash) -> bool {
         #[cfg(target_arch = "x86_64")]
@@ -548,10 +548,12 @@ impl Chain {
         let last_is_bits = matches!(params.subs[count - 1], SubParams::Bits(_));
         let bits = self.body.bits();
         if count > 1 {
+            // Only large arrays: smaller ones are likely cached, as in `prefetch_ahead`.
             params
                 .bits
                 .iter()
                 .zip(bits)
+                .filter(|(p, _)| p.bytes() >= PREFETCH_MIN_BYTES)
                 .for_each(|(p, b)| b.prefetch_probes(p, hash, 2));
         }
         let arrays = params.bits.len() - last_out(last_is_bits);

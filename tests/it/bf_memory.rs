@@ -70,6 +70,12 @@ const SHAPES: &[Shape] = &[
         items: 20,
     },
     Shape {
+        name: "0.5 / 2,000, 500 items (a small bit array)",
+        keys: 1_000,
+        create: &["BF.RESERVE", "0.5", "2000"],
+        items: 500,
+    },
+    Shape {
         name: "1e-9 / 100, 50 items",
         keys: 1_000,
         create: &["BF.RESERVE", "1e-9", "100"],

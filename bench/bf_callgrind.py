@@ -1,0 +1,73 @@
+#!/usr/bin/env python3
+"""Instructions per BF.* call, counted by callgrind inside a real redis-server (the workloads of
+`make bench`'s server benchmark, which a shared machine cannot time reliably; issue 11 compared
+builds with it, docs/BENCHMARKS.md). The plumbing is lc_callgrind.py's: instrumentation on only
+while a workload's 2,000 calls run, counting inside RedisModuleCommandDispatcher.
+
+Workloads (items are 12-digit random numbers, as redis-benchmark's __rand_int__):
+- add_10m, exists_10m, madd100_10m: BF.ADD / BF.EXISTS / BF.MADD of 100 on a 0.01/10M filter;
+- add_scaling, exists_scaling: on a default-created filter (0.01/100/×2) grown to 1M items
+  (14 sub-filters: since issue 11 its first seven are sparse sets);
+- add_200m, madd100_200m, mexists100_200m, and the same on a blocked filter: 0.001/200M;
+- madd30_new: BF.MADD of 30 items creating a default filter each time;
+- exists_small: BF.EXISTS on default filters holding 30 items.
+
+Usage: bf_callgrind.py MODULE.so [OUTDIR]
+"""
+import os
+import random
+import sys
+import tempfile
+
+from lc_callgrind import CALLS, connect, report, time_workloads, under_callgrind
+
+rng = random.Random(20261123)
+
+
+def item():
+    return f"{rng.randrange(100_000_000):012d}"
+
+
+def run(port, pid):
+    r = connect(port)
+
+    def fill(key, n, prefix):
+        pipe = r.pipeline(transaction=False)
+        for start in range(0, n, 1000):
+            pipe.execute_command("BF.MADD", key, *[f"{prefix}{i}" for i in range(start, min(n, start + 1000))])
+        pipe.execute()
+
+    r.execute_command("BF.RESERVE", "bf10m", "0.01", "10000000")
+    r.execute_command("BF.RESERVE", "bf200m", "0.001", "200000000")
+    r.execute_command("BF.RESERVE", "bfblk", "0.001", "200000000", "LAYOUT", "blocked")
+    fill("scaling", 1_000_000, "prefill:")
+    for i in range(CALLS):
+        fill(f"small:{i}", 30, f"s{i}:")
+    time_workloads(r, pid, {
+        "add_10m": [("BF.ADD", "bf10m", item()) for _ in range(CALLS)],
+        "exists_10m": [("BF.EXISTS", "bf10m", item()) for _ in range(CALLS)],
+        "madd100_10m": [("BF.MADD", "bf10m", *[item() for _ in range(100)]) for _ in range(CALLS)],
+        "add_scaling": [("BF.ADD", "scaling", item()) for _ in range(CALLS)],
+        "exists_scaling": [("BF.EXISTS", "scaling", item()) for _ in range(CALLS)],
+        "add_200m": [("BF.ADD", "bf200m", item()) for _ in range(CALLS)],
+        "madd100_200m": [("BF.MADD", "bf200m", *[item() for _ in range(100)]) for _ in range(CALLS)],
+        "mexists100_200m": [("BF.MEXISTS", "bf200m", *[item() for _ in range(100)]) for _ in range(CALLS)],
+        "add_200m_blocked": [("BF.ADD", "bfblk", item()) for _ in range(CALLS)],
+        "madd100_200m_blocked": [("BF.MADD", "bfblk", *[item() for _ in range(100)]) for _ in range(CALLS)],
+        "mexists100_200m_blocked": [("BF.MEXISTS", "bfblk", *[item() for _ in range(100)]) for _ in range(CALLS)],
+        "madd30_new": [("BF.MADD", f"new:{i}", *[item() for _ in range(30)]) for i in range(CALLS)],
+        "exists_small": [("BF.EXISTS", f"small:{rng.randrange(CALLS)}", item()) for _ in range(CALLS)],
+    })
+
+
+def main():
+    module = os.path.abspath(sys.argv[1])
+    out = sys.argv[2] if len(sys.argv) > 2 else tempfile.mkdtemp(prefix="bf-callgrind-")
+    os.makedirs(out, exist_ok=True)
+    under_callgrind(module, out, run)
+    print(f"module {module}")
+    report(out, CALLS)
+
+
+if __name__ == "__main__":
+    main()
