@@ -8,6 +8,7 @@ pub mod chunks;
 pub mod command_info;
 pub mod config;
 pub mod decode;
+pub mod ef;
 pub mod errors;
 pub mod ffi;
 pub mod hashing;

@@ -23,7 +23,7 @@
 //! | +24 | 4 | bit array: its hashes k, 1..=64; sparse: 0 |
 //! | +28 | 4 | its kind: 0 bit array, 1 sparse (version 3 only; reserved, zero, before) |
 //! | +32 | 8 | its items (≤ capacity) |
-//! | 32 + 40·count | | version 3: each sparse sub-filter's stream in order (`sparse.rs`: the Elias–Fano stream of `lc::ef` of its fingerprints, ⌈bits/64⌉ little-endian u64 words, bits past its end zero, its length a function of its items and U) |
+//! | 32 + 40·count | | version 3: each sparse sub-filter's stream in order (`sparse.rs`: the Elias–Fano stream of `ef.rs` of its fingerprints, ⌈bits/64⌉ little-endian u64 words, bits past its end zero, its length a function of its items and U) |
 //!
 //! Data: the bit arrays in order, each as ⌈m/64⌉ little-endian u64 words (bit j of the filter
 //! is bit j%64 of word j/64); bits past m are zero. Sparse sub-filters have no data: they are

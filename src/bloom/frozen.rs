@@ -6,7 +6,7 @@
 //! the zero before the bucket, then its values), well over 100 instructions even with a
 //! sampled index. So when a set fills up (and when a full one is loaded) it is laid out again
 //! for lookups: the same values, by their bucket h = v >> l (l and the B buckets of its
-//! stream, `lc::ef::Shape`), as
+//! stream, `ef::Shape`), as
 //!
 //! * `occupied`: B bits, whether bucket h holds a value;
 //! * `firsts`: for the r-th occupied bucket (in order), the low l bits of its smallest value;
@@ -31,7 +31,7 @@
 //! `rest`, `ends`; then, from the next word, the samples of `more`. What a lookup reads first
 //! comes first, its place known from the stream's shape and the count alone.
 
-use crate::lc::ef;
+use crate::ef;
 
 /// Bits per rank-sample block.
 const BLOCK: u64 = 256;

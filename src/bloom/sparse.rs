@@ -14,8 +14,8 @@
 //! sparse sub-filter never turns into a bit array (a fingerprint does not give an item's
 //! probes): it stays a set when full, and the chain adds its next sub-filter as usual.
 //!
-//! The stream. The set is the Elias–Fano stream of `lc::ef` (the linear counters' format: low
-//! bits, then the buckets in unary), which is also its encoding (`codec.rs`, version 3): about
+//! The stream. The set is the Elias–Fano stream of `ef.rs` (the format linear counters use
+//! too: low bits, then the buckets in unary), which is also its encoding (`codec.rs`, version 3): about
 //! log2(U/n) + 2 bits per item, so at capacity log2(1/p) + 2 against the bit array's
 //! 1.44·log2(1/p), and fewer still while it fills. A pure function of the set.
 //!
@@ -35,8 +35,8 @@
 //! which the stream is written again when the filter is saved.
 
 use super::frozen;
+use crate::ef;
 use crate::hashing::{reduce, ItemHash};
-use crate::lc::ef;
 
 /// The largest capacity a sub-filter may have and be sparse: bounds the work of an add, and
 /// keeps upper-bit positions within the index's u16.

@@ -62,8 +62,8 @@
 //! 2 — fingerprints and Elias–Fano streams (issue 11); the counter's sparse mode.
 
 use super::counter::{bitmap_bytes, exact_limit, Counter, LcError};
-use super::ef::{self, Shape};
 use crate::decode::DecodeError;
+use crate::ef::{self, Shape};
 use crate::hashing::{reduce, HASH_SCHEME};
 
 pub const ENCODING_VERSION: u8 = 2;

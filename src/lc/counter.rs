@@ -99,8 +99,8 @@
 //! 2 — fingerprints, the sparse mode, the single block (issue 11).
 
 use super::block::Block;
-use super::ef::{self, Shape};
 use crate::alloc::size_class;
+use crate::ef::{self, Shape};
 use crate::hashing::{hash_item, reduce};
 use crate::intern::Interner;
 use std::sync::Arc;

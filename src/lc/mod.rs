@@ -1,8 +1,7 @@
-//! The linear counter wing: a pure core (`counter`; its Elias–Fano streams, `ef`; its one
-//! allocation, `block`; its encoding, `codec`) and its Redis adapters (`commands`, `datatype`).
+//! The linear counter wing: a pure core (`counter`; its one allocation, `block`; its encoding,
+//! `codec`; its streams are `crate::ef`'s) and its Redis adapters (`commands`, `datatype`).
 mod block;
 pub mod codec;
 pub mod commands;
 pub mod counter;
 pub mod datatype;
-pub mod ef;

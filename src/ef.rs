@@ -1,6 +1,7 @@
 //! Elias–Fano coding of a sorted set of distinct integers below a universe `U`, inside a bit
-//! range of a `u64` word slice (pure). Linear counters keep their exact fingerprints and their
-//! sparse bit positions this way (see `counter.rs`), in memory and on disk alike.
+//! range of a `u64` word slice (pure), shared by both types: linear counters keep their exact
+//! fingerprints and their sparse bit positions this way (`lc/counter.rs`), and small Bloom
+//! sub-filters their fingerprints (`bloom/sparse.rs`), in memory and on disk alike.
 //!
 //! # Layout
 //!
