@@ -17,7 +17,7 @@ use redis_module::{
     raw, Context, NotifyEvent, RedisError, RedisResult, RedisString, RedisValue, Status,
 };
 use std::ffi::{c_int, CStr, CString};
-use std::mem::ManuallyDrop;
+use std::mem::{ManuallyDrop, MaybeUninit};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 // The boundary is only as good as unwinding: with `panic = "abort"` it would catch nothing.
@@ -153,14 +153,33 @@ pub unsafe fn dispatch(
     // Views of Redis's own strings: not retained, and ManuallyDrop never releases them.
     let view = |s| ManuallyDrop::new(RedisString::from_redis_module_string(ctx, s));
     let result = if raw_args.len() <= ON_STACK {
-        let views: [ManuallyDrop<RedisString>; ON_STACK] =
-            std::array::from_fn(|i| view(raw_args.get(i).copied().unwrap_or(std::ptr::null_mut())));
-        guard(&context, as_strings(&views[..raw_args.len()]), handler)
+        // Only as many views as arguments are made (most commands have three or four).
+        let mut views = [const { MaybeUninit::<ManuallyDrop<RedisString>>::uninit() }; ON_STACK];
+        for (slot, &s) in views.iter_mut().zip(raw_args) {
+            slot.write(view(s));
+        }
+        let made = &views[..raw_args.len()];
+        // SAFETY: the first `raw_args.len()` slots were just written; MaybeUninit<T> has T's
+        // layout, so the initialised part is a slice of views.
+        let made = unsafe { &*(made as *const [MaybeUninit<_>] as *const [ManuallyDrop<_>]) };
+        guard(&context, as_strings(made), handler)
     } else {
         let views: Vec<ManuallyDrop<RedisString>> = raw_args.iter().map(|&s| view(s)).collect();
         guard(&context, as_strings(&views), handler)
     };
-    context.reply(result) as c_int
+    reply(&context, result)
+}
+
+/// Sends a handler's reply: the common scalar replies straight to the module API, the rest
+/// through the crate (which moves and then drops every `RedisValue` it is given).
+fn reply(context: &Context, result: RedisResult) -> c_int {
+    let status = match result {
+        Ok(RedisValue::NoReply) => raw::Status::Ok,
+        Ok(RedisValue::Integer(n)) => raw::reply_with_long_long(context.ctx, n),
+        Ok(RedisValue::Bool(b)) => raw::reply_with_bool(context.ctx, b.into()),
+        other => context.reply(other),
+    };
+    status as c_int
 }
 
 fn as_strings(views: &[ManuallyDrop<RedisString>]) -> &[RedisString] {

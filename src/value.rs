@@ -284,16 +284,17 @@ impl Key {
 
     /// The value if the key holds a `T`: None if it is empty, `WRONGTYPE` for any other type.
     fn value<T: StoredValue>(&self) -> Result<Option<*mut T>, RedisError> {
-        if self.is_empty() {
-            return Ok(None);
-        }
         let wanted = *T::redis_type().raw_type.borrow();
-        // SAFETY: as in `is_empty`; the key is open and not empty. A key that is not a module
-        // key has no module type (null), never `wanted`.
+        // SAFETY: as in `is_empty`. The module type of an empty key, or of a key that is not a
+        // module key, is null, never `wanted`: only then is the key's type asked for.
         unsafe {
             if raw::RedisModule_ModuleTypeGetType.expect("ModuleTypeGetType")(self.inner) != wanted
             {
-                return Err(RedisError::WrongType);
+                return if self.is_empty() {
+                    Ok(None)
+                } else {
+                    Err(RedisError::WrongType)
+                };
             }
             Ok(Some(
                 raw::RedisModule_ModuleTypeGetValue.expect("ModuleTypeGetValue")(self.inner)

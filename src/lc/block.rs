@@ -15,17 +15,30 @@ use std::ptr::NonNull;
 const CLASS_SHIFT: u32 = 2;
 const CLASS_BITS: u64 = 0xff << CLASS_SHIFT;
 
-/// The `i`-th size class: 8, 16, 32, 48 … 128 (nine classes), then four per doubling.
-fn class_bytes(i: u64) -> u64 {
-    match i {
-        0 => 8,
-        1..=8 => 16 * i,
-        _ => {
-            let (doubling, step) = ((i - 9) / 4, (i - 9) % 4 + 1);
-            let base = 128u64 << doubling;
-            base + step * (base / 4)
-        }
+/// The size classes by index: 8, 16, 32, 48 … 128 (nine classes), then four per doubling
+/// (indices past the largest class that fits in a u64 read 0 and are never made). A table,
+/// because every access to a block reads its length from its class.
+const CLASS_BYTES: [u64; 256] = {
+    let mut table = [0u64; 256];
+    let mut i = 0;
+    while i < 256 {
+        table[i] = match i {
+            0 => 8,
+            1..=8 => 16 * i as u64,
+            _ if (i - 9) / 4 > 55 => 0,
+            _ => {
+                let base = 128u64 << ((i - 9) / 4);
+                base + ((i - 9) % 4 + 1) as u64 * (base / 4)
+            }
+        };
+        i += 1;
     }
+    table
+};
+
+/// The `i`-th size class.
+fn class_bytes(i: u64) -> u64 {
+    CLASS_BYTES[(i & 0xff) as usize]
 }
 
 /// The index of the size class of `bytes` (≥ 1).
