@@ -50,6 +50,7 @@
 //! docs/BENCHMARKS.md at 0.001 / 200,000,000 over 1,000,000 non-members).
 
 use super::filter::{prefetch_line, Occupancy, SizeError, MAX_BITS, MAX_HASHES};
+use super::words::{WordRead, WordWrite};
 use crate::hashing::{reduce, ItemHash};
 
 /// Bits in a block: one 64-byte cache line.
@@ -60,11 +61,11 @@ const BLOCK_WORDS: usize = 8;
 /// 9-bit positions per 64-bit source word.
 const FIELDS_PER_WORD: u32 = 7;
 
-/// The block an item's probes fall in, as the index of its first word.
+/// The block an item's probes fall in.
 #[inline(always)]
-fn block_start(words: &[u64], hash: &ItemHash) -> usize {
-    let blocks = (words.len() / BLOCK_WORDS) as u64;
-    reduce(hash.h1, blocks) as usize * BLOCK_WORDS
+fn block_of<W: WordRead + ?Sized>(words: &W, hash: &ItemHash) -> usize {
+    let blocks = (words.words() / BLOCK_WORDS) as u64;
+    reduce(hash.h1, blocks) as usize
 }
 
 /// The item's k bits inside its block, as a block-sized mask.
@@ -89,9 +90,8 @@ fn mask(hash: &ItemHash, k: u32) -> [u64; BLOCK_WORDS] {
 
 /// Whether all the item's bits are set.
 #[inline]
-pub fn contains(words: &[u64], hash: &ItemHash, k: u32) -> bool {
-    let start = block_start(words, hash);
-    let block = &words[start..start + BLOCK_WORDS];
+pub fn contains<W: WordRead + ?Sized>(words: &W, hash: &ItemHash, k: u32) -> bool {
+    let block = words.line(block_of(words, hash));
     let mask = mask(hash, k);
     block
         .iter()
@@ -102,9 +102,8 @@ pub fn contains(words: &[u64], hash: &ItemHash, k: u32) -> bool {
 
 /// Sets the item's bits; whether any was zero.
 #[inline]
-pub fn set(words: &mut [u64], hash: &ItemHash, k: u32) -> bool {
-    let start = block_start(words, hash);
-    let block = &mut words[start..start + BLOCK_WORDS];
+pub fn set<W: WordWrite + ?Sized>(words: &mut W, hash: &ItemHash, k: u32) -> bool {
+    let block = words.line_mut(block_of(words, hash));
     let mask = mask(hash, k);
     let mut changed = 0;
     for (word, bits) in block.iter_mut().zip(mask) {
@@ -116,8 +115,8 @@ pub fn set(words: &mut [u64], hash: &ItemHash, k: u32) -> bool {
 
 /// Starts loading the item's block.
 #[inline]
-pub fn prefetch(words: &[u64], hash: &ItemHash) {
-    if let Some(word) = words.get(block_start(words, hash)) {
+pub fn prefetch<W: WordRead + ?Sized>(words: &W, hash: &ItemHash) {
+    if let Some(word) = words.get(block_of(words, hash) * BLOCK_WORDS) {
         prefetch_line(word);
     }
 }
@@ -252,8 +251,7 @@ mod tests {
         let words = vec![0u64; 8 * 1000];
         for i in 0..10_000u32 {
             let h = hash_item(&i.to_le_bytes());
-            let start = block_start(&words, &h);
-            assert!(start.is_multiple_of(8) && start + 8 <= words.len());
+            assert!(block_of(&words[..], &h) < 1000);
             // Probes past the first seven come from probe(1), probe(2), ...
             let bits: u32 = mask(&h, 20).iter().map(|w| w.count_ones()).sum();
             assert!((15..=20).contains(&bits), "item {i}: {bits} distinct bits");
@@ -265,7 +263,7 @@ mod tests {
         // Persisted blocked filters depend on these exact positions: never change this test.
         let h = hash_item(b"lcbloom");
         let words = vec![0u64; 8 * 1000];
-        assert_eq!(block_start(&words, &h) / 8, 268);
+        assert_eq!(block_of(&words[..], &h), 268);
         assert_eq!(
             mask(&h, 9),
             [

@@ -246,12 +246,13 @@ mod tests {
         for _ in 0..3 {
             assert!(b.push_bits(BitArray::new(&params).unwrap()).is_ok());
         }
-        b.bits_mut()[1].words_mut()[0] = 7;
+        b.bits_mut()[1].write_bytes(0, &[7]);
         let c = b.try_clone().unwrap();
         assert_eq!(c.bits().len(), 3);
-        assert_eq!(c.bits()[1].words()[0], 7);
+        assert_eq!(c.bits()[1], b.bits()[1]);
+        assert_ne!(c.bits()[0], b.bits()[1]);
         assert!(b.resize(0, 3, 100));
-        assert_eq!(b.bits()[1].words()[0], 7);
+        assert_eq!(c.bits()[1], b.bits()[1]);
         let arrays: u64 = b.bits().iter().map(BitArray::allocated_bytes).sum();
         assert!(arrays >= 3 * size_class(params.bytes()));
         let list = size_class(3 * std::mem::size_of::<BitArray>() as u64);

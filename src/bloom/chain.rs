@@ -57,6 +57,7 @@
 use super::body::Body;
 use super::filter::{BitArray, FilterParams, Layout, SizeError, MIN_ERROR_RATE};
 use super::sparse::{self, Shape};
+use super::words::planned_bytes;
 use crate::alloc::size_class;
 use crate::hashing::ItemHash;
 use crate::intern::Interner;
@@ -325,14 +326,15 @@ static PARAMS: Interner<ChainParams> = Interner::new();
 
 /// Bytes a chain of these sub-filters holding these items (one count per sub-filter) takes:
 /// its own allocations by their size classes (`memory_bytes`'s sum, known before allocating;
-/// a blocked bit array that needs room to align is counted without it).
+/// a large bit array by its segments, `words.rs`; a blocked bit array that needs room to
+/// align is counted without it).
 pub fn memory_bytes_for(subs: &[SubParams], items: &[u64]) -> Option<u64> {
     let mut block = 2 + subs.len() as u64;
     let (mut arrays, mut bits) = (0u64, 0u64);
     for (sub, n) in subs.iter().zip(items) {
         match sub {
             SubParams::Bits(p) => {
-                arrays = arrays.checked_add(size_class(p.bytes()))?;
+                arrays = arrays.checked_add(planned_bytes(usize::try_from(p.words()).ok()?))?;
                 bits += 1;
             }
             SubParams::Sparse(_) => block += sub.region_words(*n) as u64,

@@ -59,7 +59,6 @@ pub const MAGIC: &[u8; 4] = b"LCBF";
 /// The newest encoding version (see "Versions" above).
 pub const ENCODING_VERSION: u8 = 3;
 pub use crate::chunks::CHUNK_BYTES;
-use crate::chunks::{bytes_into_words, words_to_bytes};
 /// Most sub-filters a value may have (scaling stops near 200, see `chain.rs`).
 pub const MAX_FILTERS: u32 = 1024;
 const FIXED: usize = 32;
@@ -310,7 +309,7 @@ pub fn data_chunk(chain: &Chain, offset: u64) -> Option<Vec<u8>> {
         if fend > offset && start < end {
             let a = offset.max(start) - start;
             let b = end.min(fend) - start;
-            words_to_bytes(bits.words(), a as usize, (b - a) as usize, &mut out);
+            bits.read_bytes(a as usize, (b - a) as usize, &mut out);
         }
         start = fend;
     }
@@ -336,7 +335,7 @@ pub fn write_data(chain: &mut Chain, offset: u64, bytes: &[u8]) -> Result<(), De
                 let src = &bytes[(a - offset) as usize..(b - offset) as usize];
                 let local = (a - start) as usize;
                 if write {
-                    bytes_into_words(bits.words_mut(), local, src);
+                    bits.write_bytes(local, src);
                 } else {
                     let pad = p.padding_mask().to_le_bytes();
                     let last_word = fbytes as usize - 8;
@@ -399,8 +398,13 @@ mod tests {
         assert_eq!(u64_at(&bytes, 32), 10_000);
         let header = FIXED + PER_FILTER * c.filters().len();
         assert_eq!(bytes.len() as u64, header as u64 + c.data_bytes());
-        let first = c.bit_arrays().next().unwrap().1;
-        assert_eq!(u64_at(&bytes, header), first.words()[0]);
+        let mut first = Vec::new();
+        c.bit_arrays()
+            .next()
+            .unwrap()
+            .1
+            .read_bytes(0, 8, &mut first);
+        assert_eq!(bytes[header..header + 8], first);
     }
 
     #[test]
@@ -550,7 +554,13 @@ mod tests {
         assert_eq!(write_data(&mut c, 0, &[]), Err(BAD_CHUNK));
         assert_eq!(write_data(&mut c, u64::MAX, &[1]), Err(BAD_CHUNK));
         assert!(write_data(&mut c, 0, &[1]).is_ok());
-        assert_eq!(c.bit_arrays().next().unwrap().1.words()[0], 1);
+        let mut first = Vec::new();
+        c.bit_arrays()
+            .next()
+            .unwrap()
+            .1
+            .read_bytes(0, 1, &mut first);
+        assert_eq!(first, [1]);
         // A filter of sparse sub-filters has no data to write.
         let mut s = chain(0.01, 100, 2, 10);
         assert_eq!(write_data(&mut s, 0, &[1]), Err(BAD_CHUNK));
@@ -581,6 +591,60 @@ mod tests {
         assert_eq!(offset, c.data_bytes());
         assert_eq!(copy, c);
         assert_eq!(encode(&copy), encode(&c));
+    }
+
+    #[test]
+    fn segmented_bit_arrays_encode_as_one_array() {
+        // Bit arrays just over one 16 MiB segment (`words.rs`): the bytes are the array's,
+        // checked against bits set by hand (standard) and a one-allocation array (blocked).
+        use crate::bloom::filter::BitArray;
+        use crate::hashing::reduce;
+        let limit = 1 << 30;
+        for (layout, capacity) in [
+            (Layout::Standard, 15_000_000),
+            (Layout::Blocked, 15_000_000),
+        ] {
+            let mut c = Chain::with_layout(layout, 0.01, capacity, 0, limit).unwrap();
+            let p = *c.bit_params().next().unwrap();
+            assert!(
+                p.bytes() > 16 << 20 && p.bytes() < 32 << 20,
+                "{}",
+                p.bytes()
+            );
+            let mut one = BitArray::with_segments(&p, 1 << 30).unwrap();
+            let mut by_hand = vec![0u64; p.words() as usize];
+            for i in 0..20_000u64 {
+                let h = hash_item(&i.to_le_bytes());
+                assert_eq!(c.add(&h, limit), Ok(one.set(&p, &h)));
+                for k in 0..p.hashes {
+                    let bit = reduce(h.probe(k), p.bits);
+                    by_hand[(bit / 64) as usize] |= 1 << (bit % 64);
+                }
+            }
+            let bytes = encode(&c);
+            let data = &bytes[bytes.len() - p.bytes() as usize..];
+            let mut expected = Vec::new();
+            match layout {
+                Layout::Standard => expected.extend(by_hand.iter().flat_map(|w| w.to_le_bytes())),
+                Layout::Blocked => one.read_bytes(0, p.bytes() as usize, &mut expected),
+            }
+            assert!(data == &expected[..], "{layout:?}");
+            // Loaded back in odd pieces, some across the segment end.
+            let mut copy = decode_header(&encode_header(&c), limit)
+                .unwrap()
+                .into_chain()
+                .unwrap();
+            let end = 16 << 20;
+            for (a, b) in [(0, end - 5), (end - 5, end + 3), (end + 3, data.len())] {
+                write_data(&mut copy, a as u64, &data[a..b]).unwrap();
+            }
+            assert_eq!(copy, c);
+            assert!(data_chunk(&copy, end as u64 - 3).unwrap()[..6] == data[end - 3..end + 3]);
+            for i in 0..40_000u64 {
+                let h = hash_item(&i.to_le_bytes());
+                assert_eq!(copy.contains(&h), one.contains(&p, &h));
+            }
+        }
     }
 
     fn arb_chain() -> impl Strategy<Value = Chain> {

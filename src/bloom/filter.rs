@@ -31,7 +31,7 @@
 //! words are a canonical representation of the filter.
 
 use super::blocked;
-use super::words::Words;
+use super::words::{View, ViewMut, WordRead, WordWrite, Words, SEGMENT_BYTES};
 use crate::hashing::{reduce, ItemHash};
 use std::sync::Mutex;
 
@@ -317,7 +317,8 @@ impl Occupancy {
 }
 
 /// The bits of one bit-array sub-filter; its parameters are the chain's (shared by every key
-/// created alike, `chain.rs`), so every method takes them.
+/// created alike, `chain.rs`), so every method takes them. Large arrays are held in segments
+/// (`words.rs`): each lookup picks the slice or the segments' code once, then probes.
 #[derive(Clone, Debug, PartialEq)]
 pub struct BitArray {
     words: Words,
@@ -326,6 +327,11 @@ pub struct BitArray {
 impl BitArray {
     /// An empty bit array; allocated zeroed and fallibly.
     pub fn new(params: &FilterParams) -> Result<Self, SizeError> {
+        Self::with_segments(params, SEGMENT_BYTES / 8)
+    }
+
+    /// `new` with segments of `segment` words (a power of two ≥ 8): tests use small ones.
+    pub fn with_segments(params: &FilterParams, segment: usize) -> Result<Self, SizeError> {
         if !params.is_valid() {
             return Err(SizeError::TooLarge);
         }
@@ -334,7 +340,7 @@ impl BitArray {
             Layout::Standard => 8,
             Layout::Blocked => blocked::BLOCK_BYTES,
         };
-        let words = Words::zeroed(len, align).ok_or(SizeError::OutOfMemory)?;
+        let words = Words::zeroed_in(len, align, segment).ok_or(SizeError::OutOfMemory)?;
         Ok(Self { words })
     }
 
@@ -347,15 +353,10 @@ impl BitArray {
 
     #[inline]
     pub fn contains(&self, params: &FilterParams, hash: &ItemHash) -> bool {
-        if params.layout == Layout::Blocked {
-            return blocked::contains(&self.words, hash, params.hashes);
+        match self.words.view() {
+            View::One(words) => contains_in(words, params, hash),
+            View::Segments(words) => contains_in(&words, params, hash),
         }
-        let m = params.bits;
-        let words = &self.words[..];
-        (0..params.hashes).all(|i| {
-            let bit = reduce(hash.probe(i), m);
-            words[(bit / 64) as usize] & (1 << (bit % 64)) != 0
-        })
     }
 
     /// Sets the item's bits in one pass; whether any was zero (if none was, the item was
@@ -363,20 +364,10 @@ impl BitArray {
     /// half the probes.
     #[inline]
     pub fn set(&mut self, params: &FilterParams, hash: &ItemHash) -> bool {
-        if params.layout == Layout::Blocked {
-            return blocked::set(&mut self.words, hash, params.hashes);
+        match self.words.view_mut() {
+            ViewMut::One(words) => set_in(words, params, hash),
+            ViewMut::Segments(mut words) => set_in(&mut words, params, hash),
         }
-        let m = params.bits;
-        let words = &mut self.words[..];
-        let mut changed = 0;
-        for i in 0..params.hashes {
-            let bit = reduce(hash.probe(i), m);
-            let word = &mut words[(bit / 64) as usize];
-            let mask = 1 << (bit % 64);
-            changed |= !*word & mask;
-            *word |= mask;
-        }
-        changed != 0
     }
 
     /// Asks the CPU to start loading the cache lines of the item's first `probes` probes: a
@@ -385,15 +376,9 @@ impl BitArray {
     /// or two. A blocked filter has one line to fetch.
     #[inline]
     pub fn prefetch_probes(&self, params: &FilterParams, hash: &ItemHash, probes: u32) {
-        if params.layout == Layout::Blocked {
-            return blocked::prefetch(&self.words, hash);
-        }
-        let m = params.bits;
-        for i in 0..probes.min(params.hashes) {
-            let word = (reduce(hash.probe(i), m) / 64) as usize;
-            if let Some(w) = self.words.get(word) {
-                prefetch_line(w);
-            }
+        match self.words.view() {
+            View::One(words) => prefetch_in(words, params, hash, probes),
+            View::Segments(words) => prefetch_in(&words, params, hash, probes),
         }
     }
 
@@ -402,14 +387,64 @@ impl BitArray {
         self.words.allocated_bytes()
     }
 
-    /// The bit array as words (bits past m are zero).
-    pub fn words(&self) -> &[u64] {
-        &self.words
+    /// Appends bytes `start..start + len` of the bit array (its encoding: little-endian words,
+    /// bits past m zero); the range lies within its `FilterParams::bytes`.
+    pub fn read_bytes(&self, start: usize, len: usize, out: &mut Vec<u8>) {
+        self.words.read_bytes(start, len, out)
     }
 
-    /// Mutable words, for loading; the caller keeps the bits past m zero (see `padding_mask`).
-    pub fn words_mut(&mut self) -> &mut [u64] {
-        &mut self.words
+    /// Writes `src` at byte offset `start`, for loading; the caller keeps the bits past m zero
+    /// (see `padding_mask`).
+    pub fn write_bytes(&mut self, start: usize, src: &[u8]) {
+        self.words.write_bytes(start, src)
+    }
+}
+
+#[inline(always)]
+fn contains_in<W: WordRead + ?Sized>(words: &W, params: &FilterParams, hash: &ItemHash) -> bool {
+    if params.layout == Layout::Blocked {
+        return blocked::contains(words, hash, params.hashes);
+    }
+    let m = params.bits;
+    (0..params.hashes).all(|i| {
+        let bit = reduce(hash.probe(i), m);
+        words.word((bit / 64) as usize) & (1 << (bit % 64)) != 0
+    })
+}
+
+#[inline(always)]
+fn set_in<W: WordWrite + ?Sized>(words: &mut W, params: &FilterParams, hash: &ItemHash) -> bool {
+    if params.layout == Layout::Blocked {
+        return blocked::set(words, hash, params.hashes);
+    }
+    let m = params.bits;
+    let mut changed = 0;
+    for i in 0..params.hashes {
+        let bit = reduce(hash.probe(i), m);
+        let word = words.word_mut((bit / 64) as usize);
+        let mask = 1 << (bit % 64);
+        changed |= !*word & mask;
+        *word |= mask;
+    }
+    changed != 0
+}
+
+#[inline(always)]
+fn prefetch_in<W: WordRead + ?Sized>(
+    words: &W,
+    params: &FilterParams,
+    hash: &ItemHash,
+    probes: u32,
+) {
+    if params.layout == Layout::Blocked {
+        return blocked::prefetch(words, hash);
+    }
+    let m = params.bits;
+    for i in 0..probes.min(params.hashes) {
+        let word = (reduce(hash.probe(i), m) / 64) as usize;
+        if let Some(w) = words.get(word) {
+            prefetch_line(w);
+        }
     }
 }
 
@@ -538,6 +573,45 @@ mod tests {
         assert!(present > 0);
     }
 
+    proptest::proptest! {
+        #[test]
+        fn segments_answer_and_encode_as_one_allocation(
+            blocked: bool,
+            capacity in 1u64..3_000,
+            rate in proptest::sample::select(vec![0.1, 0.01, 0.001]),
+            items in 0u32..2_000,
+            segment_shift in 3u32..7,
+            seed: u32,
+        ) {
+            let layout = if blocked { Layout::Blocked } else { Layout::Standard };
+            let params = FilterParams::for_layout(layout, capacity, rate).unwrap();
+            let mut one = BitArray::with_segments(&params, 1 << 40).unwrap();
+            let mut seg = BitArray::with_segments(&params, 1 << segment_shift).unwrap();
+            let item = |i: u32| hash_item(format!("{seed}:{i}").as_bytes());
+            for i in 0..items {
+                let h = item(i);
+                seg.prefetch_probes(&params, &h, params.hashes);
+                proptest::prop_assert_eq!(one.set(&params, &h), seg.set(&params, &h));
+            }
+            for i in 0..items * 2 {
+                let h = item(i);
+                proptest::prop_assert_eq!(one.contains(&params, &h), seg.contains(&params, &h));
+            }
+            let bytes = params.bytes() as usize;
+            let (mut a, mut b) = (Vec::new(), Vec::new());
+            one.read_bytes(0, bytes, &mut a);
+            seg.read_bytes(0, bytes, &mut b);
+            proptest::prop_assert_eq!(&a, &b);
+            proptest::prop_assert_eq!(&one, &seg);
+            let copy = seg.try_clone().unwrap();
+            proptest::prop_assert_eq!(&copy, &one);
+            // Loading the bytes into segments gives the same filter back.
+            let mut loaded = BitArray::with_segments(&params, 1 << segment_shift).unwrap();
+            loaded.write_bytes(0, &a);
+            proptest::prop_assert_eq!(&loaded, &one);
+        }
+    }
+
     #[test]
     fn measured_fp_matches_the_target() {
         let params = FilterParams::for_capacity(10_000, 0.01).unwrap();
@@ -554,6 +628,9 @@ mod tests {
             .count() as f64
             / probes as f64;
         assert!(fp < 0.0115, "fp {fp}");
-        assert_eq!(f.words().last().unwrap() & params.padding_mask(), 0);
+        let mut last = Vec::new();
+        f.read_bytes(params.bytes() as usize - 8, 8, &mut last);
+        let last = u64::from_le_bytes(last.try_into().unwrap());
+        assert_eq!(last & params.padding_mask(), 0);
     }
 }
