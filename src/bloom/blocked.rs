@@ -116,8 +116,10 @@ pub fn set<W: WordWrite + ?Sized>(words: &mut W, hash: &ItemHash, k: u32) -> boo
 /// Starts loading the item's block.
 #[inline]
 pub fn prefetch<W: WordRead + ?Sized>(words: &W, hash: &ItemHash) {
-    if let Some(word) = words.get(block_of(words, hash) * BLOCK_WORDS) {
-        prefetch_line(word);
+    let start = block_of(words, hash) * BLOCK_WORDS;
+    if start < words.words() {
+        // SAFETY: in range, just checked.
+        prefetch_line(unsafe { words.word_ptr_unchecked(start) });
     }
 }
 
