@@ -20,7 +20,7 @@
 //! rounding), and a last, shorter one, the only one rounded. The last segment is at most
 //! 16 MiB, whose classes are 2 MiB apart, so an array of any size wastes less than 2 MiB
 //! (< 0.6% of a 372 MiB filter, < 12.5% of one just above 16 MiB), against up to 25% before;
-//! the segment table and the segments' records add 48 bytes a segment.
+//! the segment table and the segments' records add 32 bytes a segment.
 //! Arrays of at most 16 MiB stay one allocation, as they always were (a 0.01 / 10M filter's
 //! 11.4 MiB among them). 16 rather than 64 MiB: the waste bound is 4× smaller and arrays of
 //! 16–64 MiB are segmented too; the segment table, one pointer per segment, stays small (24
@@ -59,29 +59,26 @@ const SEGMENT_SHIFT: u32 = SEGMENT_WORDS.trailing_zeros();
 /// Bytes of a segment of a large array.
 pub const SEGMENT_BYTES: usize = SEGMENT_WORDS * 8;
 
-/// One allocation: `len` words, `align`-aligned, inside the block at `base` of `allocated`
-/// bytes (0 when `len` is 0: nothing allocated), for which the allocator took `class` bytes.
+/// One allocation: words `align`-aligned at `ptr`, inside the block at `base` of `allocated`
+/// bytes (0 when there are no words: nothing allocated). How many words is the owner's to
+/// know: a `Words` is small in every key that has a bit array.
 struct Run {
     ptr: NonNull<u64>,
-    len: usize,
     base: NonNull<u8>,
     allocated: usize,
-    class: u64,
 }
 
 impl Run {
     const EMPTY: Run = Run {
         ptr: NonNull::dangling(),
-        len: 0,
         base: NonNull::dangling(),
         allocated: 0,
-        class: 0,
     };
 
-    /// `len` (≥ 1) zero words aligned to `align` (a power of two ≥ 8), or None if the
-    /// allocator refuses. Zeroed allocation lets the allocator hand out fresh pages of a large
-    /// filter without touching them.
-    fn zeroed(len: usize, align: usize) -> Option<Self> {
+    /// `len` (≥ 1) zero words aligned to `align` (a power of two ≥ 8), and the bytes the
+    /// allocator took for them, or None if the allocator refuses. Zeroed allocation lets the
+    /// allocator hand out fresh pages of a large filter without touching them.
+    fn zeroed(len: usize, align: usize) -> Option<(Self, u64)> {
         let bytes = len.checked_mul(8)?;
         // The exact size first (aligned enough under jemalloc), else with room to align.
         for allocated in [bytes, bytes.checked_add(align - 8)?] {
@@ -95,13 +92,12 @@ impl Run {
             {
                 // SAFETY: offset + len·8 ≤ allocated: the words lie inside the allocation.
                 let ptr = unsafe { base.add(offset) }.cast::<u64>();
-                return Some(Self {
+                let run = Self {
                     ptr,
-                    len,
                     base,
                     allocated,
-                    class: allocated_size(base, layout),
-                });
+                };
+                return Some((run, allocated_size(base, layout)));
             }
             // SAFETY: just allocated with this layout.
             unsafe { dealloc(base.as_ptr(), layout) };
@@ -109,15 +105,16 @@ impl Run {
         None
     }
 
-    fn words(&self) -> &[u64] {
-        // SAFETY: ptr points at len initialised (zeroed or written) words, or is dangling
-        // with len 0.
-        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+    /// Its words, `len` of them as allocated.
+    fn words(&self, len: usize) -> &[u64] {
+        // SAFETY: ptr points at len initialised (zeroed or written) words (the caller's len is
+        // the one allocated), or is dangling with len 0.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), len) }
     }
 
-    fn words_mut(&mut self) -> &mut [u64] {
+    fn words_mut(&mut self, len: usize) -> &mut [u64] {
         // SAFETY: as in `words`, and &mut self makes the access exclusive.
-        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), len) }
     }
 }
 
@@ -146,24 +143,33 @@ fn try_collect<T>(len: usize, make: impl FnMut(usize) -> Option<T>) -> Option<Bo
     Some(out.into_boxed_slice())
 }
 
+/// Words of segment `s` of an array of `len` words.
+fn segment_len(len: usize, s: usize) -> usize {
+    SEGMENT_WORDS.min(len - s * SEGMENT_WORDS)
+}
+
+/// The segments of a large array: `SEGMENT_WORDS` words each, the last one possibly shorter.
+/// The lookups' index `table` holds, for segment s, where word 0 would be if the array were
+/// contiguous and segment s in its place (its first word's address − s·SEGMENT_WORDS words,
+/// computed with wrapping arithmetic), so word i is at table[i / S] + i; the runs own the
+/// memory.
+struct Segmented {
+    table: Box<[*mut u64]>,
+    runs: Box<[Run]>,
+}
+
 enum Storage {
     /// An array of at most one segment (or empty).
     One(Run),
-    /// Segments of `SEGMENT_WORDS` words, the last one possibly shorter. The lookups' index
-    /// `table` holds, for segment s, where word 0 would be if the array were contiguous and
-    /// segment s in its place (its first word's address − s·SEGMENT_WORDS words, computed
-    /// with wrapping arithmetic), so word i is at table[i / S] + i; the runs own the memory.
-    Segments {
-        table: Box<[*mut u64]>,
-        runs: Box<[Run]>,
-    },
+    /// A larger one, boxed so that a `Words` stays as small as one allocation's record.
+    Segments(Box<Segmented>),
 }
 
 pub struct Words {
     len: usize,
     align: usize,
     storage: Storage,
-    /// What the allocations take, by their size classes; kept because every write asks for it
+    /// What the allocations take (their size classes); kept because every write asks for it
     /// (`value::modify`).
     class: u64,
 }
@@ -181,25 +187,24 @@ impl Words {
         if !align.is_power_of_two() || align > 64 {
             return None;
         }
-        let storage = if len == 0 {
-            Storage::One(Run::EMPTY)
+        let (storage, class) = if len == 0 {
+            (Storage::One(Run::EMPTY), 0)
         } else if len <= SEGMENT_WORDS {
-            Storage::One(Run::zeroed(len, align)?)
+            let (run, class) = Run::zeroed(len, align)?;
+            (Storage::One(run), class)
         } else {
             let count = len.div_ceil(SEGMENT_WORDS);
-            let runs = try_collect(count, |i| {
-                Run::zeroed(SEGMENT_WORDS.min(len - i * SEGMENT_WORDS), align)
+            let mut class = table_bytes(count);
+            let runs = try_collect(count, |s| {
+                let (run, bytes) = Run::zeroed(segment_len(len, s), align)?;
+                class += bytes;
+                Some(run)
             })?;
             let table = try_collect(count, |s| {
                 Some(runs[s].ptr.as_ptr().wrapping_sub(s * SEGMENT_WORDS))
             })?;
-            Storage::Segments { table, runs }
-        };
-        let class = match &storage {
-            Storage::One(run) => run.class,
-            Storage::Segments { runs, .. } => {
-                runs.iter().map(|r| r.class).sum::<u64>() + table_bytes(runs.len())
-            }
+            let segmented = try_box(Segmented { table, runs })?;
+            (Storage::Segments(segmented), class)
         };
         Some(Self {
             len,
@@ -219,9 +224,9 @@ impl Words {
     #[inline(always)]
     pub fn view(&self) -> View<'_> {
         match &self.storage {
-            Storage::One(run) => View::One(run.words()),
-            Storage::Segments { table, .. } => View::Segments(Segments {
-                table,
+            Storage::One(run) => View::One(run.words(self.len)),
+            Storage::Segments(s) => View::Segments(Segments {
+                table: &s.table,
                 len: self.len,
                 _words: PhantomData,
             }),
@@ -232,9 +237,9 @@ impl Words {
     #[inline(always)]
     pub fn view_mut(&mut self) -> ViewMut<'_> {
         match &mut self.storage {
-            Storage::One(run) => ViewMut::One(run.words_mut()),
-            Storage::Segments { table, .. } => ViewMut::Segments(SegmentsMut(Segments {
-                table,
+            Storage::One(run) => ViewMut::One(run.words_mut(self.len)),
+            Storage::Segments(s) => ViewMut::Segments(SegmentsMut(Segments {
+                table: &s.table,
                 len: self.len,
                 _words: PhantomData,
             })),
@@ -243,19 +248,25 @@ impl Words {
 
     /// The allocations' words in order (their concatenation is the array).
     fn pieces(&self) -> impl Iterator<Item = &[u64]> {
-        let runs = match &self.storage {
-            Storage::One(run) => std::slice::from_ref(run),
-            Storage::Segments { runs, .. } => runs,
+        let (runs, one) = match &self.storage {
+            Storage::One(run) => (std::slice::from_ref(run), true),
+            Storage::Segments(s) => (&s.runs[..], false),
         };
-        runs.iter().map(Run::words)
+        let len = self.len;
+        runs.iter()
+            .enumerate()
+            .map(move |(s, run)| run.words(if one { len } else { segment_len(len, s) }))
     }
 
     fn pieces_mut(&mut self) -> impl Iterator<Item = &mut [u64]> {
-        let runs = match &mut self.storage {
-            Storage::One(run) => std::slice::from_mut(run),
-            Storage::Segments { runs, .. } => runs,
+        let (runs, one) = match &mut self.storage {
+            Storage::One(run) => (std::slice::from_mut(run), true),
+            Storage::Segments(s) => (&mut s.runs[..], false),
         };
-        runs.iter_mut().map(Run::words_mut)
+        let len = self.len;
+        runs.iter_mut()
+            .enumerate()
+            .map(move |(s, run)| run.words_mut(if one { len } else { segment_len(len, s) }))
     }
 
     /// Appends bytes `start..start + len` of the array read as little-endian words (the
@@ -315,10 +326,24 @@ pub fn planned_bytes_in(len: usize, segment: usize) -> u64 {
         + table_bytes(len.div_ceil(segment))
 }
 
-/// Bytes of the segment table and the runs' records of `count` segments.
+/// Bytes of the segment table, the runs' records and their box, for `count` segments.
 fn table_bytes(count: usize) -> u64 {
     size_class((count * std::mem::size_of::<*mut u64>()) as u64)
         + size_class((count * std::mem::size_of::<Run>()) as u64)
+        + size_class(std::mem::size_of::<Segmented>() as u64)
+}
+
+/// A `Box`, allocated fallibly (`Box::new` aborts when memory runs out).
+fn try_box<T>(value: T) -> Option<Box<T>> {
+    let layout = Layout::new::<T>();
+    // SAFETY: T is non-zero-sized here (a `Segmented`).
+    let raw = NonNull::new(unsafe { std::alloc::alloc(layout) }.cast::<T>())?;
+    // SAFETY: freshly allocated for one T with the global allocator and T's layout, which
+    // is what `Box::from_raw` frees it with.
+    unsafe {
+        raw.as_ptr().write(value);
+        Some(Box::from_raw(raw.as_ptr()))
+    }
 }
 
 impl Clone for Words {
@@ -573,7 +598,7 @@ mod tests {
             let w = Words::zeroed(len, 64).unwrap();
             let runs = match &w.storage {
                 Storage::One(run) => std::slice::from_ref(run),
-                Storage::Segments { runs, .. } => runs,
+                Storage::Segments(s) => &s.runs[..],
             };
             assert_eq!(runs.len(), len.div_ceil(SEGMENT_WORDS));
             for run in runs.iter() {
@@ -593,7 +618,9 @@ mod tests {
             planned_bytes(SEGMENT_WORDS + 1),
             SEGMENT_BYTES as u64 + 8 + table_bytes(2)
         );
-        assert_eq!(table_bytes(2), 16 + 80);
+        assert_eq!(table_bytes(2), 16 + 48 + 32);
+        // A `Words` is no larger than before segments: a key's list of bit arrays is as small.
+        assert_eq!(std::mem::size_of::<Words>(), 48);
         // At most one segment: one allocation, as before segments.
         let w = Words::zeroed(SEGMENT_WORDS, 8).unwrap();
         assert!(matches!(w.view(), View::One(s) if s.len() == SEGMENT_WORDS));
@@ -607,15 +634,15 @@ mod tests {
         // filters (390,738,528 and 428,318,208 bytes of bits), 257 MiB, just over 16 MiB, and
         // at most 16 MiB (one allocation, as before).
         for (bytes, old, now) in [
-            (390_738_528u64, 384 * MIB, 373 * MIB + 192 + 1_024),
-            (428_318_208, 448 * MIB, 410 * MIB + 224 + 1_280),
-            (257 * MIB, 320 * MIB, 257 * MIB + 160 + 768),
-            (16 * MIB + 8, 20 * MIB, 16 * MIB + 8 + 16 + 80),
+            (390_738_528u64, 384 * MIB, 373 * MIB + 192 + 640 + 32),
+            (428_318_208, 448 * MIB, 410 * MIB + 224 + 640 + 32),
+            (257 * MIB, 320 * MIB, 257 * MIB + 160 + 448 + 32),
+            (16 * MIB + 8, 20 * MIB, 16 * MIB + 8 + 16 + 48 + 32),
             (12 * MIB + 8, 14 * MIB, 14 * MIB),
         ] {
             assert_eq!((size_class(bytes), planned(bytes)), (old, now), "{bytes}");
         }
-        // Every size: the rounding stays below 2 MiB, the table apart (48 bytes a segment).
+        // Every size: the rounding stays below 2 MiB, the table apart (32 bytes a segment).
         for bytes in (1..=64u64).map(|i| i * 5 * MIB + 24) {
             let table = if bytes > 16 * MIB {
                 table_bytes(bytes.div_ceil(16 * MIB) as usize)

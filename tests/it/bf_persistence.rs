@@ -37,10 +37,24 @@ fn make_filters(conn: &mut redis::Connection) -> Vec<(String, String)> {
     fill(conn, "mixed", "m", 5_300);
     ok(conn, &["BF.RESERVE", "bits", "0.01", "20000", "NONSCALING"]);
     fill(conn, "bits", "b", 500);
-    ["scaled", "fixed", "tiny", "empty", "mixed", "bits"]
-        .iter()
-        .map(|k| (k.to_string(), digest(conn, k)))
-        .collect()
+    // 17.1 MiB of bits: a 16 MiB segment and a shorter one (src/bloom/words.rs).
+    ok(
+        conn,
+        &["BF.RESERVE", "segmented", "0.01", "15000000", "NONSCALING"],
+    );
+    fill(conn, "segmented", "g", 3_000);
+    [
+        "scaled",
+        "fixed",
+        "tiny",
+        "empty",
+        "mixed",
+        "bits",
+        "segmented",
+    ]
+    .iter()
+    .map(|k| (k.to_string(), digest(conn, k)))
+    .collect()
 }
 
 fn check_filters(conn: &mut redis::Connection, expected: &[(String, String)]) {
@@ -94,6 +108,11 @@ fn dump_restore_copy_and_memory_usage() {
         assert_eq!(ok(&mut c, &["COPY", key, &copy]), Value::Int(1));
         assert_eq!(&digest(&mut c, &copy), d);
     }
+    // A segmented bit array is copied and restored as segments: the same cost.
+    let usage = |c: &mut redis::Connection, k: &str| ok(c, &["MEMORY", "USAGE", k]);
+    let original = usage(&mut c, "segmented");
+    assert_eq!(usage(&mut c, "segmented-copy"), original);
+    assert_eq!(usage(&mut c, "segmented-restored"), original);
     // A copy is deep: changing it leaves the original alone.
     ok(&mut c, &["BF.ADD", "scaled-copy", "only-in-copy"]);
     assert_eq!(
