@@ -82,6 +82,16 @@ const LOOKUP_PREFETCH_PROBES: u32 = 2;
 /// Batches on a smaller newest filter (likely in the CPU's caches) do not prefetch.
 const PREFETCH_MIN_BYTES: u64 = 1 << 20;
 
+/// How far ahead batches on this bit array prefetch: 0 (not at all) when it is small enough
+/// to be cached anyway, where the prefetches would only cost instructions.
+fn prefetch_distance(p: &FilterParams) -> usize {
+    match p.layout {
+        _ if p.bytes() < PREFETCH_MIN_BYTES => 0,
+        Layout::Standard => PREFETCH_DISTANCE,
+        Layout::Blocked => PREFETCH_DISTANCE_BLOCKED,
+    }
+}
+
 /// Why a chain could not be created or could not take an item.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ChainError {
@@ -675,6 +685,18 @@ impl Chain {
         limit: u64,
         mut done: impl FnMut(Result<bool, ChainError>),
     ) {
+        // One bit array with room for the whole batch (a large reserved filter): nothing can
+        // scale or fail, so the probes run in one loop over its words.
+        if let ([SubParams::Bits(p)], true) = (
+            self.params.subs.as_slice(),
+            self.can_hold(hashes.len() as u64),
+        ) {
+            let d = prefetch_distance(p);
+            let array = &mut self.body.bits_mut()[0];
+            let added = array.set_batch(p, hashes, d, |new| done(Ok(new)));
+            self.body.data_mut()[0] += added;
+            return;
+        }
         for (i, hash) in hashes.iter().enumerate() {
             self.prefetch_ahead(hashes, i, u32::MAX);
             let result = self.add(hash, limit);
@@ -688,6 +710,11 @@ impl Chain {
 
     /// `contains` for each item, in order, with the same prefetching as `add_batch`.
     pub fn contains_batch(&self, hashes: &[ItemHash], mut done: impl FnMut(bool)) {
+        if let [SubParams::Bits(p)] = self.params.subs.as_slice() {
+            let d = prefetch_distance(p);
+            self.body.bits()[0].contains_batch(p, hashes, d, LOOKUP_PREFETCH_PROBES, done);
+            return;
+        }
         for (i, hash) in hashes.iter().enumerate() {
             self.prefetch_ahead(hashes, i, LOOKUP_PREFETCH_PROBES);
             done(self.contains(hash));
@@ -704,23 +731,7 @@ impl Chain {
         else {
             return;
         };
-        if p.bytes() < PREFETCH_MIN_BYTES {
-            // Cached anyway: the prefetches would only cost instructions.
-            return;
-        }
-        let d = match p.layout {
-            Layout::Standard => PREFETCH_DISTANCE,
-            Layout::Blocked => PREFETCH_DISTANCE_BLOCKED,
-        };
-        if i == 0 {
-            hashes
-                .iter()
-                .take(d)
-                .for_each(|h| last.prefetch_probes(p, h, probes));
-        }
-        if let Some(ahead) = hashes.get(i + d) {
-            last.prefetch_probes(p, ahead, probes);
-        }
+        last.prefetch_ahead(p, hashes, prefetch_distance(p), probes, i);
     }
 
     /// The next sub-filter: capacity c·e^i, error rate (p − Σ p_j)·(1−r).
@@ -905,7 +916,9 @@ mod tests {
     fn batches_match_one_by_one() {
         // Scaling and non-scaling, with repeats inside a batch and a non-scaling filter that
         // fills up mid-batch (the batch stops at the error, like one-by-one adds would).
-        let shapes = [(50u64, 2u32), (1000, 0), (7, 1)];
+        // (20,000, 0) is one bit array with room for every batch (segmented in unit tests):
+        // the batches' single-array loops.
+        let shapes = [(50u64, 2u32), (1000, 0), (7, 1), (20_000, 0)];
         for (layout, (capacity, expansion)) in [Layout::Standard, Layout::Blocked]
             .into_iter()
             .flat_map(|l| shapes.map(|s| (l, s)))

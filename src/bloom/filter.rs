@@ -365,6 +365,61 @@ impl BitArray {
         }
     }
 
+    /// `set` for each item in order, passing each result to `done`; before item i, the
+    /// probes of item i + `distance` are prefetched (0: none), so that the cache misses of a
+    /// large array overlap. How many items were new.
+    pub fn set_batch(
+        &mut self,
+        params: &FilterParams,
+        hashes: &[ItemHash],
+        distance: usize,
+        mut done: impl FnMut(bool),
+    ) -> u64 {
+        match self.words.view_mut() {
+            ViewMut::One(words) => set_batch_in(words, params, hashes, distance, &mut done),
+            ViewMut::Segments(mut words) => {
+                set_batch_in(&mut words, params, hashes, distance, &mut done)
+            }
+        }
+    }
+
+    /// `contains` for each item in order, prefetching as `set_batch` does, but only the first
+    /// `probes` probes of each item.
+    pub fn contains_batch(
+        &self,
+        params: &FilterParams,
+        hashes: &[ItemHash],
+        distance: usize,
+        probes: u32,
+        mut done: impl FnMut(bool),
+    ) {
+        match self.words.view() {
+            View::One(words) => {
+                contains_batch_in(words, params, hashes, distance, probes, &mut done)
+            }
+            View::Segments(words) => {
+                contains_batch_in(&words, params, hashes, distance, probes, &mut done)
+            }
+        }
+    }
+
+    /// Before item i of a batch, its prefetches (see `set_batch`) when the batch has to go
+    /// item by item.
+    #[inline]
+    pub fn prefetch_ahead(
+        &self,
+        params: &FilterParams,
+        hashes: &[ItemHash],
+        distance: usize,
+        probes: u32,
+        i: usize,
+    ) {
+        match self.words.view() {
+            View::One(words) => prefetch_ahead_in(words, params, hashes, distance, probes, i),
+            View::Segments(words) => prefetch_ahead_in(&words, params, hashes, distance, probes, i),
+        }
+    }
+
     /// Asks the CPU to start loading the cache lines of the item's first `probes` probes: a
     /// batch command prefetches a few items ahead so that the misses of a large filter
     /// overlap, and a lookup in a filter that does not hold the item usually stops after one
@@ -436,6 +491,63 @@ fn set_in<W: WordWrite + ?Sized>(words: &mut W, params: &FilterParams, hash: &It
         *word |= mask;
     }
     changed != 0
+}
+
+/// Before item i of a batch: prefetches the first `probes` probes of item i + `distance`, and
+/// at the start those of the items before it (nothing when `distance` is 0).
+#[inline(always)]
+fn prefetch_ahead_in<W: WordRead + ?Sized>(
+    words: &W,
+    params: &FilterParams,
+    hashes: &[ItemHash],
+    distance: usize,
+    probes: u32,
+    i: usize,
+) {
+    if distance == 0 {
+        return;
+    }
+    if i == 0 {
+        for hash in hashes.iter().take(distance) {
+            prefetch_in(words, params, hash, probes);
+        }
+    }
+    if let Some(ahead) = hashes.get(i + distance) {
+        prefetch_in(words, params, ahead, probes);
+    }
+}
+
+#[inline(always)]
+fn set_batch_in<W: WordWrite + ?Sized>(
+    words: &mut W,
+    params: &FilterParams,
+    hashes: &[ItemHash],
+    distance: usize,
+    done: &mut impl FnMut(bool),
+) -> u64 {
+    let mut added = 0;
+    for (i, hash) in hashes.iter().enumerate() {
+        prefetch_ahead_in(words, params, hashes, distance, params.hashes, i);
+        let new = set_in(words, params, hash);
+        added += u64::from(new);
+        done(new);
+    }
+    added
+}
+
+#[inline(always)]
+fn contains_batch_in<W: WordRead + ?Sized>(
+    words: &W,
+    params: &FilterParams,
+    hashes: &[ItemHash],
+    distance: usize,
+    probes: u32,
+    done: &mut impl FnMut(bool),
+) {
+    for (i, hash) in hashes.iter().enumerate() {
+        prefetch_ahead_in(words, params, hashes, distance, probes, i);
+        done(contains_in(words, params, hash));
+    }
 }
 
 #[inline(always)]
