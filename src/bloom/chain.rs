@@ -697,6 +697,9 @@ impl Chain {
             self.body.data_mut()[0] += added;
             return;
         }
+        if self.add_batch_to_sparse(hashes, &mut done) {
+            return;
+        }
         for (i, hash) in hashes.iter().enumerate() {
             self.prefetch_ahead(hashes, i, u32::MAX);
             let result = self.add(hash, limit);
@@ -706,6 +709,57 @@ impl Chain {
                 return;
             }
         }
+    }
+
+    /// `add_batch` when the newest sub-filter is a sparse set that takes the whole batch
+    /// without filling up: its set is re-coded once with every new fingerprint instead of once
+    /// per item (`sparse::add_all`). False, with nothing changed and `done` not called, when
+    /// that does not apply or the memory cannot be had (then the items go one at a time).
+    fn add_batch_to_sparse(
+        &mut self,
+        hashes: &[ItemHash],
+        done: &mut impl FnMut(Result<bool, ChainError>),
+    ) -> bool {
+        let last = self.params.subs.len() - 1;
+        let SubParams::Sparse(p) = &self.params.subs[last] else {
+            return false;
+        };
+        let n = self.filter_items()[last];
+        // Re-coding costs about n values' work, one insert about n/64 words' shift.
+        let worth_it = hashes.len() > 1 && hashes.len() as u64 * 64 >= n;
+        if !worth_it || n + hashes.len() as u64 >= p.capacity {
+            return false;
+        }
+        // Items an older sub-filter holds are answered there and do not reach the set.
+        let held: Vec<bool> = hashes
+            .iter()
+            .map(|h| last > 0 && self.held_by_any(last, h))
+            .collect();
+        let vs: Vec<u64> = hashes
+            .iter()
+            .zip(&held)
+            .filter(|(_, &h)| !h)
+            .map(|(hash, _)| sparse::fingerprint(hash, p.universe))
+            .collect();
+        let shape = p.shape(n);
+        let words = shape.region_words();
+        let at = self.body.data().len() - words;
+        let Some((new, region, grown)) =
+            sparse::add_all(&self.body.data()[at..], &shape, p.universe, &vs)
+        else {
+            return false;
+        };
+        if !self.body.resize(at, words, grown.region_words()) {
+            return false;
+        }
+        let data = self.body.data_mut();
+        data[at..].copy_from_slice(&region);
+        data[last] = grown.len();
+        let mut new = new.into_iter();
+        for h in held {
+            done(Ok(!h && new.next().unwrap_or(false)));
+        }
+        true
     }
 
     /// `contains` for each item, in order, with the same prefetching as `add_batch`.
@@ -917,11 +971,13 @@ mod tests {
         // Scaling and non-scaling, with repeats inside a batch and a non-scaling filter that
         // fills up mid-batch (the batch stops at the error, like one-by-one adds would).
         // (20,000, 0) is one bit array with room for every batch (segmented in unit tests):
-        // the batches' single-array loops.
-        let shapes = [(50u64, 2u32), (1000, 0), (7, 1), (20_000, 0)];
-        for (layout, (capacity, expansion)) in [Layout::Standard, Layout::Blocked]
+        // the batches' single-array loops. Batches of 13 also land whole in sparse sets, the
+        // newest sub-filter or not (`add_batch_to_sparse`).
+        let shapes = [(50u64, 2u32), (1000, 0), (7, 1), (20_000, 0), (100, 2)];
+        for (layout, (capacity, expansion), size) in [Layout::Standard, Layout::Blocked]
             .into_iter()
             .flat_map(|l| shapes.map(|s| (l, s)))
+            .flat_map(|(l, s)| [97, 13].map(|size| (l, s, size)))
         {
             let mut one = Chain::with_layout(layout, 0.01, capacity, expansion, GIB).unwrap();
             let mut batch = one.clone();
@@ -935,7 +991,7 @@ mod tests {
                 }
             }
             let mut got = Vec::new();
-            for chunk in hashes.chunks(97) {
+            for chunk in hashes.chunks(size) {
                 batch.add_batch(chunk, GIB, |r| got.push(r));
                 if got.last().is_some_and(|r| r.is_err()) {
                     break;

@@ -319,6 +319,49 @@ pub fn insert(region: &mut [u64], shape: &Shape, universe: u64, pending: Pending
     }
 }
 
+/// Many adds at once: whether each of `vs` (in order; a value repeated in `vs` is new only
+/// the first time) is new to the set of `shape` (universe `universe`), and the region of the
+/// set with all of them, re-coded once: the region `prepare_add` and `insert` would reach one
+/// value at a time (a pure function of the set). None if the memory could not be had.
+pub fn add_all(
+    region: &[u64],
+    shape: &Shape,
+    universe: u64,
+    vs: &[u64],
+) -> Option<(Vec<bool>, Vec<u64>, Shape)> {
+    let mut old = Vec::new();
+    old.try_reserve_exact(shape.stream.k as usize).ok()?;
+    old.extend(values(stream(region, shape), shape));
+    // The values in increasing order, first occurrences first among equals.
+    let mut order: Vec<usize> = Vec::new();
+    order.try_reserve_exact(vs.len()).ok()?;
+    order.extend(0..vs.len());
+    order.sort_by_key(|&i| vs[i]);
+    let mut new = vec![false; vs.len()];
+    let mut added = Vec::new();
+    added.try_reserve_exact(vs.len()).ok()?;
+    for &i in &order {
+        let v = vs[i];
+        if added.last() != Some(&v) && old.binary_search(&v).is_err() {
+            new[i] = true;
+            added.push(v);
+        }
+    }
+    let grown = Shape::new(old.len() as u64 + added.len() as u64, universe);
+    let mut all = Vec::new();
+    all.try_reserve_exact(grown.stream.k as usize).ok()?;
+    let (mut a, mut b) = (old.iter().peekable(), added.iter().peekable());
+    while let (Some(&&x), Some(&&y)) = (a.peek(), b.peek()) {
+        all.push(if x < y { a.next() } else { b.next() }.copied()?);
+    }
+    all.extend(a.chain(b));
+    let mut out = Vec::new();
+    out.try_reserve_exact(grown.region_words()).ok()?;
+    out.resize(grown.region_words(), 0);
+    write(&mut out, &grown, all);
+    Some((new, out, grown))
+}
+
 /// Checks that `stream` is the stream of a set of `n` distinct values below `universe`
 /// (canonical: the exact length, bits past the end zero), so that it can be loaded.
 pub fn is_valid(stream: &[u64], n: u64, universe: u64) -> bool {
