@@ -1033,7 +1033,7 @@ mod tests {
 
     #[test]
     fn blocked_costs_at_most_15_percent_more_at_0_001() {
-        // The filter: 0.001 / 200M, scaling (its first sub-filter gets 55% of p).
+        // The push platform's filter: 0.001 / 200M, scaling (its first sub-filter gets 55% of p).
         let rate = 0.001 * HEAD_SHARE;
         let standard = FilterParams::for_capacity(200_000_000, rate).unwrap();
         let blocked = FilterParams::for_layout(Layout::Blocked, 200_000_000, rate).unwrap();

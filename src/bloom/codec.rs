@@ -46,8 +46,8 @@
 //! * 1 (lcbloom 0.1): standard layout, bit arrays only; byte 6 was reserved and is 0.
 //! * 2: byte 6 is the layout and is 1, blocked (`blocked.rs`: each item's probes in one 64-byte
 //!   block), bit arrays only. A version 2 value with layout 0 is refused as non-canonical.
-//! * 3: sparse sub-filters (issue 11), with either layout; at least one sub-filter is sparse
-//!   (else it is written as version 1 or 2, and refused as non-canonical).
+//! * 3: sparse sub-filters (fingerprint sets), with either layout; at least one sub-filter is
+//!   sparse (else it is written as version 1 or 2, and refused as non-canonical).
 
 use super::chain::{memory_bytes_for, Chain, SparseParams, SubParams};
 use super::filter::{FilterParams, Layout};

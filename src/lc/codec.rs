@@ -59,7 +59,7 @@
 //!     positions as varint gaps (the first position, then p − q − 1 for each next p after q),
 //!     the smallest kind by those sizes. Still read: an exact set becomes the fingerprints of
 //!     its hashes (the state the same items give in version 2), a bitmap the same bits.
-//! 2 — fingerprints and Elias–Fano streams (issue 11); the counter's sparse mode.
+//! 2 — fingerprints and Elias–Fano streams; the counter's sparse mode.
 
 use super::counter::{bitmap_bytes, exact_limit, Counter, LcError};
 use crate::decode::DecodeError;

@@ -96,7 +96,7 @@
 //! # Version history
 //!
 //! 1 — exact mode kept the 64-bit `h1` values themselves (same limit `L`); bitmap otherwise.
-//! 2 — fingerprints, the sparse mode, the single block (issue 11).
+//! 2 — fingerprints, the sparse mode, the single block.
 
 use super::block::Block;
 use crate::alloc::size_class;
