@@ -13,7 +13,6 @@
 
 use redis_module::raw;
 use std::alloc::{GlobalAlloc, Layout, System};
-use std::ptr::NonNull;
 
 pub struct ModuleAlloc;
 
@@ -93,20 +92,6 @@ pub fn zeroed_words(len: usize) -> Option<Vec<u64>> {
     // SAFETY: the global allocator made `ptr` with the layout of a Vec<u64> of capacity `len`,
     // and its `len` zeroed words are initialised u64s.
     Some(unsafe { Vec::from_raw_parts(ptr, len, len) })
-}
-
-/// The bytes the allocator handed out for `ptr`, a block of the global allocator made with
-/// `layout`: inside Redis, its own figure (`RedisModule_MallocSize`, what `used_memory`
-/// counted, whatever the allocator), elsewhere `size_class`'s estimate.
-pub fn allocated_size(ptr: NonNull<u8>, layout: Layout) -> u64 {
-    // SAFETY: the API table is written once, in RedisModule_Init, before any allocation of
-    // the module's; a layout that `redis_side` sends to Redis's allocator came from it.
-    unsafe {
-        match redis_side(layout, raw::RedisModule_MallocSize) {
-            Some(size) => size(ptr.as_ptr().cast()) as u64,
-            None => size_class(layout.size() as u64),
-        }
-    }
 }
 
 /// The bytes the allocator really hands out for a request of `bytes`: jemalloc 5's size

@@ -39,12 +39,14 @@
 //!
 //! Allocation is fallible and all-or-nothing: an array whose every segment cannot be allocated
 //! is an error (the segments already allocated are freed), never an abort. `allocated_bytes`
-//! reports what the allocator really took: inside Redis its own figure for each allocation
-//! (`alloc::allocated_size`: jemalloc's size class, or glibc's chunk for a Valkey built with
-//! it, where a blocked segment aligned by hand costs 16 MiB and a page, not jemalloc's 20 MiB
-//! class), the table's by its size class.
+//! reports each allocation by jemalloc's size class of its words' bytes (`alloc::size_class`,
+//! exact under Debian's redis-server, where the exact request is always aligned enough): a
+//! function of the array alone, so a value reports the same size on a master, its replicas and
+//! after a reload, whatever the allocator. Under glibc's malloc (a Valkey built with libc) the
+//! real figure differs a little: its chunk headers, a page when a request is served by mmap,
+//! and the room to align a blocked array by hand when the exact request was not aligned.
 
-use crate::alloc::{allocated_size, size_class};
+use crate::alloc::size_class;
 use crate::chunks::{bytes_into_words, words_to_bytes};
 use std::alloc::{alloc_zeroed, dealloc, Layout};
 use std::marker::PhantomData;
@@ -97,7 +99,7 @@ impl Run {
                     base,
                     allocated,
                 };
-                return Some((run, allocated_size(base, layout)));
+                return Some((run, size_class(bytes as u64)));
             }
             // SAFETY: just allocated with this layout.
             unsafe { dealloc(base.as_ptr(), layout) };
