@@ -741,9 +741,8 @@ impl Chain {
             .filter(|(_, &h)| !h)
             .map(|(hash, _)| sparse::fingerprint(hash, p.universe))
             .collect();
-        let shape = p.shape(n);
+        let (shape, at) = last_region(&self.body, p, n);
         let words = shape.region_words();
-        let at = self.body.data().len() - words;
         let Some((new, region, grown)) =
             sparse::add_all(&self.body.data()[at..], &shape, p.universe, &vs)
         else {
@@ -834,6 +833,13 @@ impl Chain {
     }
 }
 
+/// The shape of the newest sub-filter, a sparse set of `n` values that is not full, and where
+/// its region starts: it ends the body's data.
+fn last_region(body: &Body, p: &SparseParams, n: u64) -> (Shape, usize) {
+    let shape = p.shape(n);
+    (shape, body.data().len() - shape.region_words())
+}
+
 /// Adds the item to the sparse set that ends the body's data (sub-filter `last`): whether it
 /// was new there. A set that cannot grow refuses the item (out of memory), changing nothing.
 /// Apart from `add_to_last` so that the bit arrays' path stays small.
@@ -845,9 +851,8 @@ fn add_to_sparse(
     hash: &ItemHash,
 ) -> Result<bool, ChainError> {
     let n = body.data()[last];
-    let shape = p.shape(n);
+    let (shape, at) = last_region(body, p, n);
     let words = shape.region_words();
-    let at = body.data().len() - words;
     let v = sparse::fingerprint(hash, p.universe);
     let pending = match sparse::prepare_add(&body.data()[at..], &shape, p.universe, v) {
         None => return Err(ChainError::OutOfMemory),

@@ -168,9 +168,7 @@ pub fn build(stream: ef::Shape, values: impl Iterator<Item = u64> + Clone) -> Op
         previous = Some(high);
     }
     let layout = Layout::new(stream, occupied_count);
-    let mut region = Vec::new();
-    region.try_reserve_exact(layout.words).ok()?;
-    region.resize(layout.words, 0);
+    let mut region = crate::alloc::zeroed_words(layout.words)?;
     // Regions of sparse sub-filters are at most a few thousand words (`sparse::MAX_CAPACITY`).
     region[0] = occupied_count | (layout.words as u64) << 16;
     // r: occupied buckets so far; extra: values in `rest` so far; in_bucket: values of the
@@ -247,11 +245,7 @@ fn group_start(region: &[u64], ends: u64, t: u64) -> u64 {
         let word = ef::read_bits(region, at, width);
         let count = word.count_ones() as u64;
         if left <= count {
-            let mut rest = word;
-            for _ in 1..left {
-                rest &= rest - 1;
-            }
-            return at + rest.trailing_zeros() as u64 + 1 - ends;
+            return at + ef::select_in_word(word, left - 1) + 1 - ends;
         }
         left -= count;
         at += width as u64;

@@ -120,39 +120,6 @@ fn sample(index: &[u64], j: u64) -> u64 {
     index[(e / SAMPLES_PER_WORD) as usize] >> (16 * (e % SAMPLES_PER_WORD)) & 0xffff
 }
 
-/// The position of the set bit of rank `k` in `x` (which has more than k): the byte holding
-/// it by halving the word by its low half's popcount, then a table.
-#[inline(always)]
-fn select_in_word(x: u64, k: u64) -> u64 {
-    /// SELECT_IN_BYTE[k][b]: the position of the set bit of rank k in byte b (0 if none).
-    static SELECT_IN_BYTE: [[u8; 256]; 8] = {
-        let mut table = [[0u8; 256]; 8];
-        let mut b = 0;
-        while b < 256 {
-            let (mut k, mut bit) = (0, 0);
-            while bit < 8 {
-                if b >> bit & 1 == 1 {
-                    table[k][b] = bit as u8;
-                    k += 1;
-                }
-                bit += 1;
-            }
-            b += 1;
-        }
-        table
-    };
-    let (mut x, mut k, mut at) = (x, k, 0u64);
-    for half in [32u32, 16, 8] {
-        let low = (x & ((1u64 << half) - 1)).count_ones() as u64;
-        if k >= low {
-            k -= low;
-            x >>= half;
-            at += half as u64;
-        }
-    }
-    at + SELECT_IN_BYTE[k as usize & 7][x as usize & 0xff] as u64
-}
-
 /// Whether `v` is in the set, reading the stream as `ef::find` does but starting the search
 /// for its bucket at the index sample before it: the select scans a word or two, not up to
 /// half the upper bits (`ef::find` bounds the work by the stream's length, which the linear
@@ -179,7 +146,7 @@ fn find(region: &[u64], shape: &Shape, v: u64) -> ef::Probe {
             loop {
                 let count = zeros.count_ones() as u64;
                 if left < count {
-                    break w as u64 * 64 + select_in_word(zeros, left) - upper + 1;
+                    break w as u64 * 64 + ef::select_in_word(zeros, left) - upper + 1;
                 }
                 left -= count;
                 w += 1;
@@ -242,11 +209,7 @@ fn build_index(index: &mut [u64], stream: &[u64], shape: &Shape) {
         let count = free.count_ones() as u64;
         while j <= shape.samples() && zeros + count > j * SAMPLE {
             // The zero of rank j·SAMPLE − zeros in this word.
-            let mut rest = free;
-            for _ in 0..j * SAMPLE - zeros {
-                rest &= rest - 1;
-            }
-            let position = at + rest.trailing_zeros() as u64;
+            let position = at + ef::select_in_word(free, j * SAMPLE - zeros);
             let e = j - 1;
             index[(e / SAMPLES_PER_WORD) as usize] |= position << (16 * (e % SAMPLES_PER_WORD));
             j += 1;
@@ -286,7 +249,7 @@ pub fn prepare_add(region: &[u64], shape: &Shape, universe: u64, v: u64) -> Opti
     let recoded = if grown.stream.l != shape.stream.l || shape.stream.k == 0 {
         let mut all = Vec::new();
         all.try_reserve_exact(grown.stream.k as usize).ok()?;
-        let mut old = values(&region[shape.index_words()..], shape);
+        let mut old = values(stream(region, shape), shape);
         all.extend(old.by_ref().take(rank as usize));
         all.push(v);
         all.extend(old);
@@ -329,35 +292,29 @@ pub fn add_all(
     universe: u64,
     vs: &[u64],
 ) -> Option<(Vec<bool>, Vec<u64>, Shape)> {
-    let mut old = Vec::new();
-    old.try_reserve_exact(shape.stream.k as usize).ok()?;
-    old.extend(values(stream(region, shape), shape));
     // The values in increasing order, first occurrences first among equals.
     let mut order: Vec<usize> = Vec::new();
     order.try_reserve_exact(vs.len()).ok()?;
     order.extend(0..vs.len());
     order.sort_by_key(|&i| vs[i]);
     let mut new = vec![false; vs.len()];
-    let mut added = Vec::new();
-    added.try_reserve_exact(vs.len()).ok()?;
+    let mut all = Vec::new();
+    all.try_reserve_exact(shape.stream.k as usize + vs.len())
+        .ok()?;
+    let mut old = values(stream(region, shape), shape).peekable();
     for &i in &order {
         let v = vs[i];
-        if added.last() != Some(&v) && old.binary_search(&v).is_err() {
+        while let Some(x) = old.next_if(|&x| x < v) {
+            all.push(x);
+        }
+        if old.peek() != Some(&v) && all.last() != Some(&v) {
             new[i] = true;
-            added.push(v);
+            all.push(v);
         }
     }
-    let grown = Shape::new(old.len() as u64 + added.len() as u64, universe);
-    let mut all = Vec::new();
-    all.try_reserve_exact(grown.stream.k as usize).ok()?;
-    let (mut a, mut b) = (old.iter().peekable(), added.iter().peekable());
-    while let (Some(&&x), Some(&&y)) = (a.peek(), b.peek()) {
-        all.push(if x < y { a.next() } else { b.next() }.copied()?);
-    }
-    all.extend(a.chain(b));
-    let mut out = Vec::new();
-    out.try_reserve_exact(grown.region_words()).ok()?;
-    out.resize(grown.region_words(), 0);
+    all.extend(old);
+    let grown = Shape::new(all.len() as u64, universe);
+    let mut out = crate::alloc::zeroed_words(grown.region_words())?;
     write(&mut out, &grown, all);
     Some((new, out, grown))
 }
@@ -439,9 +396,7 @@ pub fn region_of(stream: &[u64], shape: &Shape, full: bool) -> Option<Vec<u64>> 
     if full {
         return frozen::build(shape.stream, ef::iter(stream, 0, shape.stream));
     }
-    let mut region = Vec::new();
-    region.try_reserve_exact(shape.region_words()).ok()?;
-    region.resize(shape.region_words(), 0);
+    let mut region = crate::alloc::zeroed_words(shape.region_words())?;
     load(&mut region, stream, shape);
     Some(region)
 }
