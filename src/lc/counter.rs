@@ -622,14 +622,20 @@ impl Counter {
         was_zero
     }
 
-    fn add_fingerprint(&mut self, f: u64, limit: u64) -> Result<bool, LcError> {
+    /// Where `x` goes in the exact or sparse stream: its shape and `x`'s rank, or None when
+    /// `x` is there already.
+    fn absent(&self, x: u64) -> Option<(Shape, u64)> {
         let shape = self.shape();
-        let probe = ef::find(self.block.words(), STREAM, shape, f);
-        if probe.found {
+        let probe = ef::find(self.block.words(), STREAM, shape, x);
+        (!probe.found).then_some((shape, probe.rank))
+    }
+
+    fn add_fingerprint(&mut self, f: u64, limit: u64) -> Result<bool, LcError> {
+        let Some((shape, rank)) = self.absent(f) else {
             return Ok(false);
-        }
+        };
         if shape.k < self.geometry.exact_limit {
-            self.insert(MODE_EXACT, shape, probe.rank, f)?;
+            self.insert(MODE_EXACT, shape, rank, f)?;
         } else {
             // Leaving exact mode: the positions the fingerprints (and this one) stand for.
             let q = self.geometry.q;
@@ -644,13 +650,11 @@ impl Counter {
     }
 
     fn add_position(&mut self, p: u64, limit: u64) -> Result<bool, LcError> {
-        let shape = self.shape();
-        let probe = ef::find(self.block.words(), STREAM, shape, p);
-        if probe.found {
+        let Some((shape, rank)) = self.absent(p) else {
             return Ok(false);
-        }
+        };
         if shape.k < self.geometry.sparse_limit {
-            self.insert(MODE_SPARSE, shape, probe.rank, p)?;
+            self.insert(MODE_SPARSE, shape, rank, p)?;
         } else {
             self.check_dense_within(limit)?;
             let mut dense = self.dense_block()?;
@@ -670,19 +674,13 @@ impl Counter {
                 .resize(stream_words(next))
                 .map_err(|_| LcError::OutOfMemory)?;
             ef::insert(self.block.words_mut(), STREAM, shape, rank, x);
+            set_count(&mut self.block, mode, next.k);
         } else {
-            let mut block = Block::zeroed(stream_words(next)).ok_or(LcError::OutOfMemory)?;
             let old = ef::iter(self.block.words(), STREAM, shape);
             let values = old.clone().take(rank as usize).chain(std::iter::once(x));
-            ef::write(
-                block.words_mut(),
-                STREAM,
-                next,
-                values.chain(old.skip(rank as usize)),
-            );
-            self.block = block;
+            let values = values.chain(old.skip(rank as usize));
+            self.block = stream_block(mode, self.universe(), next.k, values)?;
         }
-        set_count(&mut self.block, mode, next.k);
         Ok(())
     }
 
@@ -892,11 +890,10 @@ impl Counter {
         limit: u64,
     ) -> Result<bool, LcError> {
         if self.mode() == Mode::Dense {
-            let mut changed = false;
-            for p in positions {
-                changed |= self.set_dense(p);
-            }
-            return Ok(changed);
+            // The estimate once, after every bit (`set_dense` would take it for each one).
+            let zeros = self.stored_count();
+            set_bits(&mut self.block, self.geometry.m, positions);
+            return Ok(self.stored_count() != zeros);
         }
         let own: Vec<u64> = self.positions().collect();
         let mut merged = Vec::with_capacity(own.len());
