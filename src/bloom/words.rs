@@ -171,8 +171,8 @@ pub struct Words {
     len: usize,
     align: usize,
     storage: Storage,
-    /// What the allocations take (their size classes); kept because every write asks for it
-    /// (`value::modify`).
+    /// What the allocations take (their size classes, `planned_bytes`); kept because every
+    /// write asks for it (`value::modify`).
     class: u64,
 }
 
@@ -216,8 +216,8 @@ impl Words {
         })
     }
 
-    /// Bytes the allocator hands out for these words (each allocation by its size class,
-    /// alignment room and the segment table included).
+    /// Bytes the allocator hands out for these words (each allocation by its size class, the
+    /// segment table included): `planned_bytes(len)`, kept because every write asks for it.
     pub fn allocated_bytes(&self) -> u64 {
         self.class
     }
@@ -584,7 +584,7 @@ mod tests {
                 1 => 0,
                 n => table_bytes(n),
             };
-            assert!(w.allocated_bytes() >= planned_bytes(len));
+            assert_eq!(w.allocated_bytes(), planned_bytes(len));
             assert!(w.allocated_bytes() <= most + table);
         }
         assert!(Words::zeroed(usize::MAX / 4, 64).is_none());
