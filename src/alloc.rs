@@ -94,6 +94,22 @@ pub fn zeroed_words(len: usize) -> Option<Vec<u64>> {
     Some(unsafe { Vec::from_raw_parts(ptr, len, len) })
 }
 
+/// A `Box`, allocated fallibly (`Box::new` aborts when memory runs out).
+pub fn try_box<T>(value: T) -> Option<Box<T>> {
+    let layout = Layout::new::<T>();
+    if layout.size() == 0 {
+        return Some(Box::new(value));
+    }
+    // SAFETY: the layout is non-zero-sized.
+    let raw = std::ptr::NonNull::new(unsafe { std::alloc::alloc(layout) }.cast::<T>())?;
+    // SAFETY: freshly allocated for one T with the global allocator and T's layout, which
+    // is what `Box::from_raw` frees it with.
+    unsafe {
+        raw.as_ptr().write(value);
+        Some(Box::from_raw(raw.as_ptr()))
+    }
+}
+
 /// The bytes the allocator really hands out for a request of `bytes`: jemalloc 5's size
 /// classes (Debian's redis-server, which accounts `used_memory` by them): 8, then multiples of
 /// 16 up to 128, then four classes per doubling (160, 192, 224, 256, 320 …; 1280, 1536 …).

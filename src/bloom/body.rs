@@ -16,7 +16,7 @@
 //! words 2..2+n the data. Allocation is fallible: a failure is an error, never an abort.
 
 use super::filter::BitArray;
-use crate::alloc::size_class;
+use crate::alloc::{size_class, try_box};
 use std::alloc::{alloc_zeroed, dealloc, realloc, Layout};
 use std::ptr::NonNull;
 
@@ -138,16 +138,11 @@ impl Body {
         let mut b = match self.bits_box() {
             Some(b) => b,
             None => {
-                // A Box, allocated fallibly (`Box::new` aborts when memory runs out).
-                let layout = Layout::new::<Vec<BitArray>>();
-                // SAFETY: a Vec's layout is non-zero-sized.
-                let raw = unsafe { std::alloc::alloc(layout) }.cast::<Vec<BitArray>>();
-                let Some(b) = NonNull::new(raw) else {
+                let Some(boxed) = try_box(Vec::new()) else {
                     return Err(bits);
                 };
-                // SAFETY: freshly allocated for one Vec; `Box::from_raw` frees it (Drop) with
-                // the same global allocator and layout.
-                unsafe { b.write(Vec::new()) };
+                // Owned by the body from now on: Drop gives it back to `Box::from_raw`.
+                let b = NonNull::from(Box::leak(boxed));
                 // SAFETY: word 1 of the block; the box is owned from now on (see Drop).
                 unsafe {
                     self.block

@@ -46,7 +46,7 @@
 //! real figure differs a little: its chunk headers, a page when a request is served by mmap,
 //! and the room to align a blocked array by hand when the exact request was not aligned.
 
-use crate::alloc::size_class;
+use crate::alloc::{size_class, try_box};
 use crate::chunks::{bytes_into_words, words_to_bytes};
 use std::alloc::{alloc_zeroed, dealloc, Layout};
 use std::marker::PhantomData;
@@ -333,19 +333,6 @@ fn table_bytes(count: usize) -> u64 {
     size_class((count * std::mem::size_of::<*mut u64>()) as u64)
         + size_class((count * std::mem::size_of::<Run>()) as u64)
         + size_class(std::mem::size_of::<Segmented>() as u64)
-}
-
-/// A `Box`, allocated fallibly (`Box::new` aborts when memory runs out).
-fn try_box<T>(value: T) -> Option<Box<T>> {
-    let layout = Layout::new::<T>();
-    // SAFETY: T is non-zero-sized here (a `Segmented`).
-    let raw = NonNull::new(unsafe { std::alloc::alloc(layout) }.cast::<T>())?;
-    // SAFETY: freshly allocated for one T with the global allocator and T's layout, which
-    // is what `Box::from_raw` frees it with.
-    unsafe {
-        raw.as_ptr().write(value);
-        Some(Box::from_raw(raw.as_ptr()))
-    }
 }
 
 impl Clone for Words {
