@@ -200,12 +200,17 @@ pub fn write_dense(
     if end == m.div_ceil(8) && !m.is_multiple_of(8) && piece[piece.len() - 1] >> (m % 8) != 0 {
         return Err(DecodeError("padding bits set"));
     }
-    counter.make_dense(limit).map_err(|e| match e {
-        LcError::TooLarge { .. } => DecodeError("bitmap size out of range"),
-        _ => DecodeError("out of memory"),
-    })?;
+    counter.make_dense(limit).map_err(decode_error)?;
     counter.write_bitmap_bytes(offset as usize, piece);
     Ok(())
+}
+
+/// A counter that a payload would make but memory does not allow, as a decoding error.
+fn decode_error(e: LcError) -> DecodeError {
+    match e {
+        LcError::TooLarge { .. } => DecodeError("bitmap size out of range"),
+        _ => DecodeError("out of memory"),
+    }
 }
 
 /// Decodes a counter whose bitmap may take at most `max_bytes` of memory (versions 1 and 2).
@@ -231,10 +236,6 @@ pub fn decode(bytes: &[u8], max_bytes: u64) -> Result<Counter, DecodeError> {
     if m == 0 || bitmap_bytes(m) > max_bytes {
         return Err(DecodeError("bitmap size out of range"));
     }
-    let oom = |e: LcError| match e {
-        LcError::TooLarge { .. } => DecodeError("bitmap size out of range"),
-        _ => DecodeError("out of memory"),
-    };
     let counter = match (version, kind) {
         (1, KIND_EXACT) => {
             let hashes = v1::read_hashes(&mut r, m)?;
@@ -245,14 +246,15 @@ pub fn decode(bytes: &[u8], max_bytes: u64) -> Result<Counter, DecodeError> {
             fps.dedup();
             let count = fps.len() as u64;
             Counter::from_fingerprints(capacity, error_rate, m, count, fps.into_iter())
-                .map_err(oom)?
+                .map_err(decode_error)?
         }
         (1, KIND_DENSE | KIND_SET | KIND_ZEROS) => {
             let words = v1::read_bitmap(&mut r, kind, m)?;
             if v1::smallest_kind(&words, m) != kind {
                 return Err(DecodeError("bitmap not in its smallest encoding"));
             }
-            Counter::from_bitmap_words(capacity, error_rate, m, &words, max_bytes).map_err(oom)?
+            Counter::from_bitmap_words(capacity, error_rate, m, &words, max_bytes)
+                .map_err(decode_error)?
         }
         (_, KIND_EXACT) => {
             let k = r.varint()?;
@@ -263,7 +265,7 @@ pub fn decode(bytes: &[u8], max_bytes: u64) -> Result<Counter, DecodeError> {
             let universe = probe.geometry().universe();
             let (words, shape) = read_stream(&mut r, k, universe)?;
             Counter::from_fingerprints(capacity, error_rate, m, k, ef::iter(&words, 0, shape))
-                .map_err(oom)?
+                .map_err(decode_error)?
         }
         (_, KIND_DENSE) => {
             let words = read_dense(&mut r, m)?;
@@ -271,7 +273,8 @@ pub fn decode(bytes: &[u8], max_bytes: u64) -> Result<Counter, DecodeError> {
             if smallest(m, ones).1 != kind {
                 return Err(DecodeError("bitmap not in its smallest encoding"));
             }
-            Counter::from_bitmap_words(capacity, error_rate, m, &words, max_bytes).map_err(oom)?
+            Counter::from_bitmap_words(capacity, error_rate, m, &words, max_bytes)
+                .map_err(decode_error)?
         }
         (_, KIND_SET | KIND_ZEROS) => {
             let count = r.varint()?;
@@ -296,7 +299,7 @@ pub fn decode(bytes: &[u8], max_bytes: u64) -> Result<Counter, DecodeError> {
                 }
                 Counter::from_bitmap_words(capacity, error_rate, m, &bitmap, max_bytes)
             }
-            .map_err(oom)?
+            .map_err(decode_error)?
         }
         _ => return Err(DecodeError("unknown body kind")),
     };
