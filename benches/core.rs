@@ -9,7 +9,7 @@ use std::hint::black_box;
 use lcbloom::bloom::chain::Chain;
 use lcbloom::bloom::codec as bf_codec;
 use lcbloom::bloom::filter::Layout;
-use lcbloom::hashing::{hash_item, ItemHash};
+use lcbloom::core::hashing::{hash_item, ItemHash};
 use lcbloom::lc::codec as lc_codec;
 use lcbloom::lc::counter::Counter;
 

@@ -5,7 +5,7 @@
 //! (and fill) for a quicker run.
 use lcbloom::bloom::chain::Chain;
 use lcbloom::bloom::filter::Layout;
-use lcbloom::hashing::{hash_item, ItemHash};
+use lcbloom::core::hashing::{hash_item, ItemHash};
 use std::time::Instant;
 
 fn main() {

@@ -5,7 +5,7 @@
 #![allow(dead_code)]
 
 use lcbloom::bloom::codec as bf;
-use lcbloom::hashing::hash_item;
+use lcbloom::core::hashing::hash_item;
 use lcbloom::lc::codec as lc;
 use lcbloom::lc::counter::Counter;
 
@@ -117,7 +117,7 @@ pub fn lc_loadchunk(data: &[u8]) {
 /// A `DUMP` value of a RedisBloom filter (`MBbloom--`, any encver): it decodes only if valid;
 /// a decoded chain re-encodes to a value that decodes to the same chain, and stays usable.
 pub fn rb_value(data: &[u8]) {
-    use lcbloom::rebloom::dump;
+    use lcbloom::bloom::redisbloom::dump;
     if let Ok(mut chain) = dump::decode_value(data, LIMIT) {
         let again = dump::encode_value(&chain);
         assert_eq!(dump::decode_value(&again, u64::MAX).as_ref(), Ok(&chain));
@@ -136,7 +136,7 @@ pub fn rb_value(data: &[u8]) {
 /// A RedisBloom `BF.LOADCHUNK` session in the format of `bf_loadchunk` (header, then chunks
 /// whose 4-byte field is the iterator sent): refused chunks change nothing.
 pub fn rb_loadchunk(data: &[u8]) {
-    use lcbloom::rebloom::{dump, scandump};
+    use lcbloom::bloom::redisbloom::{dump, scandump};
     let Some((header, records)) = session(data) else {
         return;
     };
@@ -159,8 +159,8 @@ pub fn rb_loadchunk(data: &[u8]) {
 /// format of `rb_loadchunk` (4-byte iterator) written the way the filter's kind takes them.
 /// An accepted header re-encodes to itself; refused chunks change nothing.
 pub fn bf_any_loadchunk(data: &[u8]) {
-    use lcbloom::chunks::chunk_start;
-    use lcbloom::rebloom::scandump::{self, NewFilter};
+    use lcbloom::bloom::redisbloom::scandump::{self, NewFilter};
+    use lcbloom::core::chunks::chunk_start;
     let Some((header, records)) = session(data) else {
         return;
     };

@@ -1,29 +1,18 @@
 //! lcbloom: Bloom filters (`BF.*`, RedisBloom-compatible) and linear counters (`LC.*`) as native
 //! Redis data types. This file only registers things; see `docs/architecture.md` for the layout.
 
-pub mod alloc;
-pub mod args;
 pub mod bloom;
-pub mod chunks;
-pub mod command_info;
-pub mod config;
-pub mod decode;
-pub mod ef;
-pub mod errors;
-pub mod ffi;
-pub mod hashing;
-pub mod intern;
+pub mod core;
 pub mod lc;
-pub mod rebloom;
-pub mod stats;
-pub mod value;
+pub mod server;
 
 use redis_module::configuration::ConfigurationFlags;
 use redis_module::{redis_module, Context, ModuleOptions, RedisString, Status};
 
 use bloom::datatype::BLOOM_TYPE;
+use bloom::redisbloom::datatype::RB_TYPE;
 use lc::datatype::LC_TYPE;
-use rebloom::datatype::RB_TYPE;
+use server::{command_table, config, stats};
 
 fn init(ctx: &Context, _args: &[RedisString]) -> Status {
     // Without this a truncated or corrupt RDB value aborts the server inside rdb_load.
@@ -31,16 +20,16 @@ fn init(ctx: &Context, _args: &[RedisString]) -> Status {
     // Replaces the crate's default INFO callback (which `stats::info` still calls).
     redis_module::raw::register_info_function(ctx.ctx, Some(stats::info));
     // Every command, with its key specs, COMMAND DOCS and ACL categories.
-    command_info::register(ctx)
+    command_table::register(ctx)
 }
 
 redis_module! {
     name: "lcbloom",
     version: 1,
-    allocator: (alloc::ModuleAlloc, alloc::ModuleAlloc),
+    allocator: (core::alloc::ModuleAlloc, core::alloc::ModuleAlloc),
     data_types: [BLOOM_TYPE, LC_TYPE, RB_TYPE],
     init: init,
-    // Registered by init from command_info::COMMANDS, so that every handler borrows its
+    // Registered by init from command_table::COMMANDS, so that every handler borrows its
     // arguments.
     commands: [],
     configurations: [

@@ -51,7 +51,7 @@
 
 use super::filter::{prefetch_line, Occupancy, SizeError, MAX_BITS, MAX_HASHES};
 use super::words::{WordRead, WordWrite};
-use crate::hashing::{reduce, ItemHash};
+use crate::core::hashing::{reduce, ItemHash};
 
 /// Bits in a block: one 64-byte cache line.
 pub const BLOCK_BITS: u64 = 512;
@@ -246,7 +246,7 @@ impl LoadFp {
 mod tests {
     use super::*;
     use crate::bloom::filter::{BitArray, FilterParams, Layout};
-    use crate::hashing::hash_item;
+    use crate::core::hashing::hash_item;
 
     #[test]
     fn probes_stay_in_one_block() {

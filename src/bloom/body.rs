@@ -16,7 +16,7 @@
 //! words 2..2+n the data. Allocation is fallible: a failure is an error, never an abort.
 
 use super::filter::BitArray;
-use crate::alloc::{size_class, try_box};
+use crate::core::alloc::{size_class, try_box};
 use std::alloc::{alloc_zeroed, dealloc, realloc, Layout};
 use std::ptr::NonNull;
 

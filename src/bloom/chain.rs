@@ -58,9 +58,9 @@ use super::body::Body;
 use super::filter::{BitArray, FilterParams, Layout, SizeError, MIN_ERROR_RATE};
 use super::sparse::{self, Shape};
 use super::words::planned_bytes;
-use crate::alloc::size_class;
-use crate::hashing::ItemHash;
-use crate::intern::Interner;
+use crate::core::alloc::size_class;
+use crate::core::hashing::ItemHash;
+use crate::core::intern::Interner;
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
@@ -912,7 +912,7 @@ impl Clone for Chain {
 mod tests {
     use super::*;
     use crate::bloom::words::{planned_bytes_in, SERVER_SEGMENT_WORDS};
-    use crate::hashing::hash_item;
+    use crate::core::hashing::hash_item;
 
     const GIB: u64 = 1 << 30;
 

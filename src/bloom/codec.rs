@@ -52,13 +52,13 @@
 use super::chain::{memory_bytes_for, Chain, SparseParams, SubParams};
 use super::filter::{FilterParams, Layout};
 use super::sparse;
-use crate::decode::DecodeError;
-use crate::hashing::HASH_SCHEME;
+use crate::core::decode::DecodeError;
+use crate::core::hashing::HASH_SCHEME;
 
 pub const MAGIC: &[u8; 4] = b"LCBF";
 /// The newest encoding version (see "Versions" above).
 pub const ENCODING_VERSION: u8 = 3;
-pub use crate::chunks::CHUNK_BYTES;
+pub use crate::core::chunks::CHUNK_BYTES;
 /// Most sub-filters a value may have (scaling stops near 200, see `chain.rs`).
 pub const MAX_FILTERS: u32 = 1024;
 const FIXED: usize = 32;
@@ -368,7 +368,7 @@ fn u32_at(bytes: &[u8], at: usize) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::hashing::hash_item;
+    use crate::core::hashing::hash_item;
     use proptest::prelude::*;
 
     const LIMIT: u64 = 1 << 24;
@@ -598,7 +598,7 @@ mod tests {
         // Unit tests hold bit arrays above 512 bytes in segments (`words.rs`): the data are the
         // bits of the same probes on one slice.
         use crate::bloom::{blocked, words::SEGMENT_BYTES};
-        use crate::hashing::reduce;
+        use crate::core::hashing::reduce;
         for layout in [Layout::Standard, Layout::Blocked] {
             let mut c = Chain::with_layout(layout, 0.01, 20_000, 0, LIMIT).unwrap();
             let p = *c.bit_params().next().unwrap();

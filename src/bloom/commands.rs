@@ -2,7 +2,7 @@
 //! error texts, stricter where RedisBloom is lax:
 //!
 //! * Two kinds of filter: lcbloom's own (`chain.rs`, type `lcbloomBF`), which every command
-//!   creates, and RedisBloom's (`crate::rebloom`, type `MBbloom--`), imported from RedisBloom's
+//!   creates, and RedisBloom's (`crate::bloom::redisbloom`, type `MBbloom--`), imported from RedisBloom's
 //!   RDB, `DUMP`, AOF or `BF.SCANDUMP`. Each command looks the key's type up once
 //!   (`value::read_either`, lcbloom's type first, so its filters pay nothing for the other) and
 //!   serves either. An imported filter answers, reports, scan-dumps and grows exactly as
@@ -36,20 +36,24 @@
 use super::chain::Chain;
 use super::codec;
 use super::filter::Layout;
-use crate::args::{is_keyword, parse_f64, parse_i64, set_once, Args};
-use crate::chunks::{chunk_start, iterator_after};
-use crate::config::{bf_defaults, bf_layout, check_item_count, memory_limit, MAX_EXPANSION};
-use crate::errors::{
+use crate::bloom::redisbloom::chain::RbChain;
+use crate::bloom::redisbloom::scandump::{self as rb_scandump, NewFilter};
+use crate::core::chunks::{chunk_start, iterator_after};
+use crate::core::hashing::{hash_item, ItemHash};
+use crate::server::args::{is_keyword, parse_f64, parse_i64, set_once, Args};
+use crate::server::config::{
+    bf_defaults, bf_layout, check_item_count, memory_limit, MAX_EXPANSION,
+};
+use crate::server::errors::{
     expansion_range, unknown_argument, BAD_CAPACITY, BAD_ERROR_RATE, BAD_EXPANSION, BAD_INFO_FIELD,
     BAD_ITERATOR, BAD_LAYOUT, CAPACITY_RANGE, CHUNK_LENGTH, ERROR_RATE_RANGE, ITEMS_REQUIRED,
     ITEM_EXISTS, NONSCALING_EXPANSION, NOT_FOUND, NO_EXPANSION, NO_LAYOUT,
 };
-use crate::ffi::reply_ordered_map_simple_names;
-use crate::hashing::{hash_item, ItemHash};
-use crate::rebloom::chain::RbChain;
-use crate::rebloom::scandump::{self as rb_scandump, NewFilter};
-use crate::stats::lost_on_load;
-use crate::value::{finish_write, modify, read_either, store, write_either, Applied, Either, Key};
+use crate::server::ffi::reply_ordered_map_simple_names;
+use crate::server::stats::lost_on_load;
+use crate::server::value::{
+    finish_write, modify, read_either, store, write_either, Applied, Either, Key,
+};
 use redis_module::{raw, Context, ContextFlags, RedisError, RedisResult, RedisString, RedisValue};
 use std::ffi::CStr;
 use std::fmt::Display;

@@ -20,9 +20,9 @@
 use super::chain::Chain;
 use super::codec;
 use super::filter::Layout;
-use crate::chunks;
-use crate::stats::{self, Tally};
-use crate::value::{methods, StoredValue};
+use crate::core::chunks;
+use crate::server::stats::{self, Tally};
+use crate::server::value::{methods, StoredValue};
 use redis_module::{native_types::RedisType, raw};
 use std::ffi::CStr;
 use std::os::raw::c_int;

@@ -32,7 +32,7 @@
 
 use super::blocked;
 use super::words::{View, ViewMut, WordRead, WordWrite, Words};
-use crate::hashing::{reduce, ItemHash};
+use crate::core::hashing::{reduce, ItemHash};
 use std::sync::Mutex;
 
 /// Largest number of hashes a filter may use (an error rate of 1e-15 needs 50).
@@ -595,7 +595,7 @@ pub fn prefetch_line(word: *const u64) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::hashing::hash_item;
+    use crate::core::hashing::hash_item;
 
     fn m_opt(n: u64, p: f64) -> f64 {
         (-(n as f64) * p.ln() / (std::f64::consts::LN_2.powi(2))).ceil()
@@ -722,7 +722,7 @@ mod tests {
             let bytes = params.bytes() as usize;
             let (mut a, mut b) = (Vec::new(), Vec::new());
             array.read_bytes(0, bytes, &mut a);
-            crate::chunks::words_to_bytes(&slice, 0, bytes, &mut b);
+            crate::core::chunks::words_to_bytes(&slice, 0, bytes, &mut b);
             proptest::prop_assert_eq!(&a, &b);
             proptest::prop_assert_eq!(&array.try_clone().unwrap(), &array);
             // Loading the bytes gives the same filter back.

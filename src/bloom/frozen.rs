@@ -31,7 +31,7 @@
 //! `rest`, `ends`; then, from the next word, the samples of `more`. What a lookup reads first
 //! comes first, its place known from the stream's shape and the count alone.
 
-use crate::ef;
+use crate::core::ef;
 
 /// Bits per rank-sample block.
 const BLOCK: u64 = 256;
@@ -168,7 +168,7 @@ pub fn build(stream: ef::Shape, values: impl Iterator<Item = u64> + Clone) -> Op
         previous = Some(high);
     }
     let layout = Layout::new(stream, occupied_count);
-    let mut region = crate::alloc::zeroed_words(layout.words)?;
+    let mut region = crate::core::alloc::zeroed_words(layout.words)?;
     // Regions of sparse sub-filters are at most a few thousand words (`sparse::MAX_CAPACITY`).
     region[0] = occupied_count | (layout.words as u64) << 16;
     // r: occupied buckets so far; extra: values in `rest` so far; in_bucket: values of the
@@ -307,7 +307,7 @@ mod tests {
                 x = x
                     .wrapping_mul(6364136223846793005)
                     .wrapping_add(1442695040888963407);
-                set.insert(crate::hashing::reduce(x, universe));
+                set.insert(crate::core::hashing::reduce(x, universe));
             }
             let (shape, region) = frozen(universe, &set);
             assert_eq!(region.len(), region_words(&region));

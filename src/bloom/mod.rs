@@ -8,5 +8,6 @@ pub mod commands;
 pub mod datatype;
 pub mod filter;
 pub mod frozen;
+pub mod redisbloom;
 pub mod sparse;
 pub mod words;

@@ -35,8 +35,8 @@
 //! which the stream is written again when the filter is saved.
 
 use super::frozen;
-use crate::ef;
-use crate::hashing::{reduce, ItemHash};
+use crate::core::ef;
+use crate::core::hashing::{reduce, ItemHash};
 
 /// The largest capacity a sub-filter may have and be sparse: bounds the work of an add, and
 /// keeps upper-bit positions within the index's u16.
@@ -314,7 +314,7 @@ pub fn add_all(
     }
     all.extend(old);
     let grown = Shape::new(all.len() as u64, universe);
-    let mut out = crate::alloc::zeroed_words(grown.region_words())?;
+    let mut out = crate::core::alloc::zeroed_words(grown.region_words())?;
     write(&mut out, &grown, all);
     Some((new, out, grown))
 }
@@ -396,7 +396,7 @@ pub fn region_of(stream: &[u64], shape: &Shape, full: bool) -> Option<Vec<u64>> 
     if full {
         return frozen::build(shape.stream, ef::iter(stream, 0, shape.stream));
     }
-    let mut region = crate::alloc::zeroed_words(shape.region_words())?;
+    let mut region = crate::core::alloc::zeroed_words(shape.region_words())?;
     load(&mut region, stream, shape);
     Some(region)
 }
@@ -409,7 +409,7 @@ pub fn freeze(region: &[u64], shape: &Shape) -> Option<Vec<u64>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::hashing::hash_item;
+    use crate::core::hashing::hash_item;
     use proptest::prelude::*;
     use std::collections::BTreeSet;
 

@@ -46,8 +46,8 @@
 //! real figure differs a little: its chunk headers, a page when a request is served by mmap,
 //! and the room to align a blocked array by hand when the exact request was not aligned.
 
-use crate::alloc::{size_class, try_box};
-use crate::chunks::{bytes_into_words, words_to_bytes};
+use crate::core::alloc::{size_class, try_box};
+use crate::core::chunks::{bytes_into_words, words_to_bytes};
 use std::alloc::{alloc_zeroed, dealloc, Layout};
 use std::marker::PhantomData;
 use std::ptr::NonNull;

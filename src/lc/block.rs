@@ -7,7 +7,7 @@
 //! others are `counter.rs`'s (mode, count, the start of a stream), read and written through
 //! [`Block::head`] / [`Block::set_head`].
 
-use crate::alloc::size_class;
+use crate::core::alloc::size_class;
 use std::alloc::{alloc_zeroed, dealloc, realloc, Layout};
 use std::ptr::NonNull;
 

@@ -6,7 +6,7 @@
 //! ```text
 //! offset  size     field
 //! 0       1        encoding version (2)
-//! 1       1        hash scheme (crate::hashing::HASH_SCHEME, 1)
+//! 1       1        hash scheme (crate::core::hashing::HASH_SCHEME, 1)
 //! 2       1        body kind: 0 exact set, 1 dense bitmap, 2 set-bit positions, 3 zero-bit positions
 //! 3       varint   capacity (1 ..= i64::MAX)
 //! ..      8        error rate, IEEE-754 binary64 little-endian, strictly inside (0, 1)
@@ -62,13 +62,13 @@
 //! 2 — fingerprints and Elias–Fano streams; the counter's sparse mode.
 
 use super::counter::{bitmap_bytes, exact_limit, Counter, LcError};
-use crate::decode::DecodeError;
-use crate::ef::{self, Shape};
-use crate::hashing::{reduce, HASH_SCHEME};
+use crate::core::decode::DecodeError;
+use crate::core::ef::{self, Shape};
+use crate::core::hashing::{reduce, HASH_SCHEME};
 
 pub const ENCODING_VERSION: u8 = 2;
-pub use crate::chunks::CHUNK_BYTES;
-use crate::chunks::{bytes_into_words, words_to_bytes};
+pub use crate::core::chunks::CHUNK_BYTES;
+use crate::core::chunks::{bytes_into_words, words_to_bytes};
 
 const KIND_EXACT: u8 = 0;
 const KIND_DENSE: u8 = 1;
@@ -176,7 +176,7 @@ pub fn aof_parts(counter: &Counter, chunk_bytes: u64, mut emit: impl FnMut(Optio
         let end = (offset + chunk_bytes.max(1)).min(dense);
         let mut piece = Vec::with_capacity((end - offset) as usize);
         words_to_bytes(words, offset as usize, (end - offset) as usize, &mut piece);
-        emit(Some(crate::chunks::iterator_after(end)), &piece);
+        emit(Some(crate::core::chunks::iterator_after(end)), &piece);
         offset = end;
     }
 }
@@ -343,13 +343,13 @@ fn read_dense(r: &mut Reader, m: u64) -> Result<Vec<u64>, DecodeError> {
 }
 
 fn zeroed(words: u64) -> Result<Vec<u64>, DecodeError> {
-    crate::alloc::zeroed_words(words as usize).ok_or(DecodeError("out of memory"))
+    crate::core::alloc::zeroed_words(words as usize).ok_or(DecodeError("out of memory"))
 }
 
 /// Reading encoding version 1 (see "Version history").
 mod v1 {
     use super::{Reader, KIND_DENSE, KIND_SET};
-    use crate::decode::DecodeError;
+    use crate::core::decode::DecodeError;
     use crate::lc::counter::exact_limit;
 
     /// The exact body: the hashes, strictly increasing.
@@ -673,7 +673,7 @@ mod tests {
 
     #[test]
     fn version_1_values_load_as_the_same_items_give_now() {
-        let h = |i: u64| crate::hashing::hash_item(format!("item:{i}").as_bytes()).h1;
+        let h = |i: u64| crate::core::hashing::hash_item(format!("item:{i}").as_bytes()).h1;
         for (rate, capacity, items) in [
             (0.01, 50_000, 0),
             (0.01, 50_000, 40),
@@ -720,7 +720,7 @@ mod tests {
     /// same items would.
     #[test]
     fn version_1_values_merge_across_modes() {
-        let h = |i: u64| crate::hashing::hash_item(format!("item:{i}").as_bytes()).h1;
+        let h = |i: u64| crate::core::hashing::hash_item(format!("item:{i}").as_bytes()).h1;
         let more = |c: &mut Counter, from: u64, n: u64| {
             for i in from..from + n {
                 c.add(format!("item:{i}").as_bytes()).unwrap();

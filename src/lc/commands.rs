@@ -12,15 +12,15 @@
 
 use super::codec;
 use super::counter::{Counter, LcError};
-use crate::args::{parse_in_range, parse_rate};
-use crate::chunks::chunk_start;
-use crate::config::{check_item_count, lc_defaults, memory_limit, MAX_CAPACITY};
-use crate::errors::{
+use crate::core::chunks::chunk_start;
+use crate::server::args::{parse_in_range, parse_rate};
+use crate::server::config::{check_item_count, lc_defaults, memory_limit, MAX_CAPACITY};
+use crate::server::errors::{
     bad_counter_chunk, bad_counter_encoding, CHUNK_LENGTH, ITEM_EXISTS, LC_CAPACITY,
     LC_CHUNK_ITERATOR, LC_ERROR_RATE, NOT_FOUND,
 };
-use crate::ffi::reply_ordered_map;
-use crate::value::{finish_write, modify, read, store, write, Applied, Key};
+use crate::server::ffi::reply_ordered_map;
+use crate::server::value::{finish_write, modify, read, store, write, Applied, Key};
 use redis_module::{Context, RedisError, RedisResult, RedisString, RedisValue};
 
 const OK: RedisResult = Ok(RedisValue::SimpleStringStatic("OK"));

@@ -5,7 +5,7 @@
 //! # The estimator (Whang, Vander-Zanden, Taylor, ACM TODS 15(2), 1990)
 //!
 //! A bitmap of `m` bits, all zero at first; an item sets bit `reduce(h1, m)` (see
-//! `crate::hashing`: XXH3-128 once, multiply-shift reduction). With `Z` bits still zero the
+//! `crate::core::hashing`: XXH3-128 once, multiply-shift reduction). With `Z` bits still zero the
 //! number of distinct items is estimated as
 //!
 //! ```text
@@ -62,7 +62,7 @@
 //! estimate.
 //!
 //! **Memory.** A counter is a 16-byte box (an `Arc<Geometry>` shared by every counter of the
-//! same parameters, `crate::intern`, and one pointer) and one block in an allocator size class
+//! same parameters, `crate::core::intern`, and one pointer) and one block in an allocator size class
 //! (`block.rs`): a header word (mode, size class, count; the exact and sparse streams start at
 //! its bit 26) and the stream or the bitmap. With the defaults: 16 + 8 bytes for one item, +48
 //! for 10, +128 for 30, +384 for 100, +1,024 for 250 (the fingerprints alone need ≥ 885 bytes
@@ -99,10 +99,10 @@
 //! 2 — fingerprints, the sparse mode, the single block.
 
 use super::block::Block;
-use crate::alloc::size_class;
-use crate::ef::{self, Shape};
-use crate::hashing::{hash_item, reduce};
-use crate::intern::Interner;
+use crate::core::alloc::size_class;
+use crate::core::ef::{self, Shape};
+use crate::core::hashing::{hash_item, reduce};
+use crate::core::intern::Interner;
 use std::sync::Arc;
 
 /// α² of the sizing rule (the paper's choice that reproduces its Table II).

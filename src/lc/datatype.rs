@@ -12,8 +12,8 @@
 
 use super::codec;
 use super::counter::Counter;
-use crate::stats::{self, Tally};
-use crate::value::{methods, StoredValue};
+use crate::server::stats::{self, Tally};
+use crate::server::value::{methods, StoredValue};
 use redis_module::{native_types::RedisType, raw};
 use std::ffi::CStr;
 use std::os::raw::c_int;

@@ -13,11 +13,11 @@ use crate::common::fuzz::{mutate, saved_counters, Rng};
 use lcbloom::bloom::chain::Chain;
 use lcbloom::bloom::codec as bf;
 use lcbloom::bloom::filter::Layout;
-use lcbloom::hashing::hash_item;
+use lcbloom::bloom::redisbloom::chain::RbChain;
+use lcbloom::bloom::redisbloom::{dump, scandump};
+use lcbloom::core::hashing::hash_item;
 use lcbloom::lc::codec as lc;
 use lcbloom::lc::counter::Counter;
-use lcbloom::rebloom::chain::RbChain;
-use lcbloom::rebloom::{dump, scandump};
 use std::time::{Duration, Instant};
 
 fn chain(p: f64, capacity: u64, expansion: u32, items: u64) -> Chain {

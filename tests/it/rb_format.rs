@@ -1,12 +1,12 @@
-//! The pure RedisBloom core (`lcbloom::rebloom`) against real RedisBloom 2.8.2: filters made
+//! The pure RedisBloom core (`lcbloom::bloom::redisbloom`) against real RedisBloom 2.8.2: filters made
 //! by RedisBloom at test time decode to chains that answer, report and grow exactly as
 //! RedisBloom does, and legacy payloads built from the spec's layouts (encvers 0–3) load
 //! into both identically. No lcbloom module is involved here (see rb_import.rs for that).
 
 use crate::common::redisbloom::{self as rb, Sample};
-use lcbloom::rebloom::chain::RbChain;
-use lcbloom::rebloom::dump::{decode_value, encode_value};
-use lcbloom::rebloom::scandump;
+use lcbloom::bloom::redisbloom::chain::RbChain;
+use lcbloom::bloom::redisbloom::dump::{decode_value, encode_value};
+use lcbloom::bloom::redisbloom::scandump;
 use redis::{Connection, Value};
 
 fn core_answers(chain: &RbChain, items: &[Vec<u8>]) -> Vec<i64> {

@@ -10,8 +10,8 @@
 use crate::common::fuzz::dump_payload;
 use crate::common::redisbloom::{self as rb, Compared, Sample};
 use crate::common::*;
-use lcbloom::rebloom::dump::{encode_value, module_id};
-use lcbloom::rebloom::scandump;
+use lcbloom::bloom::redisbloom::dump::{encode_value, module_id};
+use lcbloom::bloom::redisbloom::scandump;
 use redis::{Connection, Value};
 use std::path::Path;
 
@@ -266,7 +266,8 @@ fn restore_and_loadchunk_refuse_bad_redisbloom_data() {
     };
     assert!(err_text(restore(&mut c, "bad", &corrupt_value())).contains("Bad data format"));
     // Over max-memory-per-key: a 100,000-item filter's 120 KB array.
-    let big = lcbloom::rebloom::chain::RbChain::reserve(0.01, 100_000, Some(2), u64::MAX).unwrap();
+    let big = lcbloom::bloom::redisbloom::chain::RbChain::reserve(0.01, 100_000, Some(2), u64::MAX)
+        .unwrap();
     assert!(err_text(restore(&mut c, "big", &encode_value(&big))).contains("Bad data format"));
     assert!(server
         .log()

@@ -4,9 +4,9 @@
 
 use super::fuzz::{crc64, dump_payload, split_dump, Rng};
 use super::{wait_aof_rewrite, Server};
-use lcbloom::rebloom::chain::{zeroed, RbChain};
-use lcbloom::rebloom::dump::encode_value_legacy;
-use lcbloom::rebloom::link::{Link, LinkParams, NOROUND};
+use lcbloom::bloom::redisbloom::chain::{zeroed, RbChain};
+use lcbloom::bloom::redisbloom::dump::encode_value_legacy;
+use lcbloom::bloom::redisbloom::link::{Link, LinkParams, NOROUND};
 use redis::{Connection, Value};
 use std::path::{Path, PathBuf};
 use std::process::Command;

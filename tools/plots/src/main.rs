@@ -16,7 +16,7 @@
 use std::fmt::Write as _;
 
 use lcbloom::bloom::chain::Chain;
-use lcbloom::hashing::hash_item;
+use lcbloom::core::hashing::hash_item;
 use lcbloom::lc::counter::Counter;
 use xxhash_rust::xxh3::xxh3_64_with_seed;
 

@@ -23,7 +23,7 @@
 //! a key missing or incomplete after the start, so each is logged at warning level with its key
 //! and the reason, and each such key is counted once in `aof_lost_keys`.
 
-use crate::ffi::{guard_callback, log_warning};
+use crate::server::ffi::{guard_callback, log_warning};
 use redis_module::{raw, Context, ContextFlags, InfoContext, RedisError, RedisString};
 use std::collections::BTreeSet;
 use std::os::raw::c_int;
@@ -129,6 +129,6 @@ pub extern "C" fn info(ctx: *mut raw::RedisModuleInfoCtx, for_crash_report: c_in
         ] {
             raw::add_info_field_long_long(ctx, name, value);
         }
-        raw::add_info_field_str(ctx, "bf_layout", crate::config::bf_layout().name());
+        raw::add_info_field_str(ctx, "bf_layout", crate::server::config::bf_layout().name());
     })
 }

@@ -56,7 +56,7 @@ pub mod murmur;
 pub mod rdb;
 pub mod scandump;
 
-pub use crate::decode::DecodeError;
+pub use crate::core::decode::DecodeError;
 /// A value that would take the key over its byte budget (`max-memory-per-key`).
 pub const TOO_LARGE: DecodeError = DecodeError("filter would exceed max-memory-per-key");
 /// A bit array that could not be allocated.

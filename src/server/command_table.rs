@@ -26,8 +26,8 @@
 
 use crate::bloom::commands as bf;
 use crate::callback;
-use crate::ffi;
 use crate::lc::commands as lc;
+use crate::server::ffi;
 use redis_module::{raw, Context, Status};
 use std::ffi::{c_char, c_int, CStr, CString};
 use std::ptr;

@@ -6,9 +6,9 @@
 //! RedisBloom's exact wording where its clients see it (marked), lcbloom's elsewhere.
 
 use crate::bloom::chain::ChainError;
-use crate::decode::DecodeError;
+use crate::bloom::redisbloom::chain::AddError;
+use crate::core::decode::DecodeError;
 use crate::lc::counter::LcError;
-use crate::rebloom::chain::AddError;
 use redis_module::RedisError;
 
 // Shared by both wings.

@@ -150,7 +150,7 @@ pub fn memory_limit(ctx: &Context) -> u64 {
 pub fn note_loaded_size(what: &str, bytes: u64) {
     let limit = max_memory_per_key();
     if bytes > limit {
-        crate::ffi::log_warning(&format!(
+        crate::server::ffi::log_warning(&format!(
             "lcbloom: loaded a {what} of {bytes} bytes, more than max-memory-per-key ({limit}); \
              kept, since refusing it would lose data"
         ));
@@ -162,7 +162,7 @@ pub fn note_loaded_size(what: &str, bytes: u64) {
 pub fn check_item_count(ctx: &Context, items: usize) -> Result<(), RedisError> {
     let limit = MAX_ITEMS_PER_COMMAND.load(Ordering::Relaxed) as u64;
     if items as u64 > limit && !rebuilding(ctx) {
-        return Err(crate::errors::too_many_items(items, limit));
+        return Err(crate::server::errors::too_many_items(items, limit));
     }
     Ok(())
 }

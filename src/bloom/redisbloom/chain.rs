@@ -4,8 +4,8 @@
 use super::link::{Link, LinkParams, FORCE64, NOROUND, NO_SCALING};
 use super::murmur::HashPair;
 use super::DecodeError;
-use crate::alloc::size_class;
 use crate::bloom::chain::ChainError;
+use crate::core::alloc::size_class;
 
 /// Most links a chain may have. RedisBloom 2.8.2 asserts (aborts the server) when it loads
 /// 1000 or more, so a chain that is to go back to it must stay below.

@@ -1,5 +1,5 @@
 //! What every decoder refuses with (pure): lcbloom's own encodings (`bloom/codec.rs`,
-//! `lc/codec.rs`) and RedisBloom's (`rebloom/`). The text says what is wrong, without `ERR`;
+//! `lc/codec.rs`) and RedisBloom's (`bloom/redisbloom/`). The text says what is wrong, without `ERR`;
 //! `errors.rs` turns it into the reply, and the type callbacks log it when a load fails.
 
 /// Why bytes were refused.

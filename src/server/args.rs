@@ -85,7 +85,7 @@ pub fn set_once<T>(
     value: impl FnOnce() -> Result<T, RedisError>,
 ) -> Result<(), RedisError> {
     if slot.is_some() {
-        return Err(crate::errors::given_twice(name));
+        return Err(crate::server::errors::given_twice(name));
     }
     *slot = Some(value()?);
     Ok(())

@@ -12,9 +12,9 @@
 //! * Writes: [`finish_write`] is handed what was applied, and replicates/propagates exactly
 //!   that and fires the keyspace event, also when a command stopped part-way with an error.
 
-use crate::config::{load_memory_limit, note_loaded_size};
-use crate::ffi::{free_effort, guard_callback, log_warning};
-use crate::stats::Tally;
+use crate::server::config::{load_memory_limit, note_loaded_size};
+use crate::server::ffi::{free_effort, guard_callback, log_warning};
+use crate::server::stats::Tally;
 use redis_module::{native_types::RedisType, raw, Context, NotifyEvent, RedisError, RedisString};
 use std::ffi::CStr;
 use std::os::raw::{c_char, c_int, c_longlong, c_void};
@@ -372,7 +372,7 @@ pub fn store<T: StoredValue>(key: &Key, v: T) -> Result<&mut T, RedisError> {
     if status != raw::Status::Ok as c_int {
         // SAFETY: Redis refused the pointer, so it is still this function's box.
         drop(unsafe { Box::from_raw(ptr) });
-        return Err(RedisError::Str(crate::errors::NOT_STORED));
+        return Err(RedisError::Str(crate::server::errors::NOT_STORED));
     }
     std::iter::once(T::tally())
         .chain(sub)
@@ -416,5 +416,5 @@ pub fn finish_write(ctx: &Context, event: &CStr, key: &RedisString, applied: App
             }
         }
     }
-    crate::ffi::notify(ctx, NotifyEvent::MODULE, event, key);
+    crate::server::ffi::notify(ctx, NotifyEvent::MODULE, event, key);
 }

@@ -5,7 +5,7 @@
 //! [`guard_callback`]: a panic becomes an `ERR` reply (or a rejected load) and a warning in the
 //! server log. The release profile keeps `panic = "unwind"` for this to work.
 //!
-//! Every command's C callback is made by [`callback!`] (its row in `command_info::COMMANDS`),
+//! Every command's C callback is made by [`callback!`] (its row in `command_table::COMMANDS`),
 //! not by `redis_module!`, whose wrapper retains every argument into a fresh `Vec<RedisString>` and releases
 //! them afterwards: about a fifth of a short command's time. Handlers borrow `argv` as
 //! `&[RedisString]` views that are never dropped.
@@ -42,7 +42,7 @@ pub fn guard(ctx: &Context, args: &[RedisString], handler: Handler) -> RedisResu
                 "lcbloom: internal error in a command: {}",
                 panic_message(&panic)
             ));
-            Err(RedisError::Str(crate::errors::INTERNAL))
+            Err(RedisError::Str(crate::server::errors::INTERNAL))
         }
     }
 }
@@ -228,7 +228,7 @@ macro_rules! callback {
             argc: std::ffi::c_int,
         ) -> std::ffi::c_int {
             // SAFETY: the arguments are Redis's own, passed straight through.
-            unsafe { $crate::ffi::dispatch(ctx, argv, argc, $handler) }
+            unsafe { $crate::server::ffi::dispatch(ctx, argv, argc, $handler) }
         }
         Some(callback)
     }};
