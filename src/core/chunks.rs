@@ -1,6 +1,8 @@
-//! The chunked forms both types share (pure): `BF.SCANDUMP`/`BF.LOADCHUNK`, the RDB and AOF
-//! data chunks, and `LC.LOADCHUNK`'s bitmap pieces; and the one conversion between bit arrays
-//! (u64 words) and their little-endian bytes.
+//! Bytes (pure): the one little-endian reader and writer every encoding uses (lcbloom's Bloom
+//! and counter codecs, RedisBloom's `DUMP` and `BF.SCANDUMP` forms); the chunked forms both
+//! types share (`BF.SCANDUMP`/`BF.LOADCHUNK`, the RDB and AOF data chunks, and
+//! `LC.LOADCHUNK`'s bitmap pieces); and the one conversion between bit arrays (u64 words) and
+//! their little-endian bytes.
 //!
 //! A chunk is named by its iterator, 1 + the byte offset where it ends (exclusive), as
 //! RedisBloom does: 0 is left for "start"/"end", and a loader finds where a chunk starts from
@@ -9,6 +11,125 @@
 /// Largest chunk any of the forms carries (RedisBloom's limit too): far below
 /// `proto-max-bulk-len`, and neither save nor load needs a second copy of a large value.
 pub const CHUNK_BYTES: u64 = 16 << 20;
+
+use super::decode::DecodeError;
+
+/// Reads a byte string front to back; running out is the reader's `short` error.
+pub struct Reader<'a> {
+    bytes: &'a [u8],
+    at: usize,
+    short: DecodeError,
+}
+
+impl<'a> Reader<'a> {
+    /// A reader of `bytes` that answers `short` when asked for more than is left.
+    pub fn new(bytes: &'a [u8], short: DecodeError) -> Self {
+        Self {
+            bytes,
+            at: 0,
+            short,
+        }
+    }
+
+    /// Bytes not read yet.
+    pub fn remaining(&self) -> usize {
+        self.bytes.len() - self.at
+    }
+
+    /// The next `n` bytes.
+    pub fn take(&mut self, n: usize) -> Result<&'a [u8], DecodeError> {
+        if n > self.remaining() {
+            return Err(self.short);
+        }
+        let slice = &self.bytes[self.at..self.at + n];
+        self.at += n;
+        Ok(slice)
+    }
+
+    fn array<const N: usize>(&mut self) -> Result<[u8; N], DecodeError> {
+        Ok(self.take(N)?.try_into().expect("N bytes"))
+    }
+
+    pub fn byte(&mut self) -> Result<u8, DecodeError> {
+        Ok(self.take(1)?[0])
+    }
+
+    pub fn u16(&mut self) -> Result<u16, DecodeError> {
+        self.array().map(u16::from_le_bytes)
+    }
+
+    pub fn u32(&mut self) -> Result<u32, DecodeError> {
+        self.array().map(u32::from_le_bytes)
+    }
+
+    pub fn u64(&mut self) -> Result<u64, DecodeError> {
+        self.array().map(u64::from_le_bytes)
+    }
+
+    pub fn f64(&mut self) -> Result<f64, DecodeError> {
+        self.array().map(f64::from_le_bytes)
+    }
+
+    /// A big-endian u32 and u64 (RDB lengths are the one big-endian field anywhere).
+    pub fn u32_be(&mut self) -> Result<u32, DecodeError> {
+        self.array().map(u32::from_be_bytes)
+    }
+
+    pub fn u64_be(&mut self) -> Result<u64, DecodeError> {
+        self.array().map(u64::from_be_bytes)
+    }
+
+    /// A shortest-form LEB128 u64.
+    pub fn varint(&mut self) -> Result<u64, DecodeError> {
+        let mut value = 0u64;
+        for i in 0..10 {
+            let b = self.byte()?;
+            let group = (b & 0x7f) as u64;
+            if i == 9 && group > 1 {
+                return Err(DecodeError("varint overflow"));
+            }
+            value |= group << (7 * i);
+            if b & 0x80 == 0 {
+                if i > 0 && group == 0 {
+                    return Err(DecodeError("varint not in shortest form"));
+                }
+                return Ok(value);
+            }
+        }
+        Err(DecodeError("varint overflow"))
+    }
+}
+
+/// Appends little-endian fields to a byte string: the writing side of [`Reader`].
+pub trait Writer {
+    fn put_u32(&mut self, v: u32);
+    fn put_u64(&mut self, v: u64);
+    fn put_f64(&mut self, v: f64);
+    /// A shortest-form LEB128 u64.
+    fn put_varint(&mut self, v: u64);
+}
+
+impl Writer for Vec<u8> {
+    fn put_u32(&mut self, v: u32) {
+        self.extend_from_slice(&v.to_le_bytes());
+    }
+
+    fn put_u64(&mut self, v: u64) {
+        self.extend_from_slice(&v.to_le_bytes());
+    }
+
+    fn put_f64(&mut self, v: f64) {
+        self.extend_from_slice(&v.to_le_bytes());
+    }
+
+    fn put_varint(&mut self, mut v: u64) {
+        while v >= 0x80 {
+            self.push((v as u8 & 0x7f) | 0x80);
+            v >>= 7;
+        }
+        self.push(v as u8);
+    }
+}
 
 /// The iterator of a chunk that ends at byte offset `end`.
 pub fn iterator_after(end: u64) -> u64 {
@@ -58,6 +179,36 @@ pub fn bytes_into_words(words: &mut [u64], start: usize, src: &[u8]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reader_reads_what_the_writer_wrote() {
+        let mut out = Vec::new();
+        out.put_u32(7);
+        out.put_u64(u64::MAX - 1);
+        out.put_f64(0.25);
+        for v in [0, 1, 127, 128, 300, u64::MAX] {
+            out.put_varint(v);
+        }
+        out.push(9);
+        let short = DecodeError("short");
+        let mut r = Reader::new(&out, short);
+        assert_eq!(r.u32(), Ok(7));
+        assert_eq!(r.u64(), Ok(u64::MAX - 1));
+        assert_eq!(r.f64(), Ok(0.25));
+        for v in [0, 1, 127, 128, 300, u64::MAX] {
+            assert_eq!(r.varint(), Ok(v));
+        }
+        assert_eq!(r.remaining(), 1);
+        assert_eq!(r.u16(), Err(short));
+        assert_eq!(r.byte(), Ok(9));
+        assert_eq!(r.take(1), Err(short));
+        assert_eq!(Reader::new(&[1, 0, 0, 0], short).u32_be(), Ok(1 << 24));
+        assert_eq!(
+            Reader::new(&[0x80, 0], short).varint().unwrap_err().0,
+            "varint not in shortest form"
+        );
+        assert!(Reader::new(&[0xff; 10], short).varint().is_err());
+    }
 
     #[test]
     fn iterators_name_chunk_ends() {

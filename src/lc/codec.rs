@@ -68,7 +68,7 @@ use crate::core::hashing::{reduce, HASH_SCHEME};
 
 pub const ENCODING_VERSION: u8 = 2;
 pub use crate::core::chunks::CHUNK_BYTES;
-use crate::core::chunks::{bytes_into_words, words_to_bytes};
+use crate::core::chunks::{bytes_into_words, words_to_bytes, Reader, Writer};
 
 const KIND_EXACT: u8 = 0;
 const KIND_DENSE: u8 = 1;
@@ -78,9 +78,9 @@ const KIND_ZEROS: u8 = 3;
 /// Version, scheme, kind, capacity, error rate and m: everything before the body.
 fn put_header(out: &mut Vec<u8>, kind: u8, counter: &Counter) {
     out.extend_from_slice(&[ENCODING_VERSION, HASH_SCHEME, kind]);
-    put_varint(out, counter.capacity());
+    out.put_varint(counter.capacity());
     out.extend_from_slice(&counter.error_rate().to_le_bytes());
-    put_varint(out, counter.bits());
+    out.put_varint(counter.bits());
 }
 
 /// The length and kind of the smallest body of `ones` set bits among `m` (ties: lower kind).
@@ -125,7 +125,7 @@ pub fn encode(counter: &Counter) -> Vec<u8> {
         },
         KIND_EXACT | KIND_SET if counter.stream().is_some() => {
             let (words, base, shape) = counter.stream().expect("exact or sparse");
-            put_varint(&mut out, shape.k);
+            out.put_varint(shape.k);
             put_stream(&mut out, words, base, shape.bits());
         }
         KIND_SET => put_positions(&mut out, m, counter.bits_set(), counter.positions()),
@@ -144,7 +144,7 @@ fn put_positions(out: &mut Vec<u8>, m: u64, count: u64, positions: impl Iterator
     let shape = Shape::new(count, m);
     let mut words = vec![0u64; shape.bits().div_ceil(64) as usize + 1];
     ef::write(&mut words, 0, shape, positions);
-    put_varint(out, count);
+    out.put_varint(count);
     put_stream(out, &words, 0, shape.bits());
 }
 
@@ -168,7 +168,7 @@ pub fn aof_parts(counter: &Counter, chunk_bytes: u64, mut emit: impl FnMut(Optio
         Some(words) if header.len() as u64 + body(counter).0 > chunk_bytes => words,
         _ => return emit(None, &encode(counter)),
     };
-    put_varint(&mut header, 0);
+    header.put_varint(0);
     emit(None, &header);
     let dense = counter.bits().div_ceil(8);
     let mut offset = 0;
@@ -215,7 +215,7 @@ fn decode_error(e: LcError) -> DecodeError {
 
 /// Decodes a counter whose bitmap may take at most `max_bytes` of memory (versions 1 and 2).
 pub fn decode(bytes: &[u8], max_bytes: u64) -> Result<Counter, DecodeError> {
-    let mut r = Reader { bytes, at: 0 };
+    let mut r = Reader::new(bytes, DecodeError("truncated"));
     let version = r.byte()?;
     if version != ENCODING_VERSION && version != 1 {
         return Err(DecodeError("unknown encoding version"));
@@ -228,7 +228,7 @@ pub fn decode(bytes: &[u8], max_bytes: u64) -> Result<Counter, DecodeError> {
     if capacity == 0 || capacity > i64::MAX as u64 {
         return Err(DecodeError("capacity out of range"));
     }
-    let error_rate = f64::from_le_bytes(r.take(8)?.try_into().expect("8 bytes"));
+    let error_rate = r.f64()?;
     if !(error_rate > 0.0 && error_rate < 1.0) {
         return Err(DecodeError("error rate out of range"));
     }
@@ -366,7 +366,7 @@ mod v1 {
             .try_reserve_exact(k as usize)
             .map_err(|_| DecodeError("out of memory"))?;
         for _ in 0..k {
-            let h = u64::from_le_bytes(r.take(8)?.try_into().expect("8 bytes"));
+            let h = r.u64()?;
             if hashes.last().is_some_and(|&last| last >= h) {
                 return Err(DecodeError("exact set not strictly increasing"));
             }
@@ -438,58 +438,6 @@ fn varint_len(v: u64) -> usize {
     (64 - (v | 1).leading_zeros() as usize).div_ceil(7)
 }
 
-fn put_varint(out: &mut Vec<u8>, mut v: u64) {
-    while v >= 0x80 {
-        out.push((v as u8 & 0x7f) | 0x80);
-        v >>= 7;
-    }
-    out.push(v as u8);
-}
-
-struct Reader<'a> {
-    bytes: &'a [u8],
-    at: usize,
-}
-
-impl<'a> Reader<'a> {
-    fn remaining(&self) -> usize {
-        self.bytes.len() - self.at
-    }
-
-    fn take(&mut self, n: usize) -> Result<&'a [u8], DecodeError> {
-        if n > self.remaining() {
-            return Err(DecodeError("truncated"));
-        }
-        let slice = &self.bytes[self.at..self.at + n];
-        self.at += n;
-        Ok(slice)
-    }
-
-    fn byte(&mut self) -> Result<u8, DecodeError> {
-        Ok(self.take(1)?[0])
-    }
-
-    /// A shortest-form LEB128 u64.
-    fn varint(&mut self) -> Result<u64, DecodeError> {
-        let mut value = 0u64;
-        for i in 0..10 {
-            let b = self.byte()?;
-            let group = (b & 0x7f) as u64;
-            if i == 9 && group > 1 {
-                return Err(DecodeError("varint overflow"));
-            }
-            value |= group << (7 * i);
-            if b & 0x80 == 0 {
-                if i > 0 && group == 0 {
-                    return Err(DecodeError("varint not in shortest form"));
-                }
-                return Ok(value);
-            }
-        }
-        Err(DecodeError("varint overflow"))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -513,7 +461,7 @@ mod tests {
         let mut body = Vec::new();
         let kind = match hashes {
             Some(hashes) => {
-                put_varint(&mut body, hashes.len() as u64);
+                body.put_varint(hashes.len() as u64);
                 for h in hashes {
                     body.extend_from_slice(&h.to_le_bytes());
                 }
@@ -531,10 +479,10 @@ mod tests {
                         let zeros = kind == KIND_ZEROS;
                         let positions: Vec<u64> =
                             crate::lc::counter::bit_positions(&words, zeros, m).collect();
-                        put_varint(&mut body, positions.len() as u64);
+                        body.put_varint(positions.len() as u64);
                         let mut next = 0;
                         for p in positions {
-                            put_varint(&mut body, p - next);
+                            body.put_varint(p - next);
                             next = p + 1;
                         }
                     }
@@ -543,9 +491,9 @@ mod tests {
             }
         };
         out.push(kind);
-        put_varint(&mut out, c.capacity());
+        out.put_varint(c.capacity());
         out.extend_from_slice(&c.error_rate().to_le_bytes());
-        put_varint(&mut out, m);
+        out.put_varint(m);
         out.extend(body);
         out
     }
