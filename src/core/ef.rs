@@ -23,7 +23,7 @@
 //! Finding a value selects the start of its bucket in the upper bits (a popcount scan over
 //! `(k + B)/64` words) and then compares the lower bits of the bucket's few values; inserting
 //! one shifts the bits after it (two word-wise passes). Both are linear in the stream's size,
-//! which the counter bounds (`counter::SPARSE_MAX_BYTES`, `counter::EXACT_MAX`). When an
+//! which the counter bounds (`lc::geometry::SPARSE_MAX_BYTES`, `lc::geometry::EXACT_MAX`). When an
 //! insert changes `l`, the caller rebuilds the stream ([`write`]).
 
 /// The size parameters of a stream of `k` values below `universe`.

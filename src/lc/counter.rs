@@ -2,31 +2,9 @@
 //! a chosen standard error up to a chosen capacity, in a few bits per expected item — and, for
 //! the millions of small keys it is made for, in fewer bytes than a HyperLogLog at every size.
 //!
-//! # The estimator (Whang, Vander-Zanden, Taylor, ACM TODS 15(2), 1990)
-//!
-//! A bitmap of `m` bits, all zero at first; an item sets bit `reduce(h1, m)` (see
-//! `crate::core::hashing`: XXH3-128 once, multiply-shift reduction). With `Z` bits still zero the
-//! number of distinct items is estimated as
-//!
-//! ```text
-//!     n̂ = −m · ln(Z / m)                              (rounded to the nearest integer)
-//! ```
-//!
-//! and, at load `t = n/m`, the standard error of `n̂/n` is `sqrt(m · (e^t − t − 1)) / n`
-//! (`Counter::standard_error` evaluates it at `t = n̂/m`). The bias, about `(e^t − t − 1)/2`
-//! items, is negligible.
-//!
-//! # Sizing
-//!
-//! For a capacity `n` and a standard error `ε` at that capacity, `m` is the smallest integer with
-//!
-//! ```text
-//!     m ≥ β · (e^t − t − 1),   t = n/m,   β = max(α², 1/(ε·t)²),   α² = 5
-//! ```
-//!
-//! which reproduces Table II of the paper (the `α²` term keeps `Z` away from zero at capacity:
-//! the fill-up probability stays negligible). The right-hand side only shrinks as `m` grows,
-//! so a binary search finds the smallest such `m`. `bits_for(50_000, 0.01)` = 17,134 bits.
+//! The bitmap of `m` bits, its sizing and its estimator are in `geometry.rs`; the block's
+//! header in `header.rs`; each mode's storage in `exact.rs`, `sparse.rs` and `dense.rs`. This
+//! file holds what the modes share: which one a counter is in, adds, counts and unions.
 //!
 //! # Three modes (encoding version 2)
 //!
@@ -99,62 +77,16 @@
 //! 2 — fingerprints, the sparse mode, the single block.
 
 use super::block::Block;
+pub use super::geometry::{bitmap_bytes, bits_for, exact_limit, Geometry};
+use super::geometry::{
+    dense_words, estimate, standard_error, stream_words, MAX_BITS, SATURATION_ZEROS,
+};
+pub use super::header::Mode;
+use super::header::{Header, DENSE_ESTIMATE};
 use crate::core::alloc::size_class;
-use crate::core::ef::{self, Shape};
+use crate::core::ef::Shape;
 use crate::core::hashing::{hash_item, reduce};
-use crate::core::intern::Interner;
 use std::sync::Arc;
-
-/// α² of the sizing rule (the paper's choice that reproduces its Table II).
-pub const ALPHA_SQUARED: f64 = 5.0;
-/// Largest exact set, whatever the bitmap size (see "Three modes").
-///
-/// Warning: part of the encoding. Saved exact sets may hold this many fingerprints and the
-/// decoder refuses more, so lowering it makes saved counters (RDB, AOF, DUMP) fail to load;
-/// raising it changes which counts are exact and the fingerprints' universe. Change it only
-/// with a new encoding version.
-pub const EXACT_MAX: u64 = 8192;
-/// The exact guarantee covers at least this many items, whatever `L` (see "Three modes").
-const EXACT_GUARANTEED: u64 = 250;
-/// `U ≥ C(L*, 2)` times this: 10^6 and a margin for `⌈2^64/U⌉` (part of the encoding).
-const INVERSE_MISCOUNT: u64 = 1_000_100;
-/// A sparse block never takes more (part of the state: a pure function of the set of items).
-pub const SPARSE_MAX_BYTES: u64 = 4096;
-/// Bitmap modes with fewer zero bits than this are reported as saturated.
-pub const SATURATION_ZEROS: u64 = 10;
-/// Largest bitmap considered by the sizing search (2^53 bits, 1 PiB): far beyond any memory
-/// limit, it only keeps the arithmetic exact in f64.
-const MAX_BITS: u64 = 1 << 53;
-
-/// Header word of the block: mode in bits 0–1, count from bit `COUNT_SHIFT` (the number of
-/// fingerprints or set bits; in dense mode the number of zero bits). Exact and sparse streams
-/// start at bit `STREAM`, so their count has 16 bits: exact sets hold at most `EXACT_MAX`
-/// fingerprints, and a sparse block of at most `SPARSE_MAX_BYTES` fewer positions than its bits.
-const MODE_EXACT: u64 = 0;
-const MODE_SPARSE: u64 = 1;
-const MODE_DENSE: u64 = 2;
-const COUNT_SHIFT: u32 = 10;
-const STREAM: u64 = 26;
-const _: () = assert!(EXACT_MAX < 1 << (STREAM - COUNT_SHIFT as u64));
-const _: () = assert!(SPARSE_MAX_BYTES * 8 < 1 << (STREAM - COUNT_SHIFT as u64));
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Mode {
-    Exact,
-    Sparse,
-    Dense,
-}
-
-impl Mode {
-    /// The name `LC.INFO` reports.
-    pub fn name(self) -> &'static str {
-        match self {
-            Mode::Exact => "exact",
-            Mode::Sparse => "sparse",
-            Mode::Dense => "dense",
-        }
-    }
-}
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum LcError {
@@ -186,157 +118,22 @@ impl std::fmt::Display for LcError {
     }
 }
 
-/// Smallest `m` satisfying the sizing rule, or `None` if the parameters are invalid or `m`
-/// would exceed 2^53 bits.
-pub fn bits_for(capacity: u64, error_rate: f64) -> Option<u64> {
-    if capacity == 0 || !(error_rate > 0.0 && error_rate < 1.0) {
-        return None;
-    }
-    let n = capacity as f64;
-    let fits = |m: u64| {
-        let t = n / m as f64;
-        let beta = ALPHA_SQUARED.max(1.0 / (error_rate * t).powi(2));
-        m as f64 >= beta * (t.exp_m1() - t)
-    };
-    let mut hi = 1u64;
-    while !fits(hi) {
-        if hi >= MAX_BITS {
-            return None;
-        }
-        hi = (hi * 2).min(MAX_BITS);
-    }
-    let mut lo = hi / 2; // fits(lo) is false (or lo == 0)
-    while hi - lo > 1 {
-        let mid = lo + (hi - lo) / 2;
-        if fits(mid) {
-            hi = mid;
-        } else {
-            lo = mid;
-        }
-    }
-    Some(hi)
-}
-
-/// Bytes a bitmap of `m` bits takes (whole 64-bit words): what the memory limit is checked
-/// against.
-pub fn bitmap_bytes(m: u64) -> u64 {
-    m.div_ceil(64) * 8
-}
-
-/// How many fingerprints a counter of `m` bits keeps before leaving exact mode.
-pub fn exact_limit(m: u64) -> u64 {
-    (m / 64).min(EXACT_MAX)
-}
-
-/// A dense block: the header (its count is the number of zero bits), the estimate for that
-/// count (so `LC.COUNT` reads it instead of taking a logarithm), then the bitmap.
-const DENSE_ESTIMATE: usize = 1;
-const DENSE_BITMAP: usize = 2;
-
-/// Words of a dense block.
-fn dense_words(m: u64) -> u64 {
-    DENSE_BITMAP as u64 + m.div_ceil(64)
-}
-
-/// The dense size the sparse mode is measured against: the bitmap and one header word, as
-/// when encoding version 2 was defined. The estimate word is left out so that which mode a
-/// set of items gives (part of the state, a pure function of the set) never depends on it.
-fn dense_reference_bytes(m: u64) -> u64 {
-    size_class((1 + m.div_ceil(64)) * 8)
-}
-
-/// Words of an exact or sparse block whose stream has this shape.
-fn stream_words(shape: Shape) -> u64 {
-    (STREAM + shape.bits()).div_ceil(64)
-}
-
-/// `n̂ = m · ln(m / Z)`, with `Z = 0` taken as 1 (see "Saturation").
-fn estimate(m: u64, zeros: u64) -> u64 {
-    let z = zeros.max(1) as f64;
-    let m = m as f64;
-    (m * (m / z).ln()).round() as u64
-}
-
-/// What every counter of the same parameters shares (interned: one copy per parameter set).
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct Geometry {
-    capacity: u64,
-    /// The error rate's bits (`f64` is not `Hash`).
-    error_rate: u64,
-    m: u64,
-    /// `U / m` (see "Three modes").
-    q: u64,
-    exact_limit: u64,
-    sparse_limit: u64,
-}
-
-static GEOMETRIES: Interner<Geometry> = Interner::new();
-
-impl Geometry {
-    fn new(capacity: u64, error_rate: f64, m: u64) -> Geometry {
-        let exact_limit = exact_limit(m);
-        let covered = exact_limit.max(EXACT_GUARANTEED);
-        let pairs = covered * (covered - 1) / 2;
-        Geometry {
-            capacity,
-            error_rate: error_rate.to_bits(),
-            m,
-            q: (pairs * INVERSE_MISCOUNT).div_ceil(m).max(1),
-            exact_limit,
-            sparse_limit: sparse_limit(m),
-        }
-    }
-
-    /// The fingerprints' universe `U = m·q`.
-    pub fn universe(&self) -> u64 {
-        self.m * self.q
-    }
-
-    pub fn exact_limit(&self) -> u64 {
-        self.exact_limit
-    }
-
-    pub fn sparse_limit(&self) -> u64 {
-        self.sparse_limit
-    }
-}
-
-/// The most set bits a sparse counter of `m` bits holds: the largest `k` such that every
-/// sparse block of up to `k` positions is in a smaller size class than the dense block and
-/// within `SPARSE_MAX_BYTES`. A stream's size grows with `k` within each run of equal `l` (see
-/// `ef.rs`), so each run needs one division.
-pub fn sparse_limit(m: u64) -> u64 {
-    let dense = dense_reference_bytes(m);
-    let largest = SPARSE_MAX_BYTES.min(dense - 1);
-    // The largest size class not above `largest` (classes are multiples of 8).
-    let mut below = largest;
-    while size_class(below) > largest {
-        below -= 8;
-    }
-    let Some(budget) = (size_class(below) * 8).checked_sub(STREAM) else {
-        return 0;
-    };
-    let mut k = 1;
-    while k <= m {
-        let shape = Shape::new(k, m);
-        if shape.bits() > budget {
-            return k - 1;
-        }
-        let run_end = (m >> shape.l).min(m);
-        let most = (budget - shape.buckets) / (shape.l as u64 + 1);
-        if most < run_end {
-            return most;
-        }
-        k = run_end + 1;
-    }
-    m
+/// The set bits a sparse or dense counter is built from.
+pub(crate) enum SetBits<'a> {
+    /// Whole bitmap words (`⌈m/64⌉` of them, padding bits zero).
+    Words(&'a [u64]),
+    /// Sorted positions below `m`, `count` of them (repeats allowed only in a dense result).
+    Positions {
+        count: u64,
+        sorted: Box<dyn Iterator<Item = u64> + 'a>,
+    },
 }
 
 /// A linear counter: its geometry and one block (none while empty).
 #[derive(Clone)]
 pub struct Counter {
-    geometry: Arc<Geometry>,
-    block: Block,
+    pub(super) geometry: Arc<Geometry>,
+    pub(super) block: Block,
 }
 
 impl PartialEq for Counter {
@@ -358,8 +155,7 @@ impl std::fmt::Debug for Counter {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Counter")
             .field("geometry", &self.geometry)
-            .field("mode", &self.mode())
-            .field("count", &self.stored_count())
+            .field("header", &self.header())
             .field("block", &self.block)
             .finish()
     }
@@ -388,7 +184,7 @@ impl Counter {
     /// `m ≥ 1`).
     pub(crate) fn empty(capacity: u64, error_rate: f64, m: u64) -> Counter {
         Counter {
-            geometry: GEOMETRIES.intern(Geometry::new(capacity, error_rate, m)),
+            geometry: Geometry::interned(capacity, error_rate, m),
             block: Block::none(),
         }
     }
@@ -414,7 +210,7 @@ impl Counter {
     }
 
     pub fn error_rate(&self) -> f64 {
-        f64::from_bits(self.geometry.error_rate)
+        self.geometry.error_rate()
     }
 
     /// `m`, the size of the bitmap (in every mode).
@@ -426,29 +222,21 @@ impl Counter {
         &self.geometry
     }
 
+    #[inline]
+    pub(super) fn header(&self) -> Header {
+        Header::of(&self.block)
+    }
+
     pub fn mode(&self) -> Mode {
-        match self.block.head() & 3 {
-            MODE_EXACT => Mode::Exact,
-            MODE_SPARSE => Mode::Sparse,
-            _ => Mode::Dense,
-        }
+        self.header().mode
     }
 
     pub fn is_exact(&self) -> bool {
         self.mode() == Mode::Exact
     }
 
-    /// The header's count: fingerprints, set bits (sparse) or zero bits (dense).
-    fn stored_count(&self) -> u64 {
-        let head = self.block.head();
-        match head & 3 {
-            MODE_DENSE => head >> COUNT_SHIFT,
-            _ => (head & ((1 << STREAM) - 1)) >> COUNT_SHIFT,
-        }
-    }
-
     /// The universe of the stream: `U` in exact mode, `m` in sparse mode.
-    fn universe(&self) -> u64 {
+    pub(super) fn universe(&self) -> u64 {
         match self.mode() {
             Mode::Exact => self.geometry.universe(),
             _ => self.geometry.m,
@@ -456,77 +244,43 @@ impl Counter {
     }
 
     /// The shape of the exact or sparse stream.
-    fn shape(&self) -> Shape {
-        Shape::new(self.stored_count(), self.universe())
-    }
-
-    /// The exact mode's fingerprints, in order.
-    pub fn fingerprints(&self) -> Option<ef::Iter<'_>> {
-        self.is_exact()
-            .then(|| ef::iter(self.block.words(), STREAM, self.shape()))
-    }
-
-    /// The exact or sparse stream: the words, where it starts and its shape.
-    pub fn stream(&self) -> Option<(&[u64], u64, Shape)> {
-        (self.mode() != Mode::Dense).then(|| (self.block.words(), STREAM, self.shape()))
-    }
-
-    /// The dense bitmap's words (bit `p` is bit `p % 64` of word `p / 64`; padding zero).
-    pub fn bitmap_words(&self) -> Option<&[u64]> {
-        let end = dense_words(self.geometry.m) as usize;
-        (self.mode() == Mode::Dense).then(|| &self.block.words()[DENSE_BITMAP..end])
+    pub(super) fn shape(&self) -> Shape {
+        Shape::new(self.header().count, self.universe())
     }
 
     /// The positions of the set bits, in order (in exact mode, those the fingerprints stand
     /// for: each once).
     pub fn positions(&self) -> Box<dyn Iterator<Item = u64> + '_> {
-        let q = self.geometry.q;
         match self.mode() {
-            Mode::Exact => Box::new(dedup(
-                ef::iter(self.block.words(), STREAM, self.shape()).map(move |f| f / q),
-            )),
-            Mode::Sparse => Box::new(ef::iter(self.block.words(), STREAM, self.shape())),
-            Mode::Dense => Box::new(bit_positions(
-                self.bitmap_words().unwrap_or_default(),
-                false,
-                self.geometry.m,
-            )),
+            Mode::Exact => Box::new(self.fingerprint_positions()),
+            Mode::Sparse => Box::new(self.sparse_positions()),
+            Mode::Dense => Box::new(self.dense_positions(false)),
         }
     }
 
     /// The positions of the zero bits (sparse and dense modes), in order.
     pub fn zero_positions(&self) -> Box<dyn Iterator<Item = u64> + '_> {
-        let m = self.geometry.m;
-        match self.bitmap_words() {
-            Some(words) => Box::new(bit_positions(words, true, m)),
-            None => {
-                let mut set = self.positions().peekable();
-                Box::new((0..m).filter(move |&p| {
-                    if set.peek() == Some(&p) {
-                        set.next();
-                        false
-                    } else {
-                        true
-                    }
-                }))
-            }
+        if self.mode() == Mode::Dense {
+            return Box::new(self.dense_positions(true));
         }
+        let mut set = self.positions().peekable();
+        Box::new((0..self.geometry.m).filter(move |&p| {
+            if set.peek() == Some(&p) {
+                set.next();
+                false
+            } else {
+                true
+            }
+        }))
     }
 
     /// Bits set in the bitmap; in exact mode, the bits the fingerprints would set.
     pub fn bits_set(&self) -> u64 {
-        match self.mode() {
+        let header = self.header();
+        match header.mode {
             Mode::Exact => self.positions().count() as u64,
-            Mode::Sparse => self.stored_count(),
-            Mode::Dense => self.geometry.m - self.stored_count(),
-        }
-    }
-
-    /// Zero bits of the bitmap (sparse and dense modes).
-    fn zeros(&self) -> u64 {
-        match self.mode() {
-            Mode::Dense => self.stored_count(),
-            _ => self.geometry.m - self.stored_count(),
+            Mode::Sparse => header.count,
+            Mode::Dense => self.geometry.m - header.count,
         }
     }
 
@@ -534,29 +288,25 @@ impl Counter {
     /// otherwise. O(1): this is LC.COUNT's whole work.
     #[inline]
     pub fn count(&self) -> u64 {
-        let head = self.block.head();
-        let stream_count = (head & ((1 << STREAM) - 1)) >> COUNT_SHIFT;
-        match head & 3 {
-            MODE_EXACT => stream_count,
-            MODE_SPARSE => estimate(self.geometry.m, self.geometry.m - stream_count),
-            _ => self.block.words()[DENSE_ESTIMATE],
+        let header = self.header();
+        match header.mode {
+            Mode::Exact => header.count,
+            Mode::Sparse => estimate(self.geometry.m, self.geometry.m - header.count),
+            Mode::Dense => self.block.words()[DENSE_ESTIMATE],
         }
     }
 
     /// Estimated standard error of `count()/n` at the current load (0 in exact mode).
     pub fn standard_error(&self) -> f64 {
-        let n = self.count();
-        if self.is_exact() || n == 0 {
+        if self.is_exact() {
             return 0.0;
         }
-        let m = self.geometry.m as f64;
-        let t = n as f64 / m;
-        (m * (t.exp_m1() - t)).sqrt() / n as f64
+        standard_error(self.geometry.m, self.count())
     }
 
     /// Whether the bitmap is nearly full (see "Saturation").
     pub fn saturated(&self) -> bool {
-        !self.is_exact() && self.zeros() < SATURATION_ZEROS
+        !self.is_exact() && self.geometry.m - self.bits_set() < SATURATION_ZEROS
     }
 
     /// Bytes this counter's own allocations take, each rounded to its allocator size class:
@@ -582,9 +332,10 @@ impl Counter {
     /// never need a memory limit.
     pub fn room_before_dense(&self) -> u64 {
         let g = &self.geometry;
-        match self.mode() {
-            Mode::Exact => g.exact_limit.max(g.sparse_limit) - self.stored_count(),
-            Mode::Sparse => g.sparse_limit.saturating_sub(self.stored_count()),
+        let header = self.header();
+        match header.mode {
+            Mode::Exact => g.exact_limit.max(g.sparse_limit) - header.count,
+            Mode::Sparse => g.sparse_limit.saturating_sub(header.count),
             Mode::Dense => u64::MAX,
         }
     }
@@ -605,207 +356,41 @@ impl Counter {
         }
     }
 
-    /// Sets bit `pos` (< m) in dense mode; true if it was zero.
-    #[inline]
-    fn set_dense(&mut self, pos: u64) -> bool {
+    /// A sparse or dense block holding `bits`, sparse while their number allows; the dense
+    /// bitmap refused when it would take more than `limit` bytes. The one place that decides
+    /// between the two modes.
+    pub(super) fn bits_block(&self, bits: SetBits, limit: u64) -> Result<Block, LcError> {
         let m = self.geometry.m;
-        let words = self.block.words_mut();
-        // Straight on the words: the header's zero count is decremented in place.
-        let word = &mut words[DENSE_BITMAP + (pos / 64) as usize];
-        let mask = 1u64 << (pos % 64);
-        let was_zero = *word & mask == 0;
-        *word |= mask;
-        if was_zero {
-            words[0] -= 1 << COUNT_SHIFT;
-            words[DENSE_ESTIMATE] = estimate(m, words[0] >> COUNT_SHIFT);
-        }
-        was_zero
-    }
-
-    /// Where `x` goes in the exact or sparse stream: its shape and `x`'s rank, or None when
-    /// `x` is there already.
-    fn absent(&self, x: u64) -> Option<(Shape, u64)> {
-        let shape = self.shape();
-        let probe = ef::find(self.block.words(), STREAM, shape, x);
-        (!probe.found).then_some((shape, probe.rank))
-    }
-
-    fn add_fingerprint(&mut self, f: u64, limit: u64) -> Result<bool, LcError> {
-        let Some((shape, rank)) = self.absent(f) else {
-            return Ok(false);
+        let ones = match &bits {
+            SetBits::Words(words) => words.iter().map(|w| w.count_ones() as u64).sum(),
+            SetBits::Positions { count, .. } => *count,
         };
-        if shape.k < self.geometry.exact_limit {
-            self.insert(MODE_EXACT, shape, rank, f)?;
-        } else {
-            // Leaving exact mode: the positions the fingerprints (and this one) stand for.
-            let q = self.geometry.q;
-            let mut positions: Vec<u64> = self.positions().collect();
-            let p = f / q;
-            if let Err(at) = positions.binary_search(&p) {
-                positions.insert(at, p);
+        if ones <= self.geometry.sparse_limit {
+            match bits {
+                SetBits::Words(words) => {
+                    Self::stream_block(Mode::Sparse, m, ones, bit_positions(words, false, m))
+                }
+                SetBits::Positions { sorted, .. } => {
+                    Self::stream_block(Mode::Sparse, m, ones, sorted)
+                }
             }
-            self.set_positions(&positions, limit)?;
-        }
-        Ok(true)
-    }
-
-    fn add_position(&mut self, p: u64, limit: u64) -> Result<bool, LcError> {
-        let Some((shape, rank)) = self.absent(p) else {
-            return Ok(false);
-        };
-        if shape.k < self.geometry.sparse_limit {
-            self.insert(MODE_SPARSE, shape, rank, p)?;
         } else {
             self.check_dense_within(limit)?;
-            let mut dense = self.dense_block()?;
-            set_bits(&mut dense, self.geometry.m, std::iter::once(p));
-            self.block = dense;
+            Self::dense_block(m, bits)
         }
-        Ok(true)
     }
 
-    /// Inserts `x` at `rank` into the exact or sparse stream of shape `shape` (growing the
-    /// block, or rebuilding the stream when its low-bit width changes); nothing changed on
-    /// error.
-    fn insert(&mut self, mode: u64, shape: Shape, rank: u64, x: u64) -> Result<(), LcError> {
-        let next = Shape::new(shape.k + 1, self.universe());
-        if next.l == shape.l {
-            self.block
-                .resize(stream_words(next))
-                .map_err(|_| LcError::OutOfMemory)?;
-            ef::insert(self.block.words_mut(), STREAM, shape, rank, x);
-            set_count(&mut self.block, mode, next.k);
-        } else {
-            let old = ef::iter(self.block.words(), STREAM, shape);
-            let values = old.clone().take(rank as usize).chain(std::iter::once(x));
-            let values = values.chain(old.skip(rank as usize));
-            self.block = stream_block(mode, self.universe(), next.k, values)?;
-        }
-        Ok(())
-    }
-
-    /// Replaces the state by these bit positions (sorted, distinct, below m): sparse or dense
-    /// by their number, the dense bitmap refused (nothing changed) when it would take more than
-    /// `limit` bytes.
-    fn set_positions(&mut self, positions: &[u64], limit: u64) -> Result<(), LcError> {
-        let k = positions.len() as u64;
-        self.block = if k <= self.geometry.sparse_limit {
-            stream_block(MODE_SPARSE, self.geometry.m, k, positions.iter().copied())?
-        } else {
-            self.check_dense_within(limit)?;
-            let mut block = self.empty_like().dense_block()?;
-            set_bits(&mut block, self.geometry.m, positions.iter().copied());
-            block
-        };
-        Ok(())
-    }
-
-    /// A dense block holding this counter's positions.
-    fn dense_block(&self) -> Result<Block, LcError> {
-        let m = self.geometry.m;
-        let mut block = Block::zeroed(dense_words(m)).ok_or(LcError::OutOfMemory)?;
-        set_dense_count(&mut block, m, m);
-        if let Some(words) = self.bitmap_words() {
-            block.words_mut()[DENSE_BITMAP..DENSE_BITMAP + words.len()].copy_from_slice(words);
-            set_dense_count(&mut block, m, self.stored_count());
-        } else {
-            set_bits(&mut block, m, self.positions());
-        }
-        Ok(block)
-    }
-
-    /// Turns a sparse counter dense, refused (nothing changed) when the bitmap would take more
-    /// than `limit` bytes; exact and dense counters stay as they are.
-    pub(crate) fn make_dense(&mut self, limit: u64) -> Result<(), LcError> {
-        if self.mode() == Mode::Sparse {
-            self.check_dense_within(limit)?;
-            self.block = self.dense_block()?;
-        }
-        Ok(())
-    }
-
-    /// A counter whose set bits are given as whole bitmap words (`⌈m/64⌉` of them, padding
-    /// zero), sparse or dense by their number. Refused when the bitmap would take more than
-    /// `limit` bytes and the counter must be dense.
-    pub(crate) fn from_bitmap_words(
+    /// A counter holding `bits`, sparse or dense by their number (see `bits_block`).
+    pub(crate) fn from_bits(
         capacity: u64,
         error_rate: f64,
         m: u64,
-        words: &[u64],
+        bits: SetBits,
         limit: u64,
     ) -> Result<Counter, LcError> {
         let mut counter = Counter::empty(capacity, error_rate, m);
-        let ones: u64 = words.iter().map(|w| w.count_ones() as u64).sum();
-        if ones <= counter.geometry.sparse_limit {
-            counter.block = stream_block(MODE_SPARSE, m, ones, bit_positions(words, false, m))?;
-        } else {
-            counter.check_dense_within(limit)?;
-            let mut block = Block::zeroed(dense_words(m)).ok_or(LcError::OutOfMemory)?;
-            block.words_mut()[DENSE_BITMAP..DENSE_BITMAP + words.len()].copy_from_slice(words);
-            set_dense_count(&mut block, m, m - ones);
-            counter.block = block;
-        }
+        counter.block = counter.bits_block(bits, limit)?;
         Ok(counter)
-    }
-
-    /// A counter holding these bit positions (sorted, distinct, below m), sparse or dense by
-    /// their number (`count` of them).
-    pub(crate) fn from_positions(
-        capacity: u64,
-        error_rate: f64,
-        m: u64,
-        count: u64,
-        positions: impl Iterator<Item = u64>,
-        limit: u64,
-    ) -> Result<Counter, LcError> {
-        let mut counter = Counter::empty(capacity, error_rate, m);
-        if count <= counter.geometry.sparse_limit {
-            counter.block = stream_block(MODE_SPARSE, m, count, positions)?;
-        } else {
-            counter.check_dense_within(limit)?;
-            let mut block = counter.dense_block()?;
-            set_bits(&mut block, m, positions);
-            counter.block = block;
-        }
-        Ok(counter)
-    }
-
-    /// A counter in exact mode holding these fingerprints (sorted, distinct, below `U`, at most
-    /// `exact_limit(m)`).
-    pub(crate) fn from_fingerprints(
-        capacity: u64,
-        error_rate: f64,
-        m: u64,
-        count: u64,
-        fingerprints: impl Iterator<Item = u64>,
-    ) -> Result<Counter, LcError> {
-        let mut counter = Counter::empty(capacity, error_rate, m);
-        debug_assert!(count <= counter.geometry.exact_limit);
-        if count > 0 {
-            let universe = counter.geometry.universe();
-            counter.block = stream_block(MODE_EXACT, universe, count, fingerprints)?;
-        }
-        Ok(counter)
-    }
-
-    /// Overwrites the dense bitmap from byte `offset` on (bit 8·i + j is bit j of byte i) and
-    /// keeps the count of zeros; `codec::write_dense` has checked the range and the padding
-    /// bits. Does nothing unless dense.
-    pub(crate) fn write_bitmap_bytes(&mut self, offset: usize, bytes: &[u8]) {
-        if self.mode() != Mode::Dense {
-            return;
-        }
-        let words = self.block.words_mut();
-        let mut zeros = words[0] >> COUNT_SHIFT;
-        for (i, &new) in bytes.iter().enumerate() {
-            let at = offset + i;
-            let (word, shift) = (&mut words[DENSE_BITMAP + at / 8], (at % 8) * 8);
-            let old = (*word >> shift) as u8;
-            // The byte's zeros are part of `zeros`, so this cannot underflow.
-            zeros = zeros + u64::from(old.count_ones()) - u64::from(new.count_ones());
-            *word = (*word & !(0xff << shift)) | (u64::from(new) << shift);
-        }
-        set_dense_count(&mut self.block, self.geometry.m, zeros);
     }
 
     /// Whether `other` can be absorbed into a counter of this size.
@@ -819,7 +404,7 @@ impl Counter {
         Ok(())
     }
 
-    fn check_dense_within(&self, limit: u64) -> Result<(), LcError> {
+    pub(super) fn check_dense_within(&self, limit: u64) -> Result<(), LcError> {
         let bytes = bitmap_bytes(self.geometry.m);
         if bytes > limit {
             return Err(LcError::TooLarge { bytes, limit });
@@ -841,7 +426,7 @@ impl Counter {
         self.check_absorbable(other)?;
         let entries = |c: &Counter| match c.mode() {
             Mode::Dense => c.bits_set(),
-            _ => c.stored_count(),
+            _ => c.header().count,
         };
         if self.mode() != Mode::Dense && entries(self) + entries(other) > self.geometry.sparse_limit
         {
@@ -890,10 +475,9 @@ impl Counter {
         limit: u64,
     ) -> Result<bool, LcError> {
         if self.mode() == Mode::Dense {
-            // The estimate once, after every bit (`set_dense` would take it for each one).
-            let zeros = self.stored_count();
-            set_bits(&mut self.block, self.geometry.m, positions);
-            return Ok(self.stored_count() != zeros);
+            let zeros = self.header().count;
+            self.set_bits(positions);
+            return Ok(self.header().count != zeros);
         }
         let own: Vec<u64> = self.positions().collect();
         let mut merged = Vec::with_capacity(own.len());
@@ -910,7 +494,11 @@ impl Counter {
         merged.extend(mine);
         let changed = merged.len() != own.len();
         if changed || self.is_exact() {
-            self.set_positions(&merged, limit)?;
+            let bits = SetBits::Positions {
+                count: merged.len() as u64,
+                sorted: Box::new(merged.iter().copied()),
+            };
+            self.block = self.bits_block(bits, limit)?;
         }
         Ok(changed)
     }
@@ -961,50 +549,6 @@ impl Counter {
     }
 }
 
-/// A block in `mode` (exact or sparse) holding `k` values below `universe`, sorted and
-/// distinct.
-fn stream_block(
-    mode: u64,
-    universe: u64,
-    k: u64,
-    values: impl Iterator<Item = u64>,
-) -> Result<Block, LcError> {
-    let shape = Shape::new(k, universe);
-    let mut block = Block::zeroed(stream_words(shape)).ok_or(LcError::OutOfMemory)?;
-    ef::write(block.words_mut(), STREAM, shape, values);
-    set_count(&mut block, mode, k);
-    Ok(block)
-}
-
-/// Writes the header's mode and count, keeping the stream bits that share its word.
-fn set_count(block: &mut Block, mode: u64, count: u64) {
-    let stream = match mode {
-        MODE_DENSE => 0,
-        _ => block.head() & !((1 << STREAM) - 1),
-    };
-    block.set_head(stream | mode | (count << COUNT_SHIFT));
-}
-
-/// A dense block's header and estimate for `zeros` zero bits out of `m`.
-fn set_dense_count(block: &mut Block, m: u64, zeros: u64) {
-    set_count(block, MODE_DENSE, zeros);
-    block.words_mut()[DENSE_ESTIMATE] = estimate(m, zeros);
-}
-
-/// Sets bits of a dense block of `m` bits, keeping its zero count and estimate.
-fn set_bits(block: &mut Block, m: u64, positions: impl Iterator<Item = u64>) {
-    let words = block.words_mut();
-    for p in positions {
-        let word = &mut words[DENSE_BITMAP + (p / 64) as usize];
-        let mask = 1u64 << (p % 64);
-        let was_zero = *word & mask == 0;
-        *word |= mask;
-        words[0] -= (was_zero as u64) << COUNT_SHIFT;
-    }
-    let zeros = words[0] >> COUNT_SHIFT;
-    words[DENSE_ESTIMATE] = estimate(m, zeros);
-}
-
 /// The positions of the set bits of a bitmap of `m` bits (of its zero bits when `zeros`), in
 /// order.
 pub fn bit_positions(words: &[u64], zeros: bool, m: u64) -> impl Iterator<Item = u64> + '_ {
@@ -1024,48 +568,10 @@ pub fn bit_positions(words: &[u64], zeros: bool, m: u64) -> impl Iterator<Item =
         .take_while(move |&p| p < m)
 }
 
-/// `values` (sorted) without repeats.
-fn dedup(values: impl Iterator<Item = u64>) -> impl Iterator<Item = u64> {
-    let mut last = None;
-    values.filter(move |&v| {
-        let new = last != Some(v);
-        last = Some(v);
-        new
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use proptest::prelude::*;
-
-    const PAPER_TABLE: [(u64, u64); 8] = [
-        (100, 5_034),
-        (1_000, 5_329),
-        (10_000, 7_960),
-        (50_000, 17_134),
-        (100_000, 26_729),
-        (1_000_000, 154_171),
-        (10_000_000, 1_096_582),
-        (100_000_000, 8_571_013),
-    ];
-
-    #[test]
-    fn sizing_reproduces_the_papers_table() {
-        for (n, m) in PAPER_TABLE {
-            assert_eq!(bits_for(n, 0.01), Some(m), "capacity {n}");
-        }
-    }
-
-    #[test]
-    fn sizing_rejects_bad_parameters() {
-        assert_eq!(bits_for(0, 0.01), None);
-        assert_eq!(bits_for(10, 0.0), None);
-        assert_eq!(bits_for(10, 1.0), None);
-        assert_eq!(bits_for(10, f64::NAN), None);
-        assert_eq!(bits_for(u64::MAX, 1e-9), None);
-        assert!(bits_for(1, 0.999).unwrap() >= 1);
-    }
 
     #[test]
     fn reserve_respects_the_memory_limit() {
@@ -1094,73 +600,6 @@ mod tests {
 
     /// For every geometry: fingerprints divided by q are positions, and the miscount bound
     /// C(n, 2)/U + C(n, 2)/2^64 stays below 10^−6 for every n the guarantee covers.
-    #[test]
-    fn the_exact_guarantee_holds_for_every_size() {
-        let mut m = 1u64;
-        while m < 1 << 40 {
-            let g = Geometry::new(1, 0.5, m);
-            let covered = g.exact_limit.max(EXACT_GUARANTEED) as f64;
-            let pairs = covered * (covered - 1.0) / 2.0;
-            let bound = pairs / g.universe() as f64 + pairs / 2f64.powi(64);
-            assert!(bound < 1e-6, "m {m}: {bound}");
-            assert_eq!(g.universe() % m, 0);
-            for h in [0u64, 1, u64::MAX, u64::MAX / 3, 0x1234_5678_9abc_def0] {
-                assert_eq!(reduce(h, g.universe()) / g.q, reduce(h, m), "m {m}");
-            }
-            m = m * 5 / 4 + 1;
-        }
-    }
-
-    proptest! {
-        #[test]
-        fn fingerprints_name_positions(h in any::<u64>(), m in 1u64..10_000_000) {
-            let g = Geometry::new(1, 0.5, m);
-            prop_assert_eq!(reduce(h, g.universe()) / g.q, reduce(h, m));
-        }
-    }
-
-    /// sparse_limit against a brute-force search, and exact sets at their limit never larger
-    /// than the bitmap.
-    #[test]
-    fn mode_limits_match_their_definitions() {
-        let class_of = |shape: Shape| size_class(stream_words(shape) * 8);
-        for m in (1..3_000).chain([17_134, 26_729, 154_171, 1_096_582]) {
-            let dense = dense_reference_bytes(m);
-            let fits = |k: u64| {
-                let c = class_of(Shape::new(k, m));
-                c < dense && c <= SPARSE_MAX_BYTES
-            };
-            let brute = (1..=m).find(|&k| !fits(k)).map_or(m, |k| k - 1);
-            let g = Geometry::new(1, 0.5, m);
-            assert_eq!(g.sparse_limit, brute, "m {m}");
-            let exact = class_of(Shape::new(g.exact_limit, g.universe()));
-            assert!(
-                g.exact_limit == 0 || exact <= dense,
-                "m {m}: exact {exact} > dense {dense}"
-            );
-        }
-    }
-
-    /// Prints the README's sizing table: `cargo test --release --lib sizing_table -- --nocapture`.
-    #[test]
-    fn sizing_table() {
-        println!("| capacity | error | bits | bytes | exact up to | sparse up to (set bits) |");
-        println!("|---:|---:|---:|---:|---:|---:|");
-        for n in [1_000u64, 10_000, 50_000, 100_000, 1_000_000, 10_000_000] {
-            for e in [0.02, 0.01, 0.005] {
-                let m = bits_for(n, e).unwrap();
-                let g = Geometry::new(n, e, m);
-                println!(
-                    "| {n} | {}% | {m} | {} | {} | {} |",
-                    e * 100.0,
-                    bitmap_bytes(m),
-                    g.exact_limit,
-                    g.sparse_limit
-                );
-            }
-        }
-    }
-
     fn item(i: u64) -> Vec<u8> {
         format!("item:{i}").into_bytes()
     }
@@ -1430,7 +869,7 @@ mod tests {
             for &h in &hashes {
                 lc.add_hash(h).unwrap();
                 direct_bits.insert(reduce(h, m));
-                fps.insert(reduce(h, Geometry::new(1, 0.5, m).universe()));
+                fps.insert(reduce(h, Geometry::interned(1, 0.5, m).universe()));
             }
             let g = lc.geometry().clone();
             if fps.len() as u64 <= g.exact_limit {
@@ -1441,8 +880,9 @@ mod tests {
                 prop_assert_eq!(lc.bits_set(), direct_bits.len() as u64);
             } else {
                 let k = direct_bits.len() as u64;
-                let expected = Counter::from_positions(1, 0.5, m, k,
-                    direct_bits.iter().copied(), u64::MAX).unwrap();
+                let sorted = Box::new(direct_bits.iter().copied());
+                let bits = SetBits::Positions { count: k, sorted };
+                let expected = Counter::from_bits(1, 0.5, m, bits, u64::MAX).unwrap();
                 prop_assert_eq!(lc.mode(), if k <= g.sparse_limit { Mode::Sparse } else { Mode::Dense });
                 prop_assert_eq!(&lc, &expected);
                 // The dense mode's stored estimate is the estimate of its zero bits.

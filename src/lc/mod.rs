@@ -1,7 +1,14 @@
-//! The linear counter wing: a pure core (`counter`; its one allocation, `block`; its encoding,
-//! `codec`; its streams are `crate::core::ef`'s) and its Redis adapters (`commands`, `datatype`).
+//! The linear counter wing: a pure core (`counter`, with its `geometry`, its block's `header`
+//! and one file per mode: `exact`, `sparse`, `dense`; its one allocation, `block`; its encoding,
+//! `codec`; its streams are `crate::core::ef`'s) and its Redis adapters (`commands`,
+//! `datatype`).
 mod block;
 pub mod codec;
 pub mod commands;
 pub mod counter;
 pub mod datatype;
+mod dense;
+mod exact;
+pub mod geometry;
+mod header;
+mod sparse;

@@ -1,0 +1,154 @@
+//! The header word of a counter's block, and where the rest of the block starts.
+//!
+//! ```text
+//! bit 0–1    mode: 0 exact, 1 sparse, 2 dense
+//! bit 2–9    the block's size-class index (block.rs's; never touched here)
+//! bit 10…    count: fingerprints (exact), set bits (sparse), zero bits (dense)
+//! ```
+//!
+//! Exact and sparse blocks hold an Elias–Fano stream from bit [`STREAM`] of the block (so
+//! from bit 26 of the header word on), which leaves their count 16 bits: an exact set holds at
+//! most `EXACT_MAX` fingerprints and a sparse block of at most `SPARSE_MAX_BYTES` fewer
+//! positions than its bits. A dense block has no stream in its header: its count takes bits
+//! 10–63, word [`DENSE_ESTIMATE`] holds the estimate for that count (so that `LC.COUNT` reads
+//! it instead of taking a logarithm) and the bitmap starts at word [`DENSE_BITMAP`].
+//!
+//! The header is not part of the encoding (codec.rs writes the counter from its state), so
+//! this layout may change without a new encoding version.
+
+use super::block::Block;
+use super::geometry::{EXACT_MAX, SPARSE_MAX_BYTES};
+
+const MODE_BITS: u64 = 3;
+const COUNT_SHIFT: u32 = 10;
+/// Where an exact or sparse stream starts, in bits from the start of the block.
+pub const STREAM: u64 = 26;
+/// The dense block's estimate word.
+pub const DENSE_ESTIMATE: usize = 1;
+/// The dense block's first bitmap word.
+pub const DENSE_BITMAP: usize = 2;
+const STREAM_COUNT_MASK: u64 = (1 << STREAM) - 1;
+const _: () = assert!(EXACT_MAX < 1 << (STREAM - COUNT_SHIFT as u64));
+const _: () = assert!(SPARSE_MAX_BYTES * 8 < 1 << (STREAM - COUNT_SHIFT as u64));
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    Exact,
+    Sparse,
+    Dense,
+}
+
+impl Mode {
+    /// The name `LC.INFO` reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Exact => "exact",
+            Mode::Sparse => "sparse",
+            Mode::Dense => "dense",
+        }
+    }
+
+    fn bits(self) -> u64 {
+        match self {
+            Mode::Exact => 0,
+            Mode::Sparse => 1,
+            Mode::Dense => 2,
+        }
+    }
+}
+
+/// A block's header, decoded. An empty counter (no block) reads as exact with count 0.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Header {
+    pub mode: Mode,
+    pub count: u64,
+}
+
+impl Header {
+    /// Decodes a header word (`Block::head`: the class bits already cleared).
+    #[inline]
+    pub fn from_word(head: u64) -> Header {
+        match head & MODE_BITS {
+            0 => Header::stream(Mode::Exact, head),
+            1 => Header::stream(Mode::Sparse, head),
+            _ => Header {
+                mode: Mode::Dense,
+                count: head >> COUNT_SHIFT,
+            },
+        }
+    }
+
+    #[inline]
+    fn stream(mode: Mode, head: u64) -> Header {
+        Header {
+            mode,
+            count: (head & STREAM_COUNT_MASK) >> COUNT_SHIFT,
+        }
+    }
+
+    #[inline]
+    pub fn of(block: &Block) -> Header {
+        Header::from_word(block.head())
+    }
+
+    /// Writes this header into `block`, keeping the stream bits that share its word.
+    pub fn write(self, block: &mut Block) {
+        let stream = match self.mode {
+            Mode::Dense => 0,
+            _ => block.head() & !STREAM_COUNT_MASK,
+        };
+        block.set_head(stream | self.mode.bits() | (self.count << COUNT_SHIFT));
+    }
+}
+
+/// Takes `n` from the zero count of a dense block's raw first word (`words[0]`, class bits
+/// included: they sit below the count and are left as they are); the new zero count.
+#[inline]
+pub fn take_dense_zeros(first_word: &mut u64, n: u64) -> u64 {
+    *first_word -= n << COUNT_SHIFT;
+    *first_word >> COUNT_SHIFT
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn headers_round_trip_and_keep_the_stream_bits() {
+        let mut block = Block::zeroed(4).unwrap();
+        for header in [
+            Header {
+                mode: Mode::Exact,
+                count: EXACT_MAX,
+            },
+            Header {
+                mode: Mode::Sparse,
+                count: SPARSE_MAX_BYTES * 8 - 1,
+            },
+        ] {
+            block.set_head(0b1011 << STREAM);
+            header.write(&mut block);
+            assert_eq!(Header::of(&block), header);
+            assert_eq!(block.head() >> STREAM, 0b1011, "stream bits kept");
+        }
+        let dense = Header {
+            mode: Mode::Dense,
+            count: (1 << 53) + 5,
+        };
+        dense.write(&mut block);
+        assert_eq!(Header::of(&block), dense);
+        let class = block.words()[0] & 0x3fc;
+        assert_eq!(
+            take_dense_zeros(&mut block.words_mut()[0], 2),
+            (1 << 53) + 3
+        );
+        assert_eq!(block.words()[0] & 0x3fc, class, "class bits untouched");
+        assert_eq!(
+            Header::from_word(0),
+            Header {
+                mode: Mode::Exact,
+                count: 0
+            }
+        );
+    }
+}
