@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
 """Instructions per BF.* call, counted by callgrind inside a real redis-server (the workloads of
-`make bench`'s server benchmark, which a shared machine cannot time reliably; issue 11 compared
-builds with it, docs/BENCHMARKS.md). The plumbing is lc_callgrind.py's: instrumentation on only
+`make bench`'s server benchmark, which a shared machine cannot time reliably; two builds are
+compared with it, docs/BENCHMARKS.md). The plumbing is lc_callgrind.py's: instrumentation on only
 while a workload's 2,000 calls run, counting inside RedisModuleCommandDispatcher.
 
 Workloads (items are 12-digit random numbers, as redis-benchmark's __rand_int__):
 - add_10m, exists_10m, madd100_10m: BF.ADD / BF.EXISTS / BF.MADD of 100 on a 0.01/10M filter;
 - add_scaling, exists_scaling: on a default-created filter (0.01/100/×2) grown to 1M items
-  (14 sub-filters: since issue 11 its first seven are sparse sets);
+  (14 sub-filters: its first seven are sparse sets);
 - add_200m, madd100_200m, mexists100_200m, and the same on a blocked filter: 0.001/200M;
 - madd30_new: BF.MADD of 30 items creating a default filter each time;
 - exists_small: BF.EXISTS on default filters holding 30 items.

@@ -2,7 +2,7 @@
 """Instructions per LC.ADD / LC.COUNT call, counted by callgrind inside a real redis-server.
 
 A timing taken on a shared machine says little; instruction counts do not depend on the load, so
-this is how two builds' speed is compared (docs/BENCHMARKS.md, issue 11). The server runs under
+this is how two builds' speed is compared (docs/BENCHMARKS.md). The server runs under
 `valgrind --tool=callgrind` with instrumentation off while the keys are filled, then on for
 2,000 calls of each workload (pipelined), counting only inside `RedisModuleCommandDispatcher`
 (the module's command and the module API it calls, not the network):

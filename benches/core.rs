@@ -196,7 +196,7 @@ fn bench_codec(c: &mut Criterion) {
     group.finish();
 }
 
-/// Batches of 100 (a `BF.MADD`/`BF.MEXISTS`) on the 0.001 / 200M filter in both
+/// Batches of 100 (a `BF.MADD`/`BF.MEXISTS`) on a 0.001 / 200M filter in both
 /// layouts, over 2M fresh items so that nearly every probe is a cache miss, as in the server:
 /// the number to hold against `bench/floor/dram_floor` (same array size, same reads per item).
 fn bench_large_batches(c: &mut Criterion) {

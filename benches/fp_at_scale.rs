@@ -1,4 +1,4 @@
-//! The blocked layout's false-positive rate measured at the size (`make bench`; prints
+//! The blocked layout's false-positive rate measured at 200M items (`make bench`; prints
 //! a table, asserts nothing): a filter reserved at 0.001 / 200,000,000 (scaling, as
 //! `BF.RESERVE key 0.001 200000000` makes it) filled to capacity, then 1,000,000 non-members.
 //! Also its memory against the standard layout's. `BLOCKED_FP_ITEMS` overrides the capacity

@@ -19,9 +19,9 @@
 //! therefore made of 16 MiB segments, each its own allocation (16 MiB is a size class: no
 //! rounding), and a last, shorter one, the only one rounded. The last segment is at most
 //! 16 MiB, whose classes are 2 MiB apart, so an array of any size wastes less than 2 MiB
-//! (< 0.6% of a 372 MiB filter, < 12.5% of one just above 16 MiB), against up to 25% before;
-//! the segment table and the segments' records add 32 bytes a segment.
-//! Arrays of at most 16 MiB stay one allocation, as they always were (a 0.01 / 10M filter's
+//! (< 0.6% of a 372 MiB filter, < 12.5% of one just above 16 MiB), where one allocation
+//! wastes up to 25%; the segment table and the segments' records add 32 bytes a segment.
+//! Arrays of at most 16 MiB stay one allocation (a 0.01 / 10M filter's
 //! 11.4 MiB among them). 16 rather than 64 MiB: the waste bound is 4× smaller and arrays of
 //! 16–64 MiB are segmented too; the segment table, one pointer per segment, stays small (24
 //! entries, 192 bytes, for 372 MiB; 2 KiB for a 4 GiB filter), so it stays in the L1 cache
