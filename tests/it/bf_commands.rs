@@ -47,7 +47,7 @@ fn replies_in_resp2() {
     );
     assert_eq!(int(&mut c, &["BF.CARD", "f"]), 3);
     // Size is the filter's own bytes; MEMORY USAGE adds the key's overhead.
-    let size = info_field(&mut c, "f", "SIZE");
+    let size = bf_info(&mut c, "f", "SIZE");
     assert!(size > 16 && size < int(&mut c, &["MEMORY", "USAGE", "f"]));
     let info = ok(&mut c, &["BF.INFO", "f"]);
     let Value::Array(fields) = info else {
@@ -191,7 +191,7 @@ fn scaling_filters_grow() {
     let mut args = vec!["BF.MADD", "s"];
     args.extend(items.iter().map(String::as_str));
     ok(&mut c, &args);
-    let filters = info_field(&mut c, "s", "FILTERS");
+    let filters = bf_info(&mut c, "s", "FILTERS");
     // 10 + 30 + 90 + 270 = 400 < ~500 ≤ 1210: five filters.
     assert_eq!(filters, 5);
     assert_eq!(
@@ -210,17 +210,6 @@ fn scaling_filters_grow() {
         panic!()
     };
     assert!(found.iter().all(|v| *v == Value::Int(1)));
-}
-
-// BF.INFO with a field answers a one-element array in RESP2; read it as an integer.
-fn info_field(c: &mut redis::Connection, key: &str, field: &str) -> i64 {
-    match ok(c, &["BF.INFO", key, field]) {
-        Value::Array(v) if v.len() == 1 => match v[0] {
-            Value::Int(i) => i,
-            _ => panic!(),
-        },
-        other => panic!("{other:?}"),
-    }
 }
 
 #[test]
@@ -243,8 +232,8 @@ fn insert_options() {
             "b",
         ],
     );
-    assert_eq!(info_field(&mut c, "i", "CAPACITY"), 50);
-    assert_eq!(info_field(&mut c, "i", "EXPANSION"), 4);
+    assert_eq!(bf_info(&mut c, "i", "CAPACITY"), 50);
+    assert_eq!(bf_info(&mut c, "i", "EXPANSION"), 4);
     // Creation options are ignored when the key exists.
     ok(
         &mut c,
@@ -258,8 +247,8 @@ fn insert_options() {
             "c",
         ],
     );
-    assert_eq!(info_field(&mut c, "i", "CAPACITY"), 50);
-    assert_eq!(info_field(&mut c, "i", "ITEMS"), 3);
+    assert_eq!(bf_info(&mut c, "i", "CAPACITY"), 50);
+    assert_eq!(bf_info(&mut c, "i", "ITEMS"), 3);
     // NOCREATE.
     assert_eq!(
         err(&mut c, &["BF.INSERT", "missing", "NOCREATE", "ITEMS", "a"]),
@@ -290,8 +279,8 @@ fn insert_options() {
         &["CONFIG", "SET", "lcbloom.bf-expansion-factor", "5"],
     );
     ok(&mut c, &["BF.ADD", "d", "a"]);
-    assert_eq!(info_field(&mut c, "d", "CAPACITY"), 77);
-    assert_eq!(info_field(&mut c, "d", "EXPANSION"), 5);
+    assert_eq!(bf_info(&mut c, "d", "CAPACITY"), 77);
+    assert_eq!(bf_info(&mut c, "d", "EXPANSION"), 5);
     ok(
         &mut c,
         &["CONFIG", "SET", "lcbloom.bf-expansion-factor", "0"],
@@ -604,7 +593,15 @@ fn transactions_scripts_and_expiry() {
     assert!(lua_err.contains("not found"), "{lua_err}");
     ok(&mut c, &["PEXPIRE", "t", "50"]);
     assert!(int(&mut c, &["PTTL", "t"]) > 0);
-    std::thread::sleep(std::time::Duration::from_millis(150));
+    // Until the server's clock passes the expiry (TIME does not touch the key).
+    let expires = int(&mut c, &["PEXPIRETIME", "t"]);
+    loop {
+        let (s, us): (i64, i64) = redis::cmd("TIME").query(&mut c).unwrap();
+        if s * 1000 + us / 1000 > expires {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
     assert_eq!(ok(&mut c, &["BF.EXISTS", "t", "a"]), Value::Int(0));
     assert!(!exists(&mut c, "t"));
 }
@@ -674,24 +671,19 @@ fn memory_limit_and_a_billion_items() {
         &["CONFIG", "SET", "lcbloom.max-memory-per-key", "3gb"],
     );
     ok(&mut c, &["BF.RESERVE", "big", "0.001", "1000000000"]);
-    assert_eq!(info_field(&mut c, "big", "CAPACITY"), 1_000_000_000);
-    let size = info_field(&mut c, "big", "SIZE");
+    assert_eq!(bf_info(&mut c, "big", "CAPACITY"), 1_000_000_000);
+    let size = bf_info(&mut c, "big", "SIZE");
     assert!(size > 1_900_000_000 && size < 3 << 30, "{size}");
     ok(&mut c, &["DEL", "big"]);
     ok(
         &mut c,
         &["BF.RESERVE", "big", "0.001", "1000000000", "NONSCALING"],
     );
-    let size = info_field(&mut c, "big", "SIZE");
+    let size = bf_info(&mut c, "big", "SIZE");
     // -n·ln(p)/ln²2 bits = 1.797 GB; within 1%, in jemalloc's size class for that
     // (1.75 GiB), plus the chain's own few hundred bytes.
     assert!(size <= 1_879_048_192 + 1024, "{size}");
-    let (_, header): (i64, Vec<u8>) = redis::cmd("BF.SCANDUMP")
-        .arg("big")
-        .arg(0)
-        .query(&mut c)
-        .unwrap();
-    let bits = u64::from_le_bytes(header[48..56].try_into().unwrap());
+    let bits = bf_bits(&mut c, "big");
     assert!(bits as f64 / 8.0 <= 1_797_000_000.0 * 1.01, "{bits}");
     ok(&mut c, &["DEL", "big"]);
     // Scaling stops at the limit with a clear error, and the filter keeps working.
@@ -718,6 +710,6 @@ fn memory_limit_and_a_billion_items() {
     }
     let refused = refused.expect("scaling was never refused");
     assert!(refused.contains("max-memory-per-key"), "{refused}");
-    assert!(info_field(&mut c, "g", "SIZE") <= 2048);
+    assert!(bf_info(&mut c, "g", "SIZE") <= 2048);
     assert_eq!(ok(&mut c, &["BF.EXISTS", "g", "0-0"]), Value::Int(1));
 }

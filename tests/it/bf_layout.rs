@@ -28,16 +28,6 @@ fn data_bytes(c: &mut Connection, key: &str) -> usize {
     total
 }
 
-fn info_field(c: &mut Connection, name: &str) -> String {
-    let info: String = redis::cmd("INFO").arg("lcbloom").query(c).unwrap();
-    let prefix = format!("lcbloom_{name}:");
-    info.lines()
-        .find_map(|l| l.strip_prefix(prefix.as_str()))
-        .unwrap_or_else(|| panic!("no {name} in {info}"))
-        .trim()
-        .to_string()
-}
-
 fn exists(c: &mut Connection, key: &str) -> bool {
     let n: i64 = redis::cmd("EXISTS").arg(key).query(c).unwrap();
     n == 1
@@ -144,10 +134,16 @@ fn layout_option_config_and_info() {
         .query(&mut c)
         .unwrap();
     assert_eq!(config, ["lcbloom.bf-layout", "standard"]);
-    assert_eq!(info_field(&mut c, "bf_layout"), "standard");
+    assert_eq!(
+        server_info(&mut c, "lcbloom")["lcbloom_bf_layout"],
+        "standard"
+    );
     ok(&mut c, &["BF.ADD", "add:std", "a"]);
     ok(&mut c, &["CONFIG", "SET", "lcbloom.bf-layout", "blocked"]);
-    assert_eq!(info_field(&mut c, "bf_layout"), "blocked");
+    assert_eq!(
+        server_info(&mut c, "lcbloom")["lcbloom_bf_layout"],
+        "blocked"
+    );
     ok(&mut c, &["BF.ADD", "add:blk", "a"]);
     ok(&mut c, &["BF.MADD", "madd:blk", "a", "b"]);
     ok(&mut c, &["BF.RESERVE", "res:blk", "0.01", "10"]);
@@ -166,19 +162,25 @@ fn layout_option_config_and_info() {
         assert_eq!(layout(&mut c, key), expected, "{key}");
     }
     // INFO lcbloom counts the blocked filters apart (and among all filters).
-    assert_eq!(info_field(&mut c, "bf_keys"), "8");
-    assert_eq!(info_field(&mut c, "bf_blocked_keys"), "5");
+    assert_eq!(server_info(&mut c, "lcbloom")["lcbloom_bf_keys"], "8");
+    assert_eq!(
+        server_info(&mut c, "lcbloom")["lcbloom_bf_blocked_keys"],
+        "5"
+    );
     let blocked_bytes: i64 = ["blk", "ins", "add:blk", "madd:blk", "res:blk"]
         .iter()
         .map(|k| size(&mut c, k))
         .sum();
     assert_eq!(
-        info_field(&mut c, "bf_blocked_bytes"),
+        server_info(&mut c, "lcbloom")["lcbloom_bf_blocked_bytes"],
         blocked_bytes.to_string()
     );
     ok(&mut c, &["DEL", "blk", "res:std"]);
-    assert_eq!(info_field(&mut c, "bf_keys"), "6");
-    assert_eq!(info_field(&mut c, "bf_blocked_keys"), "4");
+    assert_eq!(server_info(&mut c, "lcbloom")["lcbloom_bf_keys"], "6");
+    assert_eq!(
+        server_info(&mut c, "lcbloom")["lcbloom_bf_blocked_keys"],
+        "4"
+    );
 
     // A scaling blocked filter keeps the compound rate.
     ok(
@@ -287,7 +289,10 @@ fn blocked_filters_survive_every_copy_and_persistence_path() {
     let mut c = server.conn();
     assert_eq!(digests(&mut c), all);
     assert_eq!(layout(&mut c, "c:restore"), "blocked");
-    assert_eq!(info_field(&mut c, "bf_blocked_keys"), "7");
+    assert_eq!(
+        server_info(&mut c, "lcbloom")["lcbloom_bf_blocked_keys"],
+        "7"
+    );
 
     // Commands replayed from the AOF under another default build the same values.
     ok(&mut c, &["CONFIG", "SET", "lcbloom.bf-layout", "blocked"]);

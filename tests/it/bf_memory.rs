@@ -107,17 +107,6 @@ const SHAPES: &[Shape] = &[
     },
 ];
 
-pub fn used_memory(c: &mut Connection) -> i64 {
-    std::thread::sleep(std::time::Duration::from_millis(300));
-    let info: String = redis::cmd("INFO").arg("memory").query(c).unwrap();
-    info.lines()
-        .find_map(|l| l.strip_prefix("used_memory:"))
-        .expect("used_memory in INFO memory")
-        .trim()
-        .parse()
-        .unwrap()
-}
-
 /// (bytes per key by used_memory growth, mean MEMORY USAGE) for `shape`.
 fn measure(server: &Server, c: &mut Connection, shape: &Shape) -> (f64, f64) {
     ok(c, &["FLUSHALL"]);
@@ -128,9 +117,9 @@ fn measure(server: &Server, c: &mut Connection, shape: &Shape) -> (f64, f64) {
         if shape.keys < 10 { shape.keys } else { 100 },
     );
     ok(c, &["FLUSHALL"]);
-    let before = used_memory(c);
+    let before = used_memory(c, 1);
     let keys = write(server, shape, shape.keys);
-    let after = used_memory(c);
+    let after = used_memory(c, 1);
     let mut pipe = redis::pipe();
     for key in &keys {
         pipe.cmd("MEMORY").arg("USAGE").arg(key);

@@ -1,149 +1,31 @@
 //! Golden payloads: the encodings of both types, pinned by values saved in the fixture files
-//! of `FIXTURES` (`tests/fixtures/`, each written once by this file's recorder with one build
-//! and never edited afterwards).
+//! (`common::fixtures`: `tests/fixtures/`, each written once by this file's recorder with one
+//! build and never edited afterwards).
 //!
-//! Two separate checks:
-//! * `recreated_values_encode_identically`: running each case's commands again yields the
-//!   same DUMP value bytes (RDB version trailer and CRC left out, so Valkey passes too), the
-//!   same BF.SCANDUMP chunks and the same LC AOF-rewrite commands as the NEWEST fixture that
-//!   recorded the case.
+//! Two checks:
+//! * `current_build_encodes_as_recorded`: running each case's commands again on the current
+//!   build yields the same DUMP value bytes (RDB version trailer and CRC left out, so Valkey
+//!   passes too), the same BF.SCANDUMP chunks and the same LC AOF-rewrite commands as the
+//!   NEWEST fixture that recorded the case, and the same answers; and no encoding is larger
+//!   than in any fixture that recorded the case.
 //! * `saved_payloads_load_and_answer`: RESTORE of every saved payload of every fixture (and
 //!   BF.LOADCHUNK of the saved chunks, LC.LOADCHUNK of the saved AOF commands) answers every
-//!   recorded query as recorded, except `BF.INFO k SIZE`: Size is the memory the value takes
-//!   in this build (issue 11 made it count allocator size classes), not part of the value.
+//!   recorded query as recorded.
 //!
-//! When an encoding changes on purpose: add a fixture to `FIXTURES` naming the cases whose
-//! bytes change (and any new ones), record it, and keep every older file as it is:
+//! `BF.INFO k SIZE` is never compared: Size is the memory the value takes by the running
+//! build's accounting (allocator size classes), not part of the value.
+//!
+//! When an encoding changes on purpose: add a new file to `fixtures::FIXTURES` and record it;
+//! it holds every case whose bytes differ from their newest recording, and every case not
+//! recorded yet. Every older file stays as it is:
 //! `LCBLOOM_GOLDEN_RECORD=<file> cargo test --release --test it golden::record -- --ignored`.
 //! The recorder refuses to overwrite a file.
-//!
-//! File format, one record a line: `case NAME`, `run ARG...` (the set-up commands, long item
-//! lists abridged; `cases()` holds them whole), `dump KEY HEX` (the whole DUMP payload), `chunk KEY ITER HEX` (BF.SCANDUMP),
-//! `aof KEY ARG... HEX` (LC.LOADCHUNK from an AOF rewrite, payload as the last field, hex),
-//! `piece KEY ARG... HEX` (the same counter's chunked AOF form: `lc::codec::aof_parts` at
-//! `PIECE_BYTES`, what a rewrite emits for counters over `CHUNK_BYTES`; `lc_v1_*` cases),
-//! `ask REPLY | ARG...` (a query and its reply, integers and arrays of integers).
 
+use crate::common::fixtures::{hex, load_all, Answers, Recorded, Saved, FIXTURES, FIXTURE_DIR};
 use crate::common::fuzz::{dump_payload, split_dump};
 use crate::common::*;
 use redis::{Connection, Value};
 use std::fmt::Write as _;
-
-const FIXTURE_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures");
-
-/// A fixture file and the cases it recorded.
-struct Fixture {
-    file: &'static str,
-    cases: &'static [&'static str],
-}
-
-/// Oldest first.
-const FIXTURES: &[Fixture] = &[
-    // The build of 2026-11-22, before the shared value-type layer.
-    Fixture {
-        file: "golden.txt",
-        cases: &[
-            "bf_empty",
-            "bf_default_few",
-            "bf_grown",
-            "bf_nonscaling",
-            "bf_rate_0001_exp4",
-            "lc_empty",
-            "lc_exact",
-            "lc_cap100_dense",
-            "lc_cap1000_near_full",
-            "lc_cap5000",
-            "lc_cap50000",
-            "lc_merged",
-        ],
-    },
-    // The build of 2026-11-23 (main at 99356e3), the last whose Bloom filters are all bit
-    // arrays (encoding versions 1 and 2), before issue 11's small-key representation.
-    Fixture {
-        file: "golden-2026-11-23-bf.txt",
-        cases: &[
-            "bf_default_one",
-            "bf_default_30",
-            "bf_default_scaled",
-            "bf_nonscaling_small",
-            "bf_expansion1",
-            "bf_tight_rate",
-            "bf_mid_capacity",
-            "bf_blocked_small",
-            "bf_blocked_scaled",
-        ],
-    },
-    // The build of 2026-11-23 (main at b1926db), the last to write linear counters in
-    // encoding version 1 (64-bit hashes or one bitmap): a counter in every mode version 2
-    // distinguishes, and each one's chunked AOF form.
-    Fixture {
-        file: "golden-2026-11-23-lc.txt",
-        cases: &[
-            "lc_v1_exact_267",
-            "lc_v1_default_268",
-            "lc_v1_default_1000",
-            "lc_v1_default_5000",
-            "lc_v1_default_50000",
-            "lc_v1_cap1m_exact",
-            "lc_v1_cap1m_bitmap",
-            "lc_v1_tiny",
-            "lc_v1_merged_exact",
-        ],
-    },
-    // Encoding version 2 of linear counters (issue 11: fingerprints, sparse mode, Elias–Fano
-    // streams): every counter case again.
-    Fixture {
-        file: "golden-2026-11-23-lc2.txt",
-        cases: &[
-            "lc_empty",
-            "lc_exact",
-            "lc_cap100_dense",
-            "lc_cap1000_near_full",
-            "lc_cap5000",
-            "lc_cap50000",
-            "lc_merged",
-            "lc_v1_exact_267",
-            "lc_v1_default_268",
-            "lc_v1_default_1000",
-            "lc_v1_default_5000",
-            "lc_v1_default_50000",
-            "lc_v1_cap1m_exact",
-            "lc_v1_cap1m_bitmap",
-            "lc_v1_tiny",
-            "lc_v1_merged_exact",
-        ],
-    },
-    // Encoding version 3 (issue 11): sub-filters of small capacity are sparse sets of
-    // fingerprints, whole in the header. Every Bloom case re-recorded, and a chain of sparse
-    // sets followed by a bit array.
-    Fixture {
-        file: "golden-2026-11-23-bf-v3.txt",
-        cases: &[
-            "bf_empty",
-            "bf_default_few",
-            "bf_grown",
-            "bf_nonscaling",
-            "bf_rate_0001_exp4",
-            "bf_default_one",
-            "bf_default_30",
-            "bf_default_scaled",
-            "bf_nonscaling_small",
-            "bf_expansion1",
-            "bf_tight_rate",
-            "bf_mid_capacity",
-            "bf_blocked_small",
-            "bf_blocked_scaled",
-            "bf_sparse_then_bits",
-        ],
-    },
-    // A small sub-filter is also sparse when its set outgrows the bit array by less than what
-    // a separate bit array costs apart from its bits (issue 11, after the version 3 fixture):
-    // a 5% filter of 300 becomes sparse, and a small 0.5 one.
-    Fixture {
-        file: "golden-2026-11-23-bf-v3b.txt",
-        cases: &["bf_nonscaling", "bf_high_rate_small"],
-    },
-];
 
 /// Piece size of the recorded chunked form of the `lc_v1_*` cases (those introduced to pin
 /// version 1, recorded again in later versions): small, so that counters of a few KB take the
@@ -151,8 +33,6 @@ const FIXTURES: &[Fixture] = &[
 const PIECE_BYTES: u64 = 256;
 
 type Case = (&'static str, Vec<Vec<String>>, Vec<Vec<String>>);
-/// Queries and their rendered replies.
-type Answers = Vec<(String, Vec<String>)>;
 
 /// Each case: a name, its set-up commands (on key `k`, or `k`/`src` for merges), the queries
 /// whose answers are recorded.
@@ -212,7 +92,7 @@ fn cases() -> Vec<Case> {
     tight.extend(add_items("BF.MADD", "i", 1_500, 500));
     cases.push(("bf_rate_0001_exp4", tight, bf_asks("i", 1_500)));
 
-    // Small and mid-sized filters of every shape (the 2026-11-23 fixture). The asks end by
+    // Small and mid-sized filters of every shape. The asks end by
     // adding new items, so that a loaded value is shown to keep working, scaling included.
     let bf_asks_grow = |prefix: &str, n: u32| {
         let mut q = s(&["BF.MEXISTS", "k"]);
@@ -364,20 +244,6 @@ fn render(v: &Value) -> String {
     }
 }
 
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().fold(String::new(), |mut s, b| {
-        let _ = write!(s, "{b:02x}");
-        s
-    })
-}
-
-fn unhex(s: &str) -> Vec<u8> {
-    (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
-        .collect()
-}
-
 fn run(c: &mut Connection, args: &[String]) -> Value {
     let mut command = redis::cmd(&args[0]);
     for a in &args[1..] {
@@ -387,14 +253,6 @@ fn run(c: &mut Connection, args: &[String]) -> Value {
 }
 
 /// What a case's value looks like on the wire, computed on a live server.
-#[derive(Default, PartialEq, Debug)]
-struct Recorded {
-    dump: Vec<u8>,
-    chunks: Vec<(i64, Vec<u8>)>,
-    aof: Vec<Vec<Vec<u8>>>,
-    pieces: Vec<Vec<Vec<u8>>>,
-}
-
 fn record_value(server: &Server, c: &mut Connection, name: &str) -> Recorded {
     let dump: Vec<u8> = redis::cmd("DUMP").arg("k").query(c).unwrap();
     let mut chunks = Vec::new();
@@ -447,9 +305,9 @@ fn aof_commands(server: &Server, c: &mut Connection) -> Vec<Vec<Vec<u8>>> {
     ok(c, &["CONFIG", "SET", "aof-use-rdb-preamble", "no"]);
     ok(c, &["CONFIG", "SET", "appendonly", "yes"]);
     // Enabling AOF starts a rewrite; wait for it, then rewrite once more to be sure of the base.
-    wait_rewrite(c);
+    wait_aof_rewrite(c);
     ok(c, &["BGREWRITEAOF"]);
-    wait_rewrite(c);
+    wait_aof_rewrite(c);
     ok(c, &["CONFIG", "SET", "appendonly", "no"]);
     let dir = server.dir.join("appendonlydir");
     let base = std::fs::read_dir(&dir)
@@ -466,17 +324,6 @@ fn aof_commands(server: &Server, c: &mut Connection) -> Vec<Vec<Vec<u8>>> {
         .into_iter()
         .filter(|cmd| cmd[0].eq_ignore_ascii_case(b"LC.LOADCHUNK") && cmd[1] == b"k")
         .collect()
-}
-
-fn wait_rewrite(c: &mut Connection) {
-    for _ in 0..1_500 {
-        let info: String = redis::cmd("INFO").arg("persistence").query(c).unwrap();
-        if info.contains("aof_rewrite_in_progress:0") && !info.contains("aof_rewrite_scheduled:1") {
-            return;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    panic!("AOF rewrite never finished");
 }
 
 fn parse_resp_commands(mut b: &[u8]) -> Vec<Vec<Vec<u8>>> {
@@ -505,64 +352,6 @@ fn parse_resp_commands(mut b: &[u8]) -> Vec<Vec<Vec<u8>>> {
     out
 }
 
-/// One case as saved in the fixture.
-#[derive(Default)]
-struct Saved {
-    name: String,
-    recorded: Recorded,
-    asks: Answers,
-}
-
-fn load_fixture(file: &str) -> Vec<Saved> {
-    let path = format!("{FIXTURE_DIR}/{file}");
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
-    let mut out: Vec<Saved> = Vec::new();
-    for l in text
-        .lines()
-        .filter(|l| !l.is_empty() && !l.starts_with('#'))
-    {
-        let mut f = l.split(' ');
-        let kind = f.next().unwrap();
-        if kind == "case" {
-            out.push(Saved {
-                name: f.next().unwrap().to_string(),
-                ..Default::default()
-            });
-            continue;
-        }
-        let cur = out.last_mut().expect("a case line first");
-        let rest: Vec<&str> = f.collect();
-        match kind {
-            "run" => {}
-            "dump" => cur.recorded.dump = unhex(rest[1]),
-            "chunk" => cur
-                .recorded
-                .chunks
-                .push((rest[1].parse().unwrap(), unhex(rest[2]))),
-            "aof" | "piece" => {
-                let mut args: Vec<Vec<u8>> = rest[..rest.len() - 1]
-                    .iter()
-                    .map(|a| a.as_bytes().to_vec())
-                    .collect();
-                args.push(unhex(rest[rest.len() - 1]));
-                match kind {
-                    "aof" => cur.recorded.aof.push(args),
-                    _ => cur.recorded.pieces.push(args),
-                }
-            }
-            "ask" => {
-                let bar = rest.iter().position(|x| *x == "|").unwrap();
-                cur.asks.push((
-                    rest[..bar].join(" "),
-                    rest[bar + 1..].iter().map(|x| x.to_string()).collect(),
-                ));
-            }
-            other => panic!("{file}: unknown record {other}"),
-        }
-    }
-    out
-}
-
 /// Runs each named case on a fresh server and returns what it recorded, queries answered.
 fn recreate(server: &Server, names: &[&str]) -> Vec<(Recorded, Answers)> {
     let all = cases();
@@ -587,27 +376,87 @@ fn recreate(server: &Server, names: &[&str]) -> Vec<(Recorded, Answers)> {
     out
 }
 
+/// The newest recording of each case in `files` (oldest first), with every file's recording
+/// of it, oldest first.
+fn by_case<'a>(files: impl IntoIterator<Item = &'a str>) -> Vec<Vec<(&'a str, Saved)>> {
+    let mut out: Vec<Vec<(&str, Saved)>> = Vec::new();
+    for (file, s) in load_all(files) {
+        match out.iter_mut().find(|r| r[0].1.name == s.name) {
+            Some(recordings) => recordings.push((file, s)),
+            None => out.push(vec![(file, s)]),
+        }
+    }
+    out
+}
+
+/// Why the current build's `now` for a case differs from its recordings: the first encoding
+/// larger than a recording's, or the first difference from the newest; None when it matches.
+fn difference(recordings: &[(&str, Saved)], now: &Recorded, answers: &Answers) -> Option<String> {
+    let (dump, aof) = now.sizes();
+    for (file, s) in recordings {
+        let (old_dump, old_aof) = s.recorded.sizes();
+        if dump > old_dump {
+            return Some(format!(
+                "DUMP value grew: {dump} bytes, {old_dump} in {file}"
+            ));
+        }
+        if let (Some(aof), Some(old_aof)) = (aof, old_aof) {
+            if aof > old_aof {
+                return Some(format!(
+                    "AOF payload grew: {aof} bytes, {old_aof} in {file}"
+                ));
+            }
+        }
+    }
+    let (file, newest) = recordings.last().expect("recorded");
+    let recorded = &newest.recorded;
+    let differs = [
+        (
+            split_dump(&recorded.dump).0 != split_dump(&now.dump).0,
+            "DUMP value",
+        ),
+        (recorded.chunks != now.chunks, "BF.SCANDUMP chunks"),
+        (recorded.aof != now.aof, "LC AOF rewrite"),
+        (recorded.pieces != now.pieces, "LC chunked form"),
+    ];
+    if let Some((_, what)) = differs.iter().find(|(d, _)| *d) {
+        return Some(format!("{what} differs from {file}"));
+    }
+    let asked = newest.asks.iter().zip(answers);
+    for ((reply, q), (now_reply, _)) in asked.filter(|((_, q), _)| !is_accounting(&q.join(" "))) {
+        if reply != now_reply {
+            return Some(format!("{q:?} answers {now_reply}, {reply} in {file}"));
+        }
+    }
+    None
+}
+
 #[test]
 #[ignore = "writes a new fixture file; run only when an encoding changes on purpose"]
 fn record() {
     let file = std::env::var("LCBLOOM_GOLDEN_RECORD")
-        .expect("set LCBLOOM_GOLDEN_RECORD to the fixture's file name (see FIXTURES)");
-    let fixture = FIXTURES
-        .iter()
-        .find(|f| f.file == file)
-        .unwrap_or_else(|| panic!("{file} is not in FIXTURES"));
+        .expect("set LCBLOOM_GOLDEN_RECORD to the new fixture's file name (see FIXTURES)");
+    assert!(
+        FIXTURES.contains(&file.as_str()),
+        "{file} is not in fixtures::FIXTURES"
+    );
     let path = format!("{FIXTURE_DIR}/{file}");
     assert!(
         !std::path::Path::new(&path).exists(),
         "{path} exists: fixtures are never re-recorded, add a new one"
     );
+    let older = by_case(FIXTURES.iter().copied().filter(|f| *f != file));
     let server = Server::start();
     let all = cases();
+    let names: Vec<&str> = all.iter().map(|(n, _, _)| *n).collect();
     let mut text = String::from(
         "# Golden payloads (tests/it/golden.rs): DUMP, BF.SCANDUMP chunks, LC AOF commands, answers.\n",
     );
-    for (name, (rec, answers)) in fixture.cases.iter().zip(recreate(&server, fixture.cases)) {
-        let setup = &all.iter().find(|(n, _, _)| n == name).unwrap().1;
+    for ((name, setup, _), (rec, answers)) in all.iter().zip(recreate(&server, &names)) {
+        let recordings = older.iter().find(|r| r[0].1.name == *name);
+        if recordings.is_some_and(|r| difference(r, &rec, &answers).is_none()) {
+            continue;
+        }
         let _ = writeln!(text, "case {name}");
         for command in setup {
             // Long item lists as `first .. last (n items)`: cases() is the source of truth.
@@ -643,62 +492,28 @@ fn record() {
     std::fs::write(path, text).unwrap();
 }
 
-/// (a) The same commands still produce the same bytes as the newest recording of each case.
+/// The current build, running every case's commands, writes the bytes of the newest recording
+/// of the case and answers as it did, and no encoding is larger than in any recording.
 #[test]
-fn recreated_values_encode_identically() {
-    let mut newest: Vec<(&str, Saved)> = Vec::new();
-    for fixture in FIXTURES {
-        let saved = load_fixture(fixture.file);
-        let names: Vec<&str> = saved.iter().map(|s| s.name.as_str()).collect();
-        assert_eq!(names, fixture.cases, "{}: cases", fixture.file);
-        for s in saved {
-            newest.retain(|(_, old)| old.name != s.name);
-            newest.push((fixture.file, s));
-        }
-    }
+fn current_build_encodes_as_recorded() {
+    let recorded = by_case(FIXTURES.iter().copied());
+    let all = cases();
+    let names: Vec<&str> = all.iter().map(|(n, _, _)| *n).collect();
+    let missing: Vec<&&str> = names
+        .iter()
+        .filter(|n| !recorded.iter().any(|r| r[0].1.name == **n))
+        .collect();
+    assert!(missing.is_empty(), "cases no fixture holds: {missing:?}");
+    assert_eq!(recorded.len(), names.len(), "fixture cases not in cases()");
     let server = Server::start();
-    let names: Vec<&str> = newest.iter().map(|(_, s)| s.name.as_str()).collect();
-    let now = recreate(&server, &names);
-    for ((file, s), (rec, _)) in newest.iter().zip(&now) {
-        let what = format!("{} ({file})", s.name);
-        assert_eq!(
-            split_dump(&s.recorded.dump).0,
-            split_dump(&rec.dump).0,
-            "{what}: DUMP value"
-        );
-        assert_eq!(s.recorded.chunks, rec.chunks, "{what}: BF.SCANDUMP chunks");
-        assert_eq!(s.recorded.aof, rec.aof, "{what}: LC AOF rewrite");
-        assert_eq!(s.recorded.pieces, rec.pieces, "{what}: LC chunked form");
-    }
-}
-
-/// Issue 11: no encoding grew from one recording of a case to the next: a counter's (its AOF
-/// payload, the bytes of its RDB value and DUMP) nor a Bloom filter's (its DUMP value).
-#[test]
-fn encodings_never_grow() {
-    let mut last: Vec<(String, usize, &str)> = Vec::new();
-    let mut compared = 0;
-    for fixture in FIXTURES {
-        for s in load_fixture(fixture.file) {
-            let len = match s.recorded.aof.first().map(|a| a.as_slice()) {
-                Some([.., payload]) => payload.len(),
-                _ if s.name.starts_with("bf_") => split_dump(&s.recorded.dump).0.len(),
-                _ => continue,
-            };
-            if let Some((_, before, file)) = last.iter().find(|(n, _, _)| *n == s.name) {
-                assert!(
-                    len <= *before,
-                    "{}: {len} bytes in {}, {before} in {file}",
-                    s.name,
-                    fixture.file
-                );
-                compared += 1;
-            }
-            last.retain(|(n, _, _)| *n != s.name);
-            last.push((s.name, len, fixture.file));
+    let mut wrong = Vec::new();
+    for (name, (now, answers)) in names.iter().zip(recreate(&server, &names)) {
+        let recordings = recorded.iter().find(|r| r[0].1.name == *name).unwrap();
+        if let Some(why) = difference(recordings, &now, &answers) {
+            wrong.push(format!("{name}: {why}"));
         }
     }
-    assert!(compared >= 30, "{compared} cases recorded twice");
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
 
 /// Whether a recorded query's answer depends on this build's memory accounting (see the
@@ -707,7 +522,7 @@ fn is_accounting(query: &str) -> bool {
     query.eq_ignore_ascii_case("BF.INFO k SIZE")
 }
 
-/// (b) The saved bytes of every fixture load and answer as they did when saved.
+/// The saved bytes of every fixture load and answer as they did when saved.
 #[test]
 fn saved_payloads_load_and_answer() {
     let server = Server::start();
@@ -715,7 +530,7 @@ fn saved_payloads_load_and_answer() {
     ok(&mut c, &["SET", "probe", "1"]);
     let probe: Vec<u8> = redis::cmd("DUMP").arg("probe").query(&mut c).unwrap();
     let version = split_dump(&probe).1;
-    for s in FIXTURES.iter().flat_map(|f| load_fixture(f.file)) {
+    for (_, s) in load_all(FIXTURES.iter().copied()) {
         let check = |c: &mut Connection, how: &str| {
             for (reply, q) in &s.asks {
                 if is_accounting(&q.join(" ")) {

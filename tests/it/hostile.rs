@@ -4,9 +4,8 @@
 //! offsets. Every call must get an answer; afterwards the server must be alive, serve correct
 //! results on fresh keys, and survive DEBUG RELOAD with whatever mutated values it accepted.
 
-use crate::common::fuzz::{
-    mutate, mutated_payload, saved_counters, split_dump, Rng, MODULE_FRAME as FRAME,
-};
+use crate::common::fixtures::saved_counters;
+use crate::common::fuzz::{mutate, mutated_payload, split_dump, Rng, MODULE_FRAME as FRAME};
 use crate::common::*;
 use redis::Value;
 
@@ -341,7 +340,7 @@ fn hostile_commands_payloads_and_chunks() {
         version = v;
         corpus.push(value);
     }
-    // Counters as earlier builds saved them (encoding versions 1 and 2).
+    // Counters in encoding versions 1 and 2, which still load.
     let (saved_encodings, saved_dumps) = saved_counters();
     corpus.extend(saved_dumps);
     let mut restores = Tally::default();

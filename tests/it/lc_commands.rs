@@ -19,25 +19,6 @@ fn exists(c: &mut Connection, key: &str) -> bool {
     redis::cmd("EXISTS").arg(key).query::<i64>(c).unwrap() == 1
 }
 
-/// LC.INFO under RESP2 as (field, value) pairs.
-fn info(c: &mut Connection, key: &str) -> Vec<(String, Value)> {
-    let flat: Vec<Value> = redis::cmd("LC.INFO").arg(key).query(c).unwrap();
-    flat.chunks(2)
-        .map(|pair| match &pair[0] {
-            Value::BulkString(name) => (String::from_utf8(name.clone()).unwrap(), pair[1].clone()),
-            other => panic!("field name {other:?}"),
-        })
-        .collect()
-}
-
-fn info_field(c: &mut Connection, key: &str, field: &str) -> Value {
-    info(c, key)
-        .into_iter()
-        .find(|(name, _)| name == field)
-        .unwrap_or_else(|| panic!("no field {field}"))
-        .1
-}
-
 #[test]
 fn reserve_and_its_errors() {
     let server = Server::start();
@@ -109,7 +90,7 @@ fn reserve_and_its_errors() {
         .query::<()>(&mut c);
     assert!(err_text(huge).contains("max-memory-per-key"));
     assert!(!exists(&mut c, "r"), "a failed command left a key");
-    assert_eq!(info_field(&mut c, "k", "Capacity"), Value::Int(1000));
+    assert_eq!(lc_info_field(&mut c, "k", "Capacity"), Value::Int(1000));
 }
 
 #[test]
@@ -133,17 +114,17 @@ fn add_is_exact_up_to_250_items_with_the_defaults() {
         assert_eq!(lc_count(&mut c, &["k"]), i as i64 + 1);
     }
     assert_eq!(
-        info_field(&mut c, "k", "Mode"),
+        lc_info_field(&mut c, "k", "Mode"),
         Value::SimpleString("exact".into())
     );
-    assert_eq!(info_field(&mut c, "k", "Bits"), Value::Int(17134));
+    assert_eq!(lc_info_field(&mut c, "k", "Bits"), Value::Int(17134));
     // Past the exact limit (267 with the defaults) the counter holds its set bits (sparse); from
     // then on an item changes it when it sets a new bit, and a few of the 150 new items land on
     // set bits.
     let changed = lc_add(&mut c, "k", &items("user:", 0..400));
     assert!((140..=150).contains(&changed), "{changed}");
     assert_eq!(
-        info_field(&mut c, "k", "Mode"),
+        lc_info_field(&mut c, "k", "Mode"),
         Value::SimpleString("sparse".into())
     );
     let n = lc_count(&mut c, &["k"]);
@@ -159,7 +140,7 @@ fn info_reply_shapes_in_resp2_and_resp3() {
     let server = Server::start();
     let mut c = server.conn();
     lc_add(&mut c, "k", &items("a", 0..10));
-    let fields: Vec<(String, Value)> = info(&mut c, "k");
+    let fields: Vec<(String, Value)> = lc_info(&mut c, "k");
     let names: Vec<&str> = fields.iter().map(|(n, _)| n.as_str()).collect();
     let expected = [
         "Capacity",
@@ -224,12 +205,12 @@ fn saturation_is_reported_and_the_count_stays_finite() {
         .arg(&["k", "0.5", "10"])
         .query(&mut c)
         .unwrap();
-    let Value::Int(m) = info_field(&mut c, "k", "Bits") else {
+    let Value::Int(m) = lc_info_field(&mut c, "k", "Bits") else {
         panic!()
     };
     lc_add(&mut c, "k", &items("x", 0..(m as u32 * 50)));
-    assert_eq!(info_field(&mut c, "k", "Saturated"), Value::Int(1));
-    assert_eq!(info_field(&mut c, "k", "Bits set"), Value::Int(m));
+    assert_eq!(lc_info_field(&mut c, "k", "Saturated"), Value::Int(1));
+    assert_eq!(lc_info_field(&mut c, "k", "Bits set"), Value::Int(m));
     let top = (m as f64 * (m as f64).ln()).round() as i64;
     assert_eq!(lc_count(&mut c, &["k"]), top);
 }
@@ -250,7 +231,7 @@ fn union_and_merge_of_overlapping_counters() {
         .unwrap();
     assert_eq!(lc_count(&mut c, &["e1"]), 150);
     assert_eq!(
-        info_field(&mut c, "e1", "Mode"),
+        lc_info_field(&mut c, "e1", "Mode"),
         Value::SimpleString("exact".into())
     );
 
@@ -401,7 +382,7 @@ fn loadchunk_recreates_a_counter_and_validates_its_payload() {
         .query(&mut c)
         .unwrap();
     assert_eq!(digest(&mut c, "k"), digest(&mut c, "r"));
-    assert_eq!(info_field(&mut c, "k", "Bits"), Value::Int(5034));
+    assert_eq!(lc_info_field(&mut c, "k", "Bits"), Value::Int(5034));
     let again = redis::cmd("LC.LOADCHUNK")
         .arg("k")
         .arg(&payload)

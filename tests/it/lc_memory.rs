@@ -1,21 +1,9 @@
 //! What a counter key really costs: `MEMORY USAGE` against the `used_memory` growth that keys of
 //! one shape cause (thousands of keys per shape, on a server this test started), for every mode
-//! and several sizes. The two agree within ±10% (issue 11), and the bytes per key stay what
+//! and several sizes. The two agree within ±10%, and the bytes per key stay what
 //! the memory table of docs/BENCHMARKS.md shows.
 use crate::common::*;
 use redis::Connection;
-
-fn used_memory(c: &mut Connection) -> i64 {
-    // serverCron finishes the keyspace's incremental rehash and frees the closed client.
-    std::thread::sleep(std::time::Duration::from_millis(300));
-    let info: String = redis::cmd("INFO").arg("memory").query(c).unwrap();
-    info.lines()
-        .find_map(|l| l.strip_prefix("used_memory:"))
-        .expect("used_memory")
-        .trim()
-        .parse()
-        .unwrap()
-}
 
 /// A shape: how its keys are made.
 enum Make {
@@ -30,7 +18,8 @@ enum Make {
 fn measure(server: &Server, make: &Make, keys: usize) -> (f64, f64) {
     let mut c = server.conn();
     ok(&mut c, &["FLUSHALL"]);
-    let before = used_memory(&mut c);
+    // Two connections stay open: this one and the test's own.
+    let before = used_memory(&mut c, 2);
     let names: Vec<String> = (0..keys).map(|i| format!("k:{i:07}")).collect();
     {
         let mut w = server.conn();
@@ -73,7 +62,7 @@ fn measure(server: &Server, make: &Make, keys: usize) -> (f64, f64) {
             }
         }
     }
-    let after = used_memory(&mut c);
+    let after = used_memory(&mut c, 2);
     let real = (after - before) as f64 / keys as f64;
     let sample: Vec<&String> = names.iter().step_by(keys.div_ceil(200)).collect();
     let mut usage = 0.0;
@@ -133,36 +122,24 @@ fn memory_usage_tells_what_a_key_costs_in_every_mode() {
             20_700.0,
         ),
     ];
-    // Size classes are jemalloc's (alloc::size_class, Debian's redis-server); a server on
-    // another allocator (valkey-server built with libc malloc) rounds otherwise: its figures
-    // are printed, not checked.
-    let info: String = redis::cmd("INFO").arg("memory").query(&mut c).unwrap();
-    let jemalloc = info.contains("mem_allocator:jemalloc");
+    // Size classes are jemalloc's (alloc::size_class, Debian's redis-server): there MEMORY
+    // USAGE is within ±10% and the bytes per key within the table's. A server on another
+    // allocator (valkey-server built with libc malloc) rounds otherwise: within ±15%.
+    let jemalloc = server_info(&mut c, "memory")["mem_allocator"].starts_with("jemalloc");
+    let band = if jemalloc { 0.9..=1.1 } else { 0.85..=1.15 };
     // The first keys of a fresh server also grow its own structures: make and drop some first.
     measure(&server, &add(1), 2_000);
-    println!("| shape | mode | bytes per key | MEMORY USAGE | ratio |");
+    let mut report = String::from("| shape | mode | bytes per key | MEMORY USAGE | ratio |\n");
+    let mut off = Vec::new();
     for (label, make, keys, mode, most) in &shapes {
         let (real, usage) = measure(&server, make, *keys);
-        let info: Vec<redis::Value> = redis::cmd("LC.INFO")
-            .arg("k:0000000")
-            .query(&mut c)
-            .unwrap();
-        let got_mode = match &info[11] {
-            redis::Value::SimpleString(s) => s.clone(),
-            other => panic!("Mode: {other:?}"),
-        };
+        let got_mode = lc_mode(&mut c, "k:0000000");
         let ratio = usage / real;
-        println!("| {label} | {got_mode} | {real:.0} | {usage:.0} | {ratio:.3} |");
+        report += &format!("| {label} | {got_mode} | {real:.0} | {usage:.0} | {ratio:.3} |\n");
         assert_eq!(got_mode, *mode, "{label}");
-        if jemalloc {
-            assert!(
-                (0.9..=1.1).contains(&ratio),
-                "{label}: MEMORY USAGE {usage} for {real} bytes"
-            );
-            assert!(
-                real <= *most,
-                "{label}: {real} bytes per key, more than {most}"
-            );
+        if !band.contains(&ratio) || (jemalloc && real > *most) {
+            off.push(*label);
         }
     }
+    assert!(off.is_empty(), "off: {off:?}\n{report}");
 }

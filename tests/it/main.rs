@@ -22,6 +22,7 @@ mod ops_durability;
 mod ops_info_events;
 mod ops_persistence;
 mod ops_replication;
+mod py_clients;
 mod rb_format;
 mod rb_hostile;
 mod rb_import;

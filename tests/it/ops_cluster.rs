@@ -3,46 +3,6 @@
 //! slots answer CROSSSLOT, and hash-tagged unions work.
 use crate::common::*;
 use redis::Value;
-use std::process::Command;
-use std::time::{Duration, Instant};
-
-fn start_cluster() -> Vec<Server> {
-    let nodes: Vec<Server> = (0..3)
-        .map(|_| {
-            Server::builder()
-                .arg("cluster-enabled", "yes")
-                .arg("cluster-config-file", "nodes.conf")
-                .arg("cluster-node-timeout", "5000")
-                .start()
-        })
-        .collect();
-    let out = Command::new("redis-cli")
-        .arg("--cluster")
-        .arg("create")
-        .args(nodes.iter().map(|n| format!("127.0.0.1:{}", n.port)))
-        .args(["--cluster-replicas", "0", "--cluster-yes"])
-        .output()
-        .expect("redis-cli");
-    assert!(
-        out.status.success(),
-        "redis-cli --cluster create: {}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let start = Instant::now();
-    for node in &nodes {
-        let mut c = node.conn();
-        loop {
-            let info: String = redis::cmd("CLUSTER").arg("INFO").query(&mut c).unwrap();
-            if info.contains("cluster_state:ok") && info.contains("cluster_known_nodes:3") {
-                break;
-            }
-            assert!(start.elapsed() < Duration::from_secs(60), "{info}");
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-    nodes
-}
 
 fn slot(c: &mut redis::Connection, key: &str) -> i64 {
     redis::cmd("CLUSTER")
@@ -54,7 +14,7 @@ fn slot(c: &mut redis::Connection, key: &str) -> i64 {
 
 #[test]
 fn three_masters_route_refuse_cross_slot_and_union_hash_tags() {
-    let nodes = start_cluster();
+    let nodes = Server::cluster();
     let client =
         redis::cluster::ClusterClient::new(nodes.iter().map(|n| n.url()).collect::<Vec<_>>())
             .unwrap();

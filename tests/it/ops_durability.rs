@@ -78,12 +78,7 @@ fn every_acknowledged_write_survives_kill_9() {
         (bf_new..=bf_new + 1).contains(&card),
         "BF.CARD {card}, {bf_new} acknowledged as new"
     );
-    let info: Vec<redis::Value> = redis::cmd("LC.INFO").arg("lc").query(&mut c).unwrap();
-    assert_eq!(
-        info[11],
-        redis::Value::SimpleString("exact".into()),
-        "{info:?}"
-    );
+    assert_eq!(lc_mode(&mut c, "lc"), "exact");
     let count: usize = redis::cmd("LC.COUNT").arg("lc").query(&mut c).unwrap();
     assert!(
         (lc..=lc + 1).contains(&count),

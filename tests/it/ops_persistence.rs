@@ -48,13 +48,8 @@ fn aof_rewrite_rebuilds_every_value_including_large_ones_in_chunks() {
         &["BF.RESERVE", "big", "0.01", "175000000", "NONSCALING"],
     );
     add_many(&mut c, "BF.MADD", "big", "b", 20_000);
-    // Its data: the bit array of the one sub-filter its header describes (bits at 48).
-    let (_, header): (i64, Vec<u8>) = redis::cmd("BF.SCANDUMP")
-        .arg("big")
-        .arg(0)
-        .query(&mut c)
-        .unwrap();
-    let bits = u64::from_le_bytes(header[48..56].try_into().unwrap());
+    // Its data: the bit array of its one sub-filter.
+    let bits = bf_bits(&mut c, "big");
     let big_bytes = [bits.div_ceil(64) as i64 * 8];
     assert!(big_bytes[0] > 200_000_000, "{big_bytes:?}");
     // A 40 MB counter whose encoding is its dense bitmap: three pieces of 16 MB at most.

@@ -72,7 +72,7 @@ fn round_trip(way: Way) {
     let non_members = rb::non_members(20_000);
     let b = transfer(way, &a, None, &samples);
     let (mut ca, mut cb) = (a.conn(), b.conn());
-    let info = info_map(&mut cb, "lcbloom");
+    let info = server_info(&mut cb, "lcbloom");
     assert_eq!(
         info["lcbloom_bf_redisbloom_keys"],
         samples.len().to_string()
@@ -152,15 +152,6 @@ fn redisbloom_restore_in_and_back() {
 #[test]
 fn redisbloom_scandump_loadchunk_in_and_back() {
     round_trip(Way::Loadchunk);
-}
-
-/// `INFO <section>` as name → value.
-fn info_map(c: &mut Connection, section: &str) -> std::collections::HashMap<String, String> {
-    let info: String = redis::cmd("INFO").arg(section).query(c).unwrap();
-    info.lines()
-        .filter_map(|l| l.split_once(':'))
-        .map(|(k, v)| (k.to_string(), v.trim().to_string()))
-        .collect()
 }
 
 #[test]
@@ -380,7 +371,7 @@ fn lost_keys_in_an_aof_are_logged_and_counted() {
         .arg("aof-use-rdb-preamble", "no")
         .start();
     let mut cb = b.conn();
-    let info = info_map(&mut cb, "lcbloom");
+    let info = server_info(&mut cb, "lcbloom");
     assert_eq!(info["lcbloom_aof_lost_keys"], "3", "{info:?}");
     let log = b.log();
     for key in ["lost:foreign", "rb:scaling", "lost:reserve"] {
@@ -410,7 +401,10 @@ fn lost_keys_in_an_aof_are_logged_and_counted() {
     let _ = redis::cmd("BF.LOADCHUNK")
         .arg(&["other", "1", "junk"][..])
         .query::<Value>(&mut cb);
-    assert_eq!(info_map(&mut cb, "lcbloom")["lcbloom_aof_lost_keys"], "3");
+    assert_eq!(
+        server_info(&mut cb, "lcbloom")["lcbloom_aof_lost_keys"],
+        "3"
+    );
 }
 
 fn digests_of(c: &mut Connection, keys: &[String]) -> Vec<String> {
@@ -489,7 +483,7 @@ fn imported_filters_replicate_copy_reload_and_persist() {
         .unwrap();
     // The 137,848-byte array in jemalloc's 163,840-byte size class, and the rest.
     assert!(usage > 163_840 && usage < 166_000, "MEMORY USAGE {usage}");
-    let info = info_map(&mut cm, "lcbloom");
+    let info = server_info(&mut cm, "lcbloom");
     assert_eq!(
         info["lcbloom_bf_redisbloom_keys"],
         (keys.len() + 1).to_string()
@@ -503,7 +497,6 @@ fn imported_filters_replicate_copy_reload_and_persist() {
     ok(&mut cm, &["DEBUG", "RELOAD"]);
     assert_eq!(digests_of(&mut cm, &all), before, "DEBUG RELOAD");
     ok(&mut cm, &["BGREWRITEAOF"]);
-    std::thread::sleep(std::time::Duration::from_millis(100));
     wait_aof_rewrite(&mut cm);
     let _: Value = redis::cmd("BF.MADD")
         .arg(&["rb:exp1", "after-rewrite"][..])
@@ -516,13 +509,15 @@ fn imported_filters_replicate_copy_reload_and_persist() {
     assert_eq!(digests_of(&mut cm, &all), before, "AOF without preamble");
     ok(&mut cm, &["CONFIG", "SET", "aof-use-rdb-preamble", "yes"]);
     ok(&mut cm, &["BGREWRITEAOF"]);
-    std::thread::sleep(std::time::Duration::from_millis(100));
     wait_aof_rewrite(&mut cm);
     drop(cm);
     m.restart();
     let mut cm = m.conn();
     assert_eq!(digests_of(&mut cm, &all), before, "AOF with preamble");
-    assert_eq!(info_map(&mut cm, "lcbloom")["lcbloom_aof_lost_keys"], "0");
+    assert_eq!(
+        server_info(&mut cm, "lcbloom")["lcbloom_aof_lost_keys"],
+        "0"
+    );
 }
 
 /// `MEMORY USAGE` of imported filters is within ±10% of the `used_memory` growth they cause
@@ -545,7 +540,7 @@ fn memory_usage_of_imported_filters_is_within_ten_percent() {
     ];
     let server = Server::start();
     let mut c = server.conn();
-    let allocator = info_map(&mut c, "memory")["mem_allocator"].clone();
+    let allocator = server_info(&mut c, "memory")["mem_allocator"].clone();
     let jemalloc = allocator.starts_with("jemalloc");
     let mut report = String::new();
     for (name, reserve, items, keys) in shapes {
@@ -560,7 +555,7 @@ fn memory_usage_of_imported_filters_is_within_ten_percent() {
         rb::madd(&mut ca, name, &members);
         let payload: Vec<u8> = redis::cmd("DUMP").arg(name).query(&mut ca).unwrap();
         ok(&mut c, &["FLUSHALL"]);
-        let before = crate::bf_memory::used_memory(&mut c);
+        let before = used_memory(&mut c, 1);
         let mut writer = server.conn();
         for chunk in (0..keys).collect::<Vec<_>>().chunks(50) {
             let mut pipe = redis::pipe();
@@ -574,7 +569,7 @@ fn memory_usage_of_imported_filters_is_within_ten_percent() {
             pipe.exec(&mut writer).unwrap();
         }
         drop(writer);
-        let after = crate::bf_memory::used_memory(&mut c);
+        let after = used_memory(&mut c, 1);
         let mut pipe = redis::pipe();
         for i in 0..keys {
             pipe.cmd("MEMORY").arg("USAGE").arg(format!("k:{i}"));
@@ -583,14 +578,16 @@ fn memory_usage_of_imported_filters_is_within_ten_percent() {
         let real = (after - before) as f64 / keys as f64;
         let reported = usage.iter().sum::<i64>() as f64 / keys as f64;
         report += &format!("{name:<32} {real:>9.0} B/key real, MEMORY USAGE {reported:>9.0}\n");
-        // The size classes counted are jemalloc's (Debian's redis-server); a server built
-        // with glibc's malloc (the Valkey of `make test-valkey`) rounds differently.
+        // The size classes counted are jemalloc's (Debian's redis-server): ±10% there. A
+        // server built with glibc's malloc (the Valkey of `make test-valkey`) rounds
+        // otherwise, and the classes counted overstate its cost by up to a fifth (1.00–1.20
+        // measured on Valkey 9.1.2).
+        let band = if jemalloc { 0.9..=1.1 } else { 0.85..=1.25 };
         assert!(
-            (0.9..=1.1).contains(&(reported / real)) || !jemalloc,
-            "{name}: off by more than 10%\n{report}"
+            band.contains(&(reported / real)),
+            "{name}: off by more than the allocator's band ({allocator})\n{report}"
         );
     }
-    eprintln!("allocator {allocator}:\n{report}");
 }
 
 /// The replies clients see for imported filters, in RESP2 and RESP3, against RedisBloom's own

@@ -1,61 +1,8 @@
-"""redis-py's RedisCluster against a 3-node cluster of servers with the module: BF via bf(),
-LC via raw commands, hash tags for multi-key LC commands, CROSSSLOT without them."""
-import socket
-import subprocess
-import time
-
+"""redis-py's RedisCluster against the harness's 3-node cluster (the `nodes` fixture): BF via
+bf(), LC via raw commands, hash tags for multi-key LC commands, CROSSSLOT without them."""
 import pytest
 import redis
 from redis.cluster import RedisCluster
-
-from conftest import RedisProcess, free_port
-
-
-def cluster_port():
-    """A free port whose cluster-bus twin (port + 10000) is free too."""
-    while True:
-        port = free_port()
-        if port < 55_000:
-            with socket.socket() as s:
-                try:
-                    s.bind(("127.0.0.1", port + 10_000))
-                    return port
-                except OSError:
-                    pass
-
-
-def start_node():
-    for _ in range(5):
-        port = cluster_port()
-        try:
-            return RedisProcess(extra_args=["--cluster-enabled", "yes",
-                                            "--cluster-config-file", "nodes.conf",
-                                            "--cluster-node-timeout", "5000"],
-                                port=port)
-        except RuntimeError:
-            continue
-    raise RuntimeError("no cluster node started")
-
-
-@pytest.fixture(scope="module")
-def nodes():
-    started = []
-    try:
-        for _ in range(3):
-            started.append(start_node())
-        subprocess.run(["redis-cli", "--cluster", "create",
-                        *[f"127.0.0.1:{n.port}" for n in started],
-                        "--cluster-replicas", "0", "--cluster-yes"],
-                       check=True, capture_output=True, timeout=60)
-        deadline = time.time() + 60
-        while not all(b"cluster_state:ok" in n.client().execute_command("CLUSTER", "INFO")
-                      for n in started):
-            assert time.time() < deadline, "cluster never reached state ok"
-            time.sleep(0.1)
-        yield started
-    finally:
-        for n in started:
-            n.stop()
 
 
 @pytest.fixture(params=[2, 3], ids=["resp2", "resp3"])

@@ -1,5 +1,5 @@
-//! Randomness and payload helpers for the fuzzing tests: a seedable RNG, byte mutations,
-//! DUMP payload framing with its CRC-64, and the counters earlier builds saved.
+//! Randomness and payload helpers for the fuzzing tests: a seedable RNG, byte mutations
+//! and DUMP payload framing with its CRC-64.
 
 /// xorshift64*: tiny, seedable, good enough to pick mutations.
 pub struct Rng(pub u64);
@@ -132,43 +132,4 @@ pub fn mutated_payload(rng: &mut Rng, corpus: &[Vec<u8>], version: [u8; 2]) -> V
         value[..MODULE_FRAME].copy_from_slice(&base[..MODULE_FRAME]);
     }
     dump_payload(&value, version)
-}
-
-/// The linear counters of every golden fixture (`tests/fixtures/golden*.txt`, saved by earlier
-/// builds, encoding versions 1 and 2): their encodings (the `LC.LOADCHUNK` payloads of their
-/// AOF rewrite) and their DUMP values (without version and CRC).
-pub fn saved_counters() -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
-    let unhex = |hex: &str| -> Vec<u8> {
-        (0..hex.len())
-            .step_by(2)
-            .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
-            .collect()
-    };
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures");
-    let (mut encodings, mut dumps) = (Vec::new(), Vec::new());
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if !path
-            .file_name()
-            .unwrap()
-            .to_string_lossy()
-            .starts_with("golden")
-        {
-            continue;
-        }
-        let mut counter_case = false;
-        for line in std::fs::read_to_string(&path).unwrap().lines() {
-            match line.split(' ').collect::<Vec<_>>()[..] {
-                ["case", name] => counter_case = name.starts_with("lc_"),
-                ["dump", _, hex] if counter_case => dumps.push(split_dump(&unhex(hex)).0),
-                ["aof", "LC.LOADCHUNK", _, hex] => encodings.push(unhex(hex)),
-                _ => {}
-            }
-        }
-    }
-    assert!(
-        encodings.iter().filter(|e| e[0] == 1).count() >= 15,
-        "version 1 encodings"
-    );
-    (encodings, dumps)
 }

@@ -7,18 +7,24 @@
 //! * Each server gets its own temp dir (kept when the test panics, for the log), binds
 //!   127.0.0.1 on a port found free just before, and is killed when the handle drops. Nothing
 //!   here ever talks to a port it did not start.
-//! * Submodules: `cmds` (command helpers, re-exported here), `fuzz` (RNG, mutations, DUMP
-//!   framing), `ops` (the operations tests' workload and encodings), `redisbloom` (servers
-//!   running RedisBloom 2.8.2 and the RedisBloom filters the import tests compare).
+//! * Submodules: `cmds` (command helpers) and `info` (INFO, BF.INFO, LC.INFO, settled
+//!   `used_memory`), both re-exported here, `fixtures` (the golden files),
+//!   `fuzz` (RNG, mutations, DUMP framing), `ops` (the operations tests' workload and
+//!   encodings), `redisbloom` (servers running RedisBloom 2.8.2 and the RedisBloom filters the
+//!   import tests compare).
 #![allow(dead_code)]
 
 mod cmds;
+pub mod fixtures;
 pub mod fuzz;
+mod info;
 pub mod ops;
 pub mod redisbloom;
 
 pub use cmds::*;
+pub use info::*;
 
+use std::io::Write as _;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -286,6 +292,46 @@ impl Server {
         }
     }
 
+    /// Three masters with the module, joined by `redis-cli --cluster create` (all slots
+    /// covered), once every node sees the cluster as ok.
+    pub fn cluster() -> Vec<Server> {
+        let nodes: Vec<Server> = (0..3)
+            .map(|_| {
+                Server::builder()
+                    .arg("cluster-enabled", "yes")
+                    .arg("cluster-config-file", "nodes.conf")
+                    .arg("cluster-node-timeout", "5000")
+                    .start()
+            })
+            .collect();
+        let out = Command::new("redis-cli")
+            .arg("--cluster")
+            .arg("create")
+            .args(nodes.iter().map(|n| format!("127.0.0.1:{}", n.port)))
+            .args(["--cluster-replicas", "0", "--cluster-yes"])
+            .output()
+            .expect("redis-cli");
+        assert!(
+            out.status.success(),
+            "redis-cli --cluster create: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let start = Instant::now();
+        for node in &nodes {
+            let mut c = node.conn();
+            loop {
+                let info: String = redis::cmd("CLUSTER").arg("INFO").query(&mut c).unwrap();
+                if info.contains("cluster_state:ok") && info.contains("cluster_known_nodes:3") {
+                    break;
+                }
+                assert!(start.elapsed() < Duration::from_secs(60), "{info}");
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+        nodes
+    }
+
     /// Starts the server again on a new port with the same dir, args and module args.
     /// A running server is shut down cleanly (`SHUTDOWN NOSAVE`: no new RDB, but the AOF is
     /// flushed, which a SIGKILL does not guarantee with `appendfsync everysec`); a killed one is
@@ -329,6 +375,19 @@ impl Drop for Server {
             let _ = std::fs::remove_dir_all(&self.dir);
         }
     }
+}
+
+/// A tool some tests need is missing (`what`: which, and how to get it). Under `CI=true` (or
+/// `CI=1`) that fails the test. Elsewhere the test skips, saying so on the terminal: straight
+/// to stderr, since the harness captures `eprintln!` of a passing test.
+pub fn missing(what: &str) {
+    let ci = std::env::var("CI").is_ok_and(|v| v == "true" || v == "1");
+    assert!(!ci, "CI=true and a tool is missing: {what}");
+    let test = std::thread::current().name().unwrap_or("?").to_string();
+    let _ = writeln!(
+        std::io::stderr(),
+        "\n*** SKIPPED {test}: missing {what} ***\n"
+    );
 }
 
 /// `DEBUG DIGEST-VALUE key` as a hex string.

@@ -15,28 +15,31 @@ use std::process::Command;
 pub const RDB_VERSION: [u8; 2] = [10, 0];
 
 /// RedisBloom's .so: `REDISBLOOM_MODULE`, else `.tools/redisbloom.so`, fetched by
-/// `scripts/fetch-tool.sh` when missing. None (with a message saying why the caller skips)
-/// only if it cannot be fetched; `make test` fetches it first, so CI always has it.
+/// `scripts/fetch-tool.sh` when missing (`make test` fetches it first). None, said loudly, when
+/// it cannot be had: the caller skips (a failure under `CI=true`, see `common::missing`).
 pub fn module() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("REDISBLOOM_MODULE") {
-        return Some(PathBuf::from(p));
-    }
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let path = root.join(".tools/redisbloom.so");
-    if !path.exists() {
-        let _ = Command::new(root.join("scripts/fetch-tool.sh"))
-            .arg("redisbloom")
-            .current_dir(root)
-            .status();
-    }
+    let path = match std::env::var_os("REDISBLOOM_MODULE") {
+        Some(p) => PathBuf::from(p),
+        None => {
+            let path = root.join(".tools/redisbloom.so");
+            if !path.exists() {
+                let _ = Command::new(root.join("scripts/fetch-tool.sh"))
+                    .arg("redisbloom")
+                    .current_dir(root)
+                    .status();
+            }
+            path
+        }
+    };
     if path.exists() {
-        Some(path)
-    } else {
-        eprintln!(
-            "SKIPPED: RedisBloom 2.8.2 could not be fetched (scripts/fetch-tool.sh redisbloom)"
-        );
-        None
+        return Some(path);
     }
+    super::missing(&format!(
+        "RedisBloom 2.8.2 ({} does not exist; `scripts/fetch-tool.sh redisbloom` fetches it)",
+        path.display()
+    ));
+    None
 }
 
 /// A server running RedisBloom (and not lcbloom).
@@ -438,7 +441,6 @@ pub fn aof_copy(server: &Server) -> PathBuf {
         cmd
     };
     let _: Value = start.query(&mut c).unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(100));
     wait_aof_rewrite(&mut c);
     let dir = Server::fresh_dir();
     let (from, to) = (server.dir.join("appendonlydir"), dir.join("appendonlydir"));
