@@ -1,5 +1,6 @@
 //! The Bloom filter wing: a pure core (`filter`, `blocked`, `words`, `chain`, `codec`) and its
 //! Redis adapters (`commands`, `datatype`).
+pub mod any;
 pub mod blocked;
 pub mod body;
 pub mod chain;
@@ -7,7 +8,9 @@ pub mod codec;
 pub mod commands;
 pub mod datatype;
 pub mod filter;
+pub mod fp;
 pub mod frozen;
+pub mod params;
 pub mod redisbloom;
 pub mod sparse;
 pub mod words;

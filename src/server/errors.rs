@@ -6,7 +6,6 @@
 //! RedisBloom's exact wording where its clients see it (marked), lcbloom's elsewhere.
 
 use crate::bloom::chain::ChainError;
-use crate::bloom::redisbloom::chain::AddError;
 use crate::core::decode::DecodeError;
 use crate::lc::counter::LcError;
 use redis_module::RedisError;
@@ -95,12 +94,6 @@ impl From<LcError> for RedisError {
 
 impl From<DecodeError> for RedisError {
     fn from(e: DecodeError) -> Self {
-        reply(e)
-    }
-}
-
-impl From<AddError> for RedisError {
-    fn from(e: AddError) -> Self {
         reply(e)
     }
 }
