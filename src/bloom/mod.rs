@@ -10,6 +10,7 @@ pub mod datatype;
 pub mod filter;
 pub mod fp;
 pub mod frozen;
+pub mod load;
 pub mod params;
 pub mod redisbloom;
 pub mod sparse;
