@@ -11,4 +11,8 @@ mod dense;
 mod exact;
 pub mod geometry;
 mod header;
+pub mod levels;
+mod registers;
 mod sparse;
+mod tokens;
+mod union;
