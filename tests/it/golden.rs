@@ -113,6 +113,29 @@ const FIXTURES: &[Fixture] = &[
             "lc_v1_merged_exact",
         ],
     },
+    // Linear counters past their exact set as sketches (counter encoding version 3: a token
+    // list, then registers; exact sets keep their version-2 bytes): every counter case again.
+    Fixture {
+        file: "golden-2026-11-23-lc3.txt",
+        cases: &[
+            "lc_empty",
+            "lc_exact",
+            "lc_cap100_dense",
+            "lc_cap1000_near_full",
+            "lc_cap5000",
+            "lc_cap50000",
+            "lc_merged",
+            "lc_v1_exact_267",
+            "lc_v1_default_268",
+            "lc_v1_default_1000",
+            "lc_v1_default_5000",
+            "lc_v1_default_50000",
+            "lc_v1_cap1m_exact",
+            "lc_v1_cap1m_bitmap",
+            "lc_v1_tiny",
+            "lc_v1_merged_exact",
+        ],
+    },
     // Encoding version 3 (issue 11): sub-filters of small capacity are sparse sets of
     // fingerprints, whole in the header. Every Bloom case re-recorded, and a chain of sparse
     // sets followed by a bit array.
@@ -681,6 +704,12 @@ fn encodings_never_grow() {
     for fixture in FIXTURES {
         for s in load_fixture(fixture.file) {
             let len = match s.recorded.aof.first().map(|a| a.as_slice()) {
+                // A counter that is now a sketch (its payload's version byte 3) replaces a
+                // bitmap that saturated at its capacity: larger, and right at every size.
+                Some([.., payload]) if payload.first() == Some(&3) => {
+                    last.retain(|(n, _, _)| *n != s.name);
+                    continue;
+                }
                 Some([.., payload]) => payload.len(),
                 _ if s.name.starts_with("bf_") => split_dump(&s.recorded.dump).0.len(),
                 _ => continue,
@@ -707,7 +736,25 @@ fn is_accounting(query: &str) -> bool {
     query.eq_ignore_ascii_case("BF.INFO k SIZE")
 }
 
-/// (b) The saved bytes of every fixture load and answer as they did when saved.
+/// Whether a query writes a linear counter. A counter that took new items is no longer the
+/// saved one: past its exact set it grows as this build's counters do (a sketch, where
+/// earlier builds kept a bitmap), so its later answers are checked against the recorded ones
+/// within a counter's error (`close`), not byte for byte.
+fn is_counter_write(query: &[String]) -> bool {
+    let name = query[0].to_ascii_uppercase();
+    name == "LC.ADD" || name == "LC.MERGE"
+}
+
+/// The same reply, or integers within 3% (and 2) of each other.
+fn close(got: &str, recorded: &str) -> bool {
+    match (got.parse::<f64>(), recorded.parse::<f64>()) {
+        (Ok(a), Ok(b)) => (a - b).abs() <= 2.0 + 0.03 * b.abs(),
+        _ => got == recorded,
+    }
+}
+
+/// (b) The saved bytes of every fixture load and answer as they did when saved (before any
+/// write to a counter; see `is_counter_write`).
 #[test]
 fn saved_payloads_load_and_answer() {
     let server = Server::start();
@@ -717,11 +764,22 @@ fn saved_payloads_load_and_answer() {
     let version = split_dump(&probe).1;
     for s in FIXTURES.iter().flat_map(|f| load_fixture(f.file)) {
         let check = |c: &mut Connection, how: &str| {
+            let mut written = false;
             for (reply, q) in &s.asks {
                 if is_accounting(&q.join(" ")) {
                     continue;
                 }
-                assert_eq!(&render(&run(c, q)), reply, "{} via {how}: {q:?}", s.name);
+                let got = render(&run(c, q));
+                if written {
+                    assert!(
+                        close(&got, reply),
+                        "{} via {how}: {q:?}: {got} for {reply}",
+                        s.name
+                    );
+                } else {
+                    assert_eq!(&got, reply, "{} via {how}: {q:?}", s.name);
+                }
+                written |= is_counter_write(q);
             }
         };
         // RESTORE with this server's RDB version in the trailer (Valkey's differs).
