@@ -12,6 +12,7 @@
 
 use super::codec;
 use super::counter::Counter;
+use crate::core::defrag::Defrag;
 use crate::server::stats::{self, Tally};
 use crate::server::value::{methods, StoredValue};
 use redis_module::{native_types::RedisType, raw};
@@ -60,5 +61,9 @@ impl StoredValue for Counter {
 
     fn digest_parts(&self, mut add: impl FnMut(&[u8])) {
         add(&codec::encode(self));
+    }
+
+    fn defrag(&mut self, d: &mut Defrag) {
+        Counter::defrag(self, d)
     }
 }

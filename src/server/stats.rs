@@ -15,7 +15,10 @@
 //! `lcbloom_bf_blocked_bytes` (the filters in the blocked layout, counted in `bf_*` as well) and
 //! `lcbloom_bf_layout` (the layout new filters get without `LAYOUT`: the `bf-layout` config),
 //! `lcbloom_bf_redisbloom_keys` and `lcbloom_bf_redisbloom_bytes` (filters imported from
-//! RedisBloom, counted in `bf_*` as well), and `lcbloom_aof_lost_keys` (see [`lost_on_load`]).
+//! RedisBloom, counted in `bf_*` as well), `lcbloom_aof_lost_keys` (see [`lost_on_load`]), and
+//! active defragmentation's work on the module's values: `lcbloom_defrag_moved_blocks` (blocks
+//! moved), `lcbloom_defrag_values` (values visited to their end) and
+//! `lcbloom_defrag_paused_steps` (steps a large value stopped for the time budget).
 //!
 //! Lost keys. Redis carries on after an AOF command that fails while it loads the file, and no
 //! module API can stop that load (checked on Redis 7.0.15 and Valkey 9.1: the reply is dropped).
@@ -42,6 +45,31 @@ pub static BLOOM_BLOCKED: Tally = Tally::new();
 pub static LC: Tally = Tally::new();
 /// Filters imported from RedisBloom (also counted in `BLOOM`).
 pub static BLOOM_REDISBLOOM: Tally = Tally::new();
+
+/// What active defragmentation did to the module's values (`value::defrag`).
+pub struct DefragCounts {
+    /// Blocks moved.
+    moved: AtomicI64,
+    /// Values visited to their end.
+    values: AtomicI64,
+    /// Steps a large value stopped for the time budget, to resume at its cursor.
+    paused: AtomicI64,
+}
+
+pub static DEFRAG: DefragCounts = DefragCounts {
+    moved: AtomicI64::new(0),
+    values: AtomicI64::new(0),
+    paused: AtomicI64::new(0),
+};
+
+impl DefragCounts {
+    /// One defrag call moved `moved` blocks and finished its value, or `paused` for later.
+    pub fn note(&self, moved: u64, paused: bool) {
+        self.moved.fetch_add(moved as i64, Ordering::Relaxed);
+        let counter = if paused { &self.paused } else { &self.values };
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
+}
 
 /// The names of the keys an AOF load lost, each counted once.
 static LOST_KEYS: Mutex<BTreeSet<Vec<u8>>> = Mutex::new(BTreeSet::new());
@@ -126,6 +154,9 @@ pub extern "C" fn info(ctx: *mut raw::RedisModuleInfoCtx, for_crash_report: c_in
             ("bf_redisbloom_keys", BLOOM_REDISBLOOM.keys()),
             ("bf_redisbloom_bytes", BLOOM_REDISBLOOM.bytes()),
             ("aof_lost_keys", lost_keys()),
+            ("defrag_moved_blocks", DEFRAG.moved.load(Ordering::Relaxed)),
+            ("defrag_values", DEFRAG.values.load(Ordering::Relaxed)),
+            ("defrag_paused_steps", DEFRAG.paused.load(Ordering::Relaxed)),
         ] {
             raw::add_info_field_long_long(ctx, name, value);
         }

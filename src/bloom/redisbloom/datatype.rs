@@ -28,6 +28,7 @@ use super::dump::TYPE_NAME;
 use super::rdb::{self, FieldReader, FieldWriter};
 use super::scandump;
 use super::{DecodeError, OUT_OF_MEMORY, TOO_LARGE};
+use crate::core::defrag::Defrag;
 use crate::server::stats::{self, Tally};
 use crate::server::value::{methods, StoredValue};
 use redis_module::{native_types::RedisType, raw};
@@ -133,5 +134,9 @@ impl StoredValue for RbChain {
 
     fn digest_parts(&self, mut add: impl FnMut(&[u8])) {
         for_each_part(self, |_, bytes| add(bytes));
+    }
+
+    fn defrag(&mut self, d: &mut Defrag) {
+        RbChain::defrag(self, d)
     }
 }
