@@ -13,7 +13,7 @@ FUZZ_SECONDS ?= 60
 FUZZ_TARGETS := bf_value bf_loadchunk lc_value lc_loadchunk rb_value rb_loadchunk bf_any_loadchunk
 
 .PHONY: all build run test unit-test integration-test py-test deps deps-system deps-python clean
-.PHONY: valkey test-valkey redisbloom bench bench-memory bench-peer floors layout-sweep fuzz
+.PHONY: build-fault-injection valkey test-valkey redisbloom bench bench-memory bench-peer floors layout-sweep fuzz
 
 all: build
 
@@ -55,8 +55,12 @@ test: deps build unit-test integration-test
 unit-test:
 	cargo test --release --lib
 
-integration-test: redisbloom deps-python
+integration-test: redisbloom deps-python build-fault-injection
 	cargo test --release --test it
+
+## The module with the fault-injection point the persistence tests use (never shipped).
+build-fault-injection:
+	cargo build --profile fault-injection --features fault-injection
 
 ## The Python client tests alone (through the same harness).
 py-test: deps build
@@ -69,7 +73,7 @@ VALKEY_TESTS ?=
 valkey: deps-python
 	@scripts/fetch-tool.sh valkey
 
-test-valkey: deps build redisbloom
+test-valkey: deps build redisbloom build-fault-injection
 	vs=$$(realpath "$$(scripts/fetch-tool.sh valkey)") && "$$vs" --version && \
 	REDIS_SERVER=$$vs cargo test --release --test it $(VALKEY_TESTS)
 
