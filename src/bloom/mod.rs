@@ -10,4 +10,5 @@ pub mod filter;
 pub mod frozen;
 pub mod redisbloom;
 pub mod sparse;
+pub mod window;
 pub mod words;
