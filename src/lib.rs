@@ -11,6 +11,7 @@ use redis_module::{redis_module, Context, ModuleOptions, RedisString, Status};
 
 use bloom::datatype::BLOOM_TYPE;
 use bloom::redisbloom::datatype::RB_TYPE;
+use bloom::window::datatype::WINDOW_TYPE;
 use lc::datatype::LC_TYPE;
 use server::{command_table, config, stats};
 
@@ -27,7 +28,7 @@ redis_module! {
     name: "lcbloom",
     version: 1,
     allocator: (core::alloc::ModuleAlloc, core::alloc::ModuleAlloc),
-    data_types: [BLOOM_TYPE, LC_TYPE, RB_TYPE],
+    data_types: [BLOOM_TYPE, LC_TYPE, RB_TYPE, WINDOW_TYPE],
     init: init,
     // Registered by init from command_table::COMMANDS, so that every handler borrows its
     // arguments.

@@ -33,11 +33,15 @@
 //! write that changed something fires a keyspace event of class `d` (module types) named
 //! after the command (`bf.reserve`, `bf.add`, `bf.madd`, `bf.insert`, `bf.loadchunk`).
 
-use super::chain::Chain;
+use super::chain::{Chain, ChainError};
 use super::codec;
 use super::filter::Layout;
 use crate::bloom::redisbloom::chain::RbChain;
 use crate::bloom::redisbloom::scandump::{self as rb_scandump, NewFilter};
+use crate::bloom::window::codec as wcodec;
+use crate::bloom::window::commands::{self as window, Created};
+use crate::bloom::window::filter::Added;
+use crate::bloom::window::value::Windowed;
 use crate::core::chunks::{chunk_start, iterator_after};
 use crate::core::hashing::{hash_item, ItemHash};
 use crate::server::args::{is_keyword, parse_f64, parse_i64, set_once, Args};
@@ -45,14 +49,15 @@ use crate::server::config::{
     bf_defaults, bf_layout, check_item_count, memory_limit, MAX_EXPANSION,
 };
 use crate::server::errors::{
-    expansion_range, unknown_argument, BAD_CAPACITY, BAD_ERROR_RATE, BAD_EXPANSION, BAD_INFO_FIELD,
-    BAD_ITERATOR, BAD_LAYOUT, CAPACITY_RANGE, CHUNK_LENGTH, ERROR_RATE_RANGE, ITEMS_REQUIRED,
-    ITEM_EXISTS, NONSCALING_EXPANSION, NOT_FOUND, NO_EXPANSION, NO_LAYOUT,
+    expansion_range, unknown_argument, BAD_AT, BAD_CAPACITY, BAD_ERROR_RATE, BAD_EXPANSION,
+    BAD_INFO_FIELD, BAD_ITERATOR, BAD_LAYOUT, BAD_WINDOW, CAPACITY_RANGE, CHUNK_LENGTH,
+    ERROR_RATE_RANGE, ITEMS_REQUIRED, ITEM_EXISTS, NONSCALING_EXPANSION, NOT_FOUND, NOT_WINDOWED,
+    NO_EXPANSION, NO_LAYOUT, WINDOW_LAYOUT,
 };
 use crate::server::ffi::reply_ordered_map_simple_names;
 use crate::server::stats::lost_on_load;
 use crate::server::value::{
-    finish_write, modify, read_either, store, write_either, Applied, Either, Key,
+    finish_write, modify, read, read_either, store, write, write_either, Applied, Either, Key,
 };
 use redis_module::{raw, Context, ContextFlags, RedisError, RedisResult, RedisString, RedisValue};
 use std::ffi::CStr;
@@ -66,6 +71,8 @@ struct Create {
     /// 0: non-scaling.
     expansion: u32,
     layout: Layout,
+    /// Seconds: a windowed filter.
+    window: Option<u64>,
 }
 
 impl Create {
@@ -76,7 +83,15 @@ impl Create {
             capacity,
             expansion,
             layout: bf_layout(),
+            window: None,
         }
+    }
+
+    /// The windowed filter it describes, and how to propagate its creation.
+    fn build_window(&self, seconds: u64, limit: u64) -> Result<(Windowed, Created), RedisError> {
+        let filter = window::create(seconds, self.rate, self.capacity, self.expansion, limit)?;
+        let created = Created::new(self.rate, self.capacity, self.expansion, seconds);
+        Ok((filter, created))
     }
 
     fn build(&self, limit: u64) -> Result<Chain, RedisError> {
@@ -153,6 +168,24 @@ fn parse_expansion(arg: &RedisString) -> Result<u32, RedisError> {
     Ok(expansion as u32)
 }
 
+/// Whole seconds, 1 up to `MAX_WINDOW_MS`.
+fn parse_window(arg: &RedisString) -> Result<u64, RedisError> {
+    parse_i64(arg)
+        .and_then(|s| u64::try_from(s).ok())
+        .filter(|&s| {
+            s >= 1 && s.saturating_mul(1000) <= crate::bloom::window::filter::MAX_WINDOW_MS
+        })
+        .ok_or(RedisError::Str(BAD_WINDOW))
+}
+
+/// Milliseconds since the epoch, 0 up to the latest time a filter holds.
+fn parse_at(arg: &RedisString) -> Result<u64, RedisError> {
+    parse_i64(arg)
+        .and_then(|t| u64::try_from(t).ok())
+        .filter(|&t| t <= crate::bloom::window::filter::MAX_TIME)
+        .ok_or(RedisError::Str(BAD_AT))
+}
+
 fn parse_layout(arg: &RedisString) -> Result<Layout, RedisError> {
     [Layout::Standard, Layout::Blocked]
         .into_iter()
@@ -170,6 +203,8 @@ struct Options {
     layout: Option<Layout>,
     nocreate: Option<()>,
     nonscaling: Option<()>,
+    window: Option<u64>,
+    at: Option<u64>,
 }
 
 impl Options {
@@ -192,6 +227,12 @@ impl Options {
                 set_once(&mut self.rate, "ERROR", || {
                     parse_bf_rate(args.value(BAD_ERROR_RATE)?)
                 })?;
+            } else if is("WINDOW") {
+                set_once(&mut self.window, "WINDOW", || {
+                    parse_window(args.value(BAD_WINDOW)?)
+                })?;
+            } else if insert && is("AT") {
+                set_once(&mut self.at, "AT", || parse_at(args.value(BAD_AT)?))?;
             } else if is("EXPANSION") {
                 set_once(&mut self.expansion, "EXPANSION", || {
                     parse_expansion(args.value(NO_EXPANSION)?)
@@ -212,6 +253,9 @@ impl Options {
         if self.nonscaling.is_some() && self.expansion.is_some() {
             return Err(RedisError::Str(NONSCALING_EXPANSION));
         }
+        if self.window.is_some() && self.layout.is_some() {
+            return Err(RedisError::Str(WINDOW_LAYOUT));
+        }
         let defaults = Create::defaults();
         Ok(Create {
             rate: self.rate.unwrap_or(defaults.rate),
@@ -221,6 +265,7 @@ impl Options {
                 None => self.expansion.unwrap_or(defaults.expansion),
             },
             layout: self.layout.unwrap_or(defaults.layout),
+            window: self.window,
         })
     }
 }
@@ -242,8 +287,20 @@ fn reserve_key(ctx: &Context, args: &[RedisString]) -> RedisResult {
     options.parse(&mut Args::new(&args[4..]), false)?;
     let create = options.create()?;
     let key = Key::write(ctx, &args[1]);
-    if write_either::<Chain, RbChain>(&key)?.is_some() {
+    if !key.is_empty() {
+        if let Err(e) = read_either::<Chain, RbChain>(&key) {
+            read_window(&key, e)?;
+        }
         return Err(RedisError::Str(ITEM_EXISTS));
+    }
+    if let Some(seconds) = create.window {
+        let (filter, created) = create.build_window(seconds, memory_limit(ctx))?;
+        store(&key, filter)?;
+        let mut reserve = vec![args[1].as_slice()];
+        reserve.extend(created.reserve_args());
+        let commands = [("BF.RESERVE", reserve)];
+        finish_write(ctx, c"bf.reserve", &args[1], Applied::As(&commands));
+        return Ok(RedisValue::SimpleStringStatic("OK"));
     }
     store(&key, create.build(memory_limit(ctx))?)?;
     // BF.RESERVE key rate capacity EXPANSION x|NONSCALING LAYOUT l: all spelled out.
@@ -271,6 +328,7 @@ pub fn add(ctx: &Context, args: &[RedisString]) -> RedisResult {
         &args[1],
         &args[2..],
         Some(Create::defaults()),
+        None,
         false,
     )
 }
@@ -286,6 +344,7 @@ pub fn madd(ctx: &Context, args: &[RedisString]) -> RedisResult {
         &args[1],
         &args[2..],
         Some(Create::defaults()),
+        None,
         true,
     )
 }
@@ -307,23 +366,57 @@ fn insert_items(ctx: &Context, args: &[RedisString]) -> RedisResult {
         _ => return Err(RedisError::Str(ITEMS_REQUIRED)),
     };
     let create = options.create()?;
+    let at = (options.window.is_some() || options.at.is_some()).then_some(options.at);
     let create = options.nocreate.is_none().then_some(create);
-    add_items(ctx, c"bf.insert", &args[1], items, create, true)
+    add_items(ctx, c"bf.insert", &args[1], items, create, at, true)
 }
 
 /// Adds items, creating the key with `create` if it is missing (None: `ERR not found`).
-/// `multi`: reply with an array (MADD, INSERT), else with the one result (ADD).
+/// `windowed`: `BF.INSERT` gave `WINDOW` or `AT` (refused for a filter without a window),
+/// with the `AT` time if any. `multi`: reply with an array (MADD, INSERT), else with the one
+/// result (ADD).
 fn add_items(
     ctx: &Context,
     event: &CStr,
     name: &RedisString,
     items: &[RedisString],
     create: Option<Create>,
+    windowed: Option<Option<u64>>,
     multi: bool,
 ) -> RedisResult {
     check_item_count(ctx, items.len())?;
     let key = Key::write(ctx, name);
-    let (chain, limit, created) = match write_either::<Chain, RbChain>(&key)? {
+    let at = windowed.flatten();
+    let existing = match write_either::<Chain, RbChain>(&key) {
+        Err(e) => match write::<Windowed>(&key) {
+            Ok(Some(value)) => {
+                let (now, limit) = (window::now(at), memory_limit(ctx));
+                let results = window::add(ctx, event, name, items, value, now, limit, None);
+                return reply_window_adds(ctx, multi, results);
+            }
+            _ => return Err(e),
+        },
+        Ok(_) if windowed.is_some() && !key.is_empty() => {
+            return Err(RedisError::Str(NOT_WINDOWED));
+        }
+        Ok(existing) => existing,
+    };
+    if let (
+        None,
+        Some(Create {
+            window: Some(seconds),
+            ..
+        }),
+    ) = (&existing, &create)
+    {
+        let limit = memory_limit(ctx);
+        let (filter, created) = create.as_ref().unwrap().build_window(*seconds, limit)?;
+        let value = store(&key, filter)?;
+        let now = window::now(at);
+        let results = window::add(ctx, event, name, items, value, now, limit, Some(&created));
+        return reply_window_adds(ctx, multi, results);
+    }
+    let (chain, limit, created) = match existing {
         // The limit only matters when a sub-filter is added, and reading it costs a
         // RedisModule_GetContextFlags call: skip that for the writes that cannot scale.
         Some(Either::First(chain)) if chain.can_hold(items.len() as u64) => (chain, u64::MAX, None),
@@ -385,6 +478,16 @@ fn add_imported(
     let changed = results.iter().any(|r| matches!(r, Ok(true)));
     let done = results.iter().take_while(|r| r.is_ok()).count();
     finish_add(ctx, event, name, items, done, changed, None);
+    reply_adds(ctx, multi, results)
+}
+
+/// The reply to adds to a windowed filter: 1 for a new item, 0 for one found.
+fn reply_window_adds(
+    ctx: &Context,
+    multi: bool,
+    results: Vec<Result<Added, ChainError>>,
+) -> RedisResult {
+    let results = results.into_iter().map(|r| r.map(|a| a.is_new())).collect();
     reply_adds(ctx, multi, results)
 }
 
@@ -457,10 +560,13 @@ pub fn exists(ctx: &Context, args: &[RedisString]) -> RedisResult {
     }
     let key = Key::read(ctx, &args[1]);
     let item = args[2].as_slice();
-    let found = match read_either::<Chain, RbChain>(&key)? {
-        Some(Either::First(chain)) => chain.contains(&hash_item(item)),
-        Some(Either::Second(chain)) => chain.contains(&chain.hash(item)),
-        None => false,
+    let found = match read_either::<Chain, RbChain>(&key) {
+        Ok(Some(Either::First(chain))) => chain.contains(&hash_item(item)),
+        Ok(Some(Either::Second(chain))) => chain.contains(&chain.hash(item)),
+        Ok(None) => false,
+        Err(e) => read_window(&key, e)?
+            .filter
+            .contains(&hash_item(item), window::now(None)),
     };
     Ok(RedisValue::Bool(found))
 }
@@ -472,8 +578,17 @@ pub fn mexists(ctx: &Context, args: &[RedisString]) -> RedisResult {
     }
     check_item_count(ctx, args.len() - 2)?;
     let key = Key::read(ctx, &args[1]);
-    let filter = read_either::<Chain, RbChain>(&key)?;
     let items = &args[2..];
+    let filter = match read_either::<Chain, RbChain>(&key) {
+        Ok(filter) => filter,
+        Err(e) => {
+            let (w, now) = (read_window(&key, e)?, window::now(None));
+            let found = items
+                .iter()
+                .map(|i| w.filter.contains(&hash_item(i.as_slice()), now));
+            return Ok(RedisValue::Array(found.map(RedisValue::Bool).collect()));
+        }
+    };
     raw::reply_with_array(ctx.ctx, items.len() as std::os::raw::c_long);
     match filter {
         Some(Either::First(chain)) => {
@@ -500,9 +615,30 @@ pub fn info(ctx: &Context, args: &[RedisString]) -> RedisResult {
     }
     let key = Key::read(ctx, &args[1]);
     // An imported filter reports what RedisBloom does, Size by RedisBloom's own accounting.
+    let mut own = Vec::new();
     let (capacity, size, filters, items, expansion, layout) =
-        match read_either::<Chain, RbChain>(&key)?.ok_or(RedisError::Str(NOT_FOUND))? {
-            Either::First(c) => (
+        match read_either::<Chain, RbChain>(&key) {
+            Err(e) => {
+                let w = read_window(&key, e)?;
+                let (f, now) = (&w.filter, window::now(None));
+                let p = f.params();
+                own.push(("Window", RedisValue::Integer((p.window_ms / 1000) as i64)));
+                own.push(("Stored", RedisValue::Integer(f.stored(now) as i64)));
+                own.push(("Time", RedisValue::Integer(f.time() as i64)));
+                let expansion = (p.expansion > 0).then_some(p.expansion);
+                let items = f.cardinality(now);
+                let layers = f.layers().len();
+                (
+                    f.capacity(now),
+                    w.memory_bytes(),
+                    layers,
+                    items,
+                    expansion,
+                    window::LAYOUT,
+                )
+            }
+            Ok(None) => return Err(RedisError::Str(NOT_FOUND)),
+            Ok(Some(Either::First(c))) => (
                 c.capacity(),
                 c.memory_bytes(),
                 c.filters().len(),
@@ -510,7 +646,7 @@ pub fn info(ctx: &Context, args: &[RedisString]) -> RedisResult {
                 c.expansion(),
                 c.layout().name(),
             ),
-            Either::Second(c) => (
+            Ok(Some(Either::Second(c))) => (
                 c.capacity(),
                 c.info_size(),
                 c.links().len(),
@@ -546,6 +682,8 @@ pub fn info(ctx: &Context, args: &[RedisString]) -> RedisResult {
         if layout == Layout::Blocked.name() {
             fields.push(("Blocked", RedisValue::Integer(1)));
         }
+        // A windowed filter's state, after RedisBloom's fields, numbers too.
+        fields.extend(own);
         return reply_ordered_map_simple_names(ctx, fields);
     };
     let layout = ("LAYOUT", "Layout", RedisValue::SimpleStringStatic(layout));
@@ -568,10 +706,11 @@ pub fn card(ctx: &Context, args: &[RedisString]) -> RedisResult {
         return Err(RedisError::WrongArity);
     }
     let key = Key::read(ctx, &args[1]);
-    let items = match read_either::<Chain, RbChain>(&key)? {
-        Some(Either::First(chain)) => chain.items(),
-        Some(Either::Second(chain)) => chain.size(),
-        None => 0,
+    let items = match read_either::<Chain, RbChain>(&key) {
+        Ok(Some(Either::First(chain))) => chain.items(),
+        Ok(Some(Either::Second(chain))) => chain.size(),
+        Ok(None) => 0,
+        Err(e) => read_window(&key, e)?.filter.cardinality(window::now(None)),
     };
     Ok(RedisValue::Integer(items as i64))
 }
@@ -583,21 +722,34 @@ pub fn scandump(ctx: &Context, args: &[RedisString]) -> RedisResult {
         return Err(RedisError::WrongArity);
     }
     let key = Key::read(ctx, &args[1]);
-    let filter = read_either::<Chain, RbChain>(&key)?.ok_or(RedisError::Str(NOT_FOUND))?;
+    let filter = read_either::<Chain, RbChain>(&key);
     let iterator = parse_i64(&args[2]).ok_or(RedisError::Str(BAD_ITERATOR))?;
-    let chain = match filter {
-        Either::First(chain) if iterator >= 0 => chain,
-        Either::First(_) => return Err(RedisError::Str(BAD_ITERATOR)),
-        Either::Second(chain) => return Ok(scandump_imported(chain, iterator)),
+    // lcbloom's own kinds: the header, then chunks named by their end offset.
+    let own = match filter {
+        Err(e) => Either::Second(read_window(&key, e)?),
+        Ok(None) => return Err(RedisError::Str(NOT_FOUND)),
+        Ok(Some(Either::First(chain))) => Either::First(chain),
+        Ok(Some(Either::Second(chain))) => return Ok(scandump_imported(chain, iterator)),
     };
+    if iterator < 0 {
+        return Err(RedisError::Str(BAD_ITERATOR));
+    }
     if iterator == 0 {
+        let header = match own {
+            Either::First(chain) => codec::encode_header(chain),
+            Either::Second(w) => wcodec::encode_header(&w.filter),
+        };
         return Ok(RedisValue::Array(vec![
             RedisValue::Integer(1),
-            RedisValue::StringBuffer(codec::encode_header(chain)),
+            RedisValue::StringBuffer(header),
         ]));
     }
     let offset = iterator as u64 - 1;
-    Ok(RedisValue::Array(match codec::data_chunk(chain, offset) {
+    let chunk = match own {
+        Either::First(chain) => codec::data_chunk(chain, offset),
+        Either::Second(w) => wcodec::data_chunk(&w.filter, offset),
+    };
+    Ok(RedisValue::Array(match chunk {
         Some(chunk) => vec![
             RedisValue::Integer(iterator_after(offset + chunk.len() as u64) as i64),
             RedisValue::StringBuffer(chunk),
@@ -648,7 +800,21 @@ fn load_chunk(
 ) -> Result<(), RedisError> {
     let iterator = parse_i64(iterator).ok_or(RedisError::Str(BAD_ITERATOR))?;
     let key = Key::write(ctx, name);
-    match write_either::<Chain, RbChain>(&key)? {
+    let filter = match write_either::<Chain, RbChain>(&key) {
+        Ok(filter) => filter,
+        Err(e) => {
+            let w = write::<Windowed>(&key).ok().flatten().ok_or(e)?;
+            if iterator < 1 {
+                return Err(RedisError::Str(BAD_ITERATOR));
+            } else if iterator == 1 {
+                return Err(RedisError::Str(ITEM_EXISTS));
+            }
+            let start =
+                chunk_start(iterator as u64, data.len()).ok_or(RedisError::Str(CHUNK_LENGTH))?;
+            return Ok(modify(w, |w| w.load_chunk(start, data))?);
+        }
+    };
+    match filter {
         Some(Either::Second(chain)) => Ok(rb_scandump::load_chunk(chain, iterator, data)?),
         _ if iterator < 1 => Err(RedisError::Str(BAD_ITERATOR)),
         Some(Either::First(_)) if iterator == 1 => Err(RedisError::Str(ITEM_EXISTS)),
@@ -657,10 +823,22 @@ fn load_chunk(
                 chunk_start(iterator as u64, data.len()).ok_or(RedisError::Str(CHUNK_LENGTH))?;
             Ok(codec::write_data(chain, offset, data)?)
         }
+        None if iterator == 1 && data.starts_with(wcodec::MAGIC) => {
+            store(&key, Windowed::from_header(data, memory_limit(ctx))?).map(drop)
+        }
         None if iterator == 1 => match rb_scandump::decode_any_header(data, memory_limit(ctx))? {
             NewFilter::Own(chain) => store(&key, chain).map(drop),
             NewFilter::RedisBloom(chain) => store(&key, chain).map(drop),
         },
         None => Err(RedisError::Str(NOT_FOUND)),
+    }
+}
+
+/// The windowed filter under a key that holds no other kind of Bloom filter, or `other` (the
+/// error the other kinds' lookup gave: WRONGTYPE).
+fn read_window(key: &Key, other: RedisError) -> Result<&Windowed, RedisError> {
+    match read::<Windowed>(key) {
+        Ok(Some(w)) => Ok(w),
+        _ => Err(other),
     }
 }

@@ -265,6 +265,7 @@ pub static COMMANDS: &[CommandInfo] = &[
             )
             .after(c"LAYOUT")
             .optional(),
+            integer(c"seconds").after(c"WINDOW").optional(),
         ],
     },
     CommandInfo {
@@ -311,6 +312,8 @@ pub static COMMANDS: &[CommandInfo] = &[
             )
             .after(c"LAYOUT")
             .optional(),
+            integer(c"seconds").after(c"WINDOW").optional(),
+            integer(c"unix-time-milliseconds").after(c"AT").optional(),
             string(c"item").after(c"ITEMS").multiple(),
         ],
     },

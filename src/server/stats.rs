@@ -42,6 +42,8 @@ pub static BLOOM_BLOCKED: Tally = Tally::new();
 pub static LC: Tally = Tally::new();
 /// Filters imported from RedisBloom (also counted in `BLOOM`).
 pub static BLOOM_REDISBLOOM: Tally = Tally::new();
+/// Windowed Bloom filters (also counted in `BLOOM`).
+pub static BLOOM_WINDOW: Tally = Tally::new();
 
 /// The names of the keys an AOF load lost, each counted once.
 static LOST_KEYS: Mutex<BTreeSet<Vec<u8>>> = Mutex::new(BTreeSet::new());
@@ -125,6 +127,8 @@ pub extern "C" fn info(ctx: *mut raw::RedisModuleInfoCtx, for_crash_report: c_in
             ("bf_blocked_bytes", BLOOM_BLOCKED.bytes()),
             ("bf_redisbloom_keys", BLOOM_REDISBLOOM.keys()),
             ("bf_redisbloom_bytes", BLOOM_REDISBLOOM.bytes()),
+            ("bf_window_keys", BLOOM_WINDOW.keys()),
+            ("bf_window_bytes", BLOOM_WINDOW.bytes()),
             ("aof_lost_keys", lost_keys()),
         ] {
             raw::add_info_field_long_long(ctx, name, value);

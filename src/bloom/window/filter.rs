@@ -14,10 +14,11 @@
 //! answers "probably present" (false) if it was found anywhere, "new" (true) if not.
 //!
 //! Capacity and scaling. Items go to the newest layer (`layer.rs`). A layer of capacity n
-//! accepts items while its live generations hold fewer than its budget of 1.25·n: a stream of
-//! at most n items per window stays within it as long as no window's worth arrives within one
-//! slot of another (at most n + the slot of slack). A steady stream at capacity fills a layer
-//! to between n and 1.25·n. Past the budget:
+//! accepts items while its live generations hold fewer than its budget of 1.35·n: a steady
+//! stream at capacity fills a layer to between n and 1.25·n, and the rest is room for a
+//! stream that falls behind and catches up. A stream of at most n items per window can exceed
+//! it only in bursts (n items in one slot, n more a window later: 2·n live at once). Past
+//! the budget:
 //! * non-scaling (expansion 0): the add is refused (`ChainError::Full`), until old items slide
 //!   out of the window and make room;
 //! * scaling (expansion e ≥ 1): a new layer of capacity e × the newest's takes the adds.

@@ -3,7 +3,9 @@
 //! rate and estimate its cardinality.
 //!
 //! Sizing. A layer of capacity n (items per window) and rate p keeps at most its budget of
-//! B = n + ⌈n/SLOTS⌉ items in its live generations (a window's items and the slot of slack).
+//! B = n + ⌈n/SLOTS⌉ + ⌈n/`HEADROOM`⌉ items in its live generations: a window's items, the
+//! slot of slack, and room for a stream's jitter (a steady stream at capacity holds up to
+//! (1 + 1/SLOTS)·n, and one that falls behind and catches up briefly holds more).
 //! It has P = ⌈B / `PART_ITEMS`⌉ partitions and per partition a universe
 //! u = ⌈B / (`RATE_ROOM`·P·p)⌉. An item goes to partition `reduce(h1, P)` with fingerprint
 //! `reduce(h2, u)` (hash scheme 1, `core/hashing.rs`). A non-member is reported present iff
@@ -13,10 +15,10 @@
 //! lookups) under p at the moments the filter holds its whole budget.
 //!
 //! Memory. A generation of k items of one partition is an Elias–Fano set of about
-//! log2(u/k) + 2 bits per item; at the budget k ≈ B/(P·GENS) and u/k ≈ GENS/(0.9·p), so a
-//! full layer holds (1 + 1/SLOTS)·n items at log2(5.6/p) + 2 bits, 13.9 bits per item of
-//! capacity at 1% and 18.1 at 0.1%, plus the allocator's rounding (about 9%) and 56 bytes
-//! per partition.
+//! log2(u/k) + 2 bits per item; with a steady stream at capacity, k ≈ n/(SLOTS·P) and
+//! u/k ≈ 1.35·SLOTS/(0.9·p), so a full layer holds (1 + 1/SLOTS)·n items at log2(6/p) + 2
+//! bits, 14.0 bits per item of capacity at 1% and 18.2 at 0.1%, plus the allocator's
+//! rounding (about 9%) and 56 bytes per partition.
 //!
 //! Counts. Per slot, `items` counts the fingerprints stored and `refreshed[d − 1]` those
 //! whose item was, when added, also in the generation d slots older (the newest such): the
@@ -31,6 +33,8 @@ use crate::core::hashing::{reduce, ItemHash};
 pub const PART_ITEMS: u64 = 2048;
 /// The share of the error rate the sizing spends (see the bound above).
 pub const RATE_ROOM: f64 = 0.9;
+/// The budget's room beyond a steady stream's items: capacity / HEADROOM.
+pub const HEADROOM: u64 = 10;
 /// Partitions moved forward by each write, besides the one it adds to: frees what slid out of
 /// the window within P/`SWEEP` writes, a bounded cost per command.
 pub const SWEEP: usize = 2;
@@ -61,7 +65,9 @@ impl LayerParams {
         if capacity == 0 || !(error_rate > 0.0 && error_rate < 1.0) {
             return None;
         }
-        let budget = capacity.checked_add(capacity.div_ceil(SLOTS as u64))?;
+        let budget = capacity
+            .checked_add(capacity.div_ceil(SLOTS as u64))?
+            .checked_add(capacity.div_ceil(HEADROOM))?;
         let partitions = budget.div_ceil(PART_ITEMS);
         let universe = (budget as f64 / (RATE_ROOM * partitions as f64 * error_rate)).ceil();
         // Fingerprints and EF arithmetic stay well inside u64.
@@ -308,7 +314,7 @@ mod tests {
             (10_000_000, 0.001),
         ] {
             let lp = LayerParams::new(n, p).unwrap();
-            assert_eq!(lp.budget, n + n.div_ceil(4));
+            assert_eq!(lp.budget, n + n.div_ceil(4) + n.div_ceil(10));
             assert!(lp.budget as f64 / (lp.partitions * lp.universe) as f64 <= RATE_ROOM * p);
             assert!(lp.budget <= lp.partitions * PART_ITEMS);
         }

@@ -10,6 +10,8 @@
 //! like `redisbloom/`, answering the `BF.*` family's commands; it shares the family's hashing,
 //! error type and Elias–Fano coder, and nothing outside the family needs it.
 pub mod codec;
+pub mod commands;
+pub mod datatype;
 pub mod filter;
 pub mod layer;
 pub mod partition;

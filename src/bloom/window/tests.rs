@@ -168,7 +168,7 @@ fn memory_per_item_at_capacity() {
 fn non_scaling_refuses_past_its_budget_then_recovers() {
     let n = 1000;
     let mut f = WindowFilter::new(params(n, 0.01, 0), NO_LIMIT).unwrap();
-    let budget = n + n / SLOTS as u64;
+    let budget = n + n / SLOTS as u64 + n / 10;
     let mut i = 0;
     while f.add(&h(i), 0, NO_LIMIT).is_ok() {
         i += 1;
