@@ -1,6 +1,7 @@
 //! `MEMORY USAGE` of a filter tells what the key really costs: for every shape (small and
 //! large, scaling and not, both layouts, every representation of a sub-filter) it is within
-//! ±10% of the growth of `used_memory` the key causes, measured over many keys of the shape on
+//! ±10% (on jemalloc; `usage_band` says why glibc gets a wider band) of the growth of
+//! `used_memory` the key causes, measured over many keys of the shape on
 //! a server the test started (thousands of keys for the small shapes, fewer for big ones).
 //!
 //! The writes go through a connection that is closed before `used_memory` is read again, so
@@ -157,6 +158,7 @@ fn memory_usage_is_within_ten_percent_of_used_memory() {
     let mut c = server.conn();
     let mut report = String::new();
     let mut off = Vec::new();
+    let band = usage_band(&mut c);
     measure(&server, &mut c, &SHAPES[0]);
     for shape in SHAPES {
         let (real, reported) = measure(&server, &mut c, shape);
@@ -165,12 +167,12 @@ fn memory_usage_is_within_ten_percent_of_used_memory() {
             "{:<42} {real:>10.0} B/key real, MEMORY USAGE {reported:>10.0} ({ratio:.3})\n",
             shape.name
         );
-        if !(0.9..=1.1).contains(&ratio) {
+        if !band.contains(&ratio) {
             off.push(shape.name);
         }
     }
     eprintln!("{report}");
-    assert!(off.is_empty(), "off by more than 10%: {off:?}\n{report}");
+    assert!(off.is_empty(), "off the band {band:?}: {off:?}\n{report}");
 }
 
 /// Bit arrays above 16 MiB are held in 16 MiB segments (src/bloom/words.rs), so only the last

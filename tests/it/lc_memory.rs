@@ -122,11 +122,9 @@ fn memory_usage_tells_what_a_key_costs_in_every_mode() {
             20_700.0,
         ),
     ];
-    // Size classes are jemalloc's (alloc::size_class, Debian's redis-server): there MEMORY
-    // USAGE is within ±10% and the bytes per key within the table's. A server on another
-    // allocator (valkey-server built with libc malloc) rounds otherwise: within ±15%.
+    // The bytes per key are held to the table's on jemalloc, whose size classes they count.
     let jemalloc = server_info(&mut c, "memory")["mem_allocator"].starts_with("jemalloc");
-    let band = if jemalloc { 0.9..=1.1 } else { 0.85..=1.15 };
+    let band = usage_band(&mut c);
     // The first keys of a fresh server also grow its own structures: make and drop some first.
     measure(&server, &add(1), 2_000);
     let mut report = String::from("| shape | mode | bytes per key | MEMORY USAGE | ratio |\n");

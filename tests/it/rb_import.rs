@@ -541,7 +541,6 @@ fn memory_usage_of_imported_filters_is_within_ten_percent() {
     let server = Server::start();
     let mut c = server.conn();
     let allocator = server_info(&mut c, "memory")["mem_allocator"].clone();
-    let jemalloc = allocator.starts_with("jemalloc");
     let mut report = String::new();
     for (name, reserve, items, keys) in shapes {
         if !reserve.is_empty() {
@@ -578,11 +577,7 @@ fn memory_usage_of_imported_filters_is_within_ten_percent() {
         let real = (after - before) as f64 / keys as f64;
         let reported = usage.iter().sum::<i64>() as f64 / keys as f64;
         report += &format!("{name:<32} {real:>9.0} B/key real, MEMORY USAGE {reported:>9.0}\n");
-        // The size classes counted are jemalloc's (Debian's redis-server): ±10% there. A
-        // server built with glibc's malloc (the Valkey of `make test-valkey`) rounds
-        // otherwise, and the classes counted overstate its cost by up to a fifth (1.00–1.20
-        // measured on Valkey 9.1.2).
-        let band = if jemalloc { 0.9..=1.1 } else { 0.85..=1.25 };
+        let band = usage_band(&mut c);
         assert!(
             band.contains(&(reported / real)),
             "{name}: off by more than the allocator's band ({allocator})\n{report}"
