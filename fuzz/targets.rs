@@ -76,7 +76,7 @@ pub fn lc_value(data: &[u8]) {
             counter.standard_error(),
             counter.bits_set(),
             counter.mode(),
-            counter.memory_usage(),
+            counter.memory_bytes(),
         );
         let copy = counter.clone();
         let _ = Counter::union_count(&[&copy, &counter]);

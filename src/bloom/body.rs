@@ -171,14 +171,14 @@ impl Body {
 
     /// Bytes the allocator hands out for the block, the bit arrays' box and list, and the bit
     /// arrays, each rounded up to its size class.
-    pub fn allocated_bytes(&self) -> u64 {
+    pub fn memory_bytes(&self) -> u64 {
         let block = size_class(((HEAD + self.len()) * 8) as u64);
         let Some(b) = self.bits_box() else {
             return block;
         };
         // SAFETY: as in `bits`.
         let list = unsafe { b.as_ref() };
-        let arrays: u64 = list.iter().map(BitArray::allocated_bytes).sum();
+        let arrays: u64 = list.iter().map(BitArray::memory_bytes).sum();
         block
             + size_class(std::mem::size_of::<Vec<BitArray>>() as u64)
             + size_class((list.capacity() * std::mem::size_of::<BitArray>()) as u64)
@@ -230,7 +230,7 @@ mod tests {
         assert!(b.resize(0, 7, 0));
         assert!(b.data().is_empty());
         assert!(!b.resize(0, 0, usize::MAX));
-        assert_eq!(b.allocated_bytes(), 16);
+        assert_eq!(b.memory_bytes(), 16);
     }
 
     #[test]
@@ -248,12 +248,9 @@ mod tests {
         assert_ne!(c.bits()[0], b.bits()[1]);
         assert!(b.resize(0, 3, 100));
         assert_eq!(c.bits()[1], b.bits()[1]);
-        let arrays: u64 = b.bits().iter().map(BitArray::allocated_bytes).sum();
+        let arrays: u64 = b.bits().iter().map(BitArray::memory_bytes).sum();
         assert!(arrays >= 3 * size_class(params.bytes()));
         let list = size_class(3 * std::mem::size_of::<BitArray>() as u64);
-        assert_eq!(
-            b.allocated_bytes(),
-            size_class(104 * 8) + 32 + list + arrays
-        );
+        assert_eq!(b.memory_bytes(), size_class(104 * 8) + 32 + list + arrays);
     }
 }

@@ -526,7 +526,7 @@ impl Chain {
     /// Bytes the chain occupies in memory: the box Redis holds, the body, the bit arrays,
     /// each allocation by its size class.
     pub fn memory_bytes(&self) -> u64 {
-        size_class(std::mem::size_of::<Chain>() as u64) + self.body.allocated_bytes()
+        size_class(std::mem::size_of::<Chain>() as u64) + self.body.memory_bytes()
     }
 
     /// Whether any of the first `upto` sub-filters (probably) holds the item. When there are

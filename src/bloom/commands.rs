@@ -35,6 +35,11 @@
 
 use super::chain::Chain;
 use super::codec;
+use super::errors::{
+    expansion_range, BAD_CAPACITY, BAD_ERROR_RATE, BAD_EXPANSION, BAD_INFO_FIELD, BAD_ITERATOR,
+    BAD_LAYOUT, CAPACITY_RANGE, ERROR_RATE_RANGE, ITEMS_REQUIRED, NONSCALING_EXPANSION,
+    NO_EXPANSION, NO_LAYOUT,
+};
 use super::filter::Layout;
 use crate::bloom::redisbloom::chain::RbChain;
 use crate::bloom::redisbloom::scandump::{self as rb_scandump, NewFilter};
@@ -44,23 +49,18 @@ use crate::server::args::{is_keyword, parse_f64, parse_i64, set_once, Args};
 use crate::server::config::{
     bf_defaults, bf_layout, check_item_count, memory_limit, MAX_EXPANSION,
 };
-use crate::server::errors::{
-    expansion_range, unknown_argument, BAD_CAPACITY, BAD_ERROR_RATE, BAD_EXPANSION, BAD_INFO_FIELD,
-    BAD_ITERATOR, BAD_LAYOUT, CAPACITY_RANGE, CHUNK_LENGTH, ERROR_RATE_RANGE, ITEMS_REQUIRED,
-    ITEM_EXISTS, NONSCALING_EXPANSION, NOT_FOUND, NO_EXPANSION, NO_LAYOUT,
-};
-use crate::server::ffi::reply_ordered_map_simple_names;
-use crate::server::stats::lost_on_load;
-use crate::server::value::{
-    finish_write, modify, read_either, store, write_either, Applied, Either, Key,
-};
+use crate::server::errors::{unknown_argument, CHUNK_LENGTH, ITEM_EXISTS, NOT_FOUND};
+use crate::server::reply::{flag, ordered_map_simple_names};
+use crate::server::stats::note_refused_write;
+use crate::server::value::{modify, read_either, store, write_either, Either, Key};
+use crate::server::write::{finish_write, Applied, Progress};
 use redis_module::{raw, Context, ContextFlags, RedisError, RedisResult, RedisString, RedisValue};
 use std::ffi::CStr;
 use std::fmt::Display;
 
-/// How to create a filter.
+/// The parameters of a new filter.
 #[derive(Clone, Copy)]
-struct Create {
+struct FilterParams {
     rate: f64,
     capacity: u64,
     /// 0: non-scaling.
@@ -68,7 +68,7 @@ struct Create {
     layout: Layout,
 }
 
-impl Create {
+impl FilterParams {
     fn defaults() -> Self {
         let (rate, capacity, expansion) = bf_defaults();
         Self {
@@ -208,12 +208,12 @@ impl Options {
     }
 
     /// How to create a filter: these options over the module defaults.
-    fn create(&self) -> Result<Create, RedisError> {
+    fn create(&self) -> Result<FilterParams, RedisError> {
         if self.nonscaling.is_some() && self.expansion.is_some() {
             return Err(RedisError::Str(NONSCALING_EXPANSION));
         }
-        let defaults = Create::defaults();
-        Ok(Create {
+        let defaults = FilterParams::defaults();
+        Ok(FilterParams {
             rate: self.rate.unwrap_or(defaults.rate),
             capacity: self.capacity.unwrap_or(defaults.capacity),
             expansion: match self.nonscaling {
@@ -230,7 +230,7 @@ pub fn reserve(ctx: &Context, args: &[RedisString]) -> RedisResult {
     if args.len() < 4 {
         return Err(RedisError::WrongArity);
     }
-    reserve_key(ctx, args).inspect_err(|e| lost_on_load(ctx, "BF.RESERVE", &args[1], e))
+    reserve_key(ctx, args).inspect_err(|e| note_refused_write(ctx, "BF.RESERVE", &args[1], e))
 }
 
 fn reserve_key(ctx: &Context, args: &[RedisString]) -> RedisResult {
@@ -241,11 +241,11 @@ fn reserve_key(ctx: &Context, args: &[RedisString]) -> RedisResult {
     };
     options.parse(&mut Args::new(&args[4..]), false)?;
     let create = options.create()?;
-    let key = Key::write(ctx, &args[1]);
-    if write_either::<Chain, RbChain>(&key)?.is_some() {
+    let mut key = Key::write(ctx, &args[1]);
+    if write_either::<Chain, RbChain>(&mut key)?.is_some() {
         return Err(RedisError::Str(ITEM_EXISTS));
     }
-    store(&key, create.build(memory_limit(ctx))?)?;
+    store(&mut key, create.build(memory_limit(ctx))?)?;
     // BF.RESERVE key rate capacity EXPANSION x|NONSCALING LAYOUT l: all spelled out.
     let spelled = create.spelled_out();
     let mut reserve = vec![args[1].as_slice()];
@@ -255,8 +255,12 @@ fn reserve_key(ctx: &Context, args: &[RedisString]) -> RedisResult {
             .filter(|a| !a.is_empty())
             .map(|a| a.as_bytes()),
     );
-    let commands = [("BF.RESERVE", reserve)];
-    finish_write(ctx, c"bf.reserve", &args[1], Applied::As(&commands));
+    finish_write(
+        ctx,
+        c"bf.reserve",
+        &args[1],
+        Applied::Redo(vec![("BF.RESERVE", reserve)]),
+    );
     Ok(RedisValue::SimpleStringStatic("OK"))
 }
 
@@ -270,7 +274,7 @@ pub fn add(ctx: &Context, args: &[RedisString]) -> RedisResult {
         c"bf.add",
         &args[1],
         &args[2..],
-        Some(Create::defaults()),
+        Some(FilterParams::defaults()),
         false,
     )
 }
@@ -285,7 +289,7 @@ pub fn madd(ctx: &Context, args: &[RedisString]) -> RedisResult {
         c"bf.madd",
         &args[1],
         &args[2..],
-        Some(Create::defaults()),
+        Some(FilterParams::defaults()),
         true,
     )
 }
@@ -296,7 +300,7 @@ pub fn insert(ctx: &Context, args: &[RedisString]) -> RedisResult {
     if args.len() < 4 {
         return Err(RedisError::WrongArity);
     }
-    insert_items(ctx, args).inspect_err(|e| lost_on_load(ctx, "BF.INSERT", &args[1], e))
+    insert_items(ctx, args).inspect_err(|e| note_refused_write(ctx, "BF.INSERT", &args[1], e))
 }
 
 fn insert_items(ctx: &Context, args: &[RedisString]) -> RedisResult {
@@ -318,12 +322,12 @@ fn add_items(
     event: &CStr,
     name: &RedisString,
     items: &[RedisString],
-    create: Option<Create>,
+    create: Option<FilterParams>,
     multi: bool,
 ) -> RedisResult {
     check_item_count(ctx, items.len())?;
-    let key = Key::write(ctx, name);
-    let (chain, limit, created) = match write_either::<Chain, RbChain>(&key)? {
+    let mut key = Key::write(ctx, name);
+    let (chain, limit, created) = match write_either::<Chain, RbChain>(&mut key)? {
         // The limit only matters when a sub-filter is added, and reading it costs a
         // RedisModule_GetContextFlags call: skip that for the writes that cannot scale.
         Some(Either::First(chain)) if chain.can_hold(items.len() as u64) => (chain, u64::MAX, None),
@@ -332,7 +336,7 @@ fn add_items(
         None => {
             let create = create.ok_or(RedisError::Str(NOT_FOUND))?;
             let limit = memory_limit(ctx);
-            (store(&key, create.build(limit)?)?, limit, Some(create))
+            (store(&mut key, create.build(limit)?)?, limit, Some(create))
         }
     };
     if !multi {
@@ -425,28 +429,26 @@ fn finish_add(
     items: &[RedisString],
     done: usize,
     changed: bool,
-    created: Option<Create>,
+    created: Option<FilterParams>,
 ) {
-    let spelled;
-    let commands;
-    let applied = match created {
-        Some(create) => {
-            spelled = create.spelled_out();
-            commands = [(
-                "BF.INSERT",
-                Create::insert_args(name, &spelled, &items[..done]),
-            )];
-            Applied::As(&commands)
-        }
-        None if !changed => Applied::Nothing,
-        None if done == items.len() => Applied::Whole,
+    let spelled = created.map(|c| c.spelled_out());
+    let progress = Progress {
+        created: created.is_some(),
+        changed,
+        done,
+        total: items.len(),
+    };
+    let applied = progress.applied(|done| match &spelled {
+        Some(spelled) => vec![(
+            "BF.INSERT",
+            FilterParams::insert_args(name, spelled, &items[..done]),
+        )],
         None => {
             let mut madd = vec![name.as_slice()];
             madd.extend(items[..done].iter().map(|i| i.as_slice()));
-            commands = [("BF.MADD", madd)];
-            Applied::As(&commands)
+            vec![("BF.MADD", madd)]
         }
-    };
+    });
     finish_write(ctx, event, name, applied);
 }
 
@@ -512,7 +514,7 @@ pub fn info(ctx: &Context, args: &[RedisString]) -> RedisResult {
             ),
             Either::Second(c) => (
                 c.capacity(),
-                c.info_size(),
+                c.redisbloom_size(),
                 c.links().len(),
                 c.size(),
                 c.expansion(),
@@ -541,12 +543,11 @@ pub fn info(ctx: &Context, args: &[RedisString]) -> RedisResult {
     let Some(which) = args.get(2) else {
         let mut fields: Vec<_> = fields.into_iter().map(|(_, n, v)| (n, v)).collect();
         // lcbloom's own field, after RedisBloom's and only for blocked filters (a standard
-        // filter's reply is RedisBloom's); a number, because typed clients (the redis crate's
-        // bf_info) read every value of this reply as one.
+        // filter's reply is RedisBloom's): a yes/no field, by the one rule (`reply::flag`).
         if layout == Layout::Blocked.name() {
-            fields.push(("Blocked", RedisValue::Integer(1)));
+            fields.push(("Blocked", flag(true)));
         }
-        return reply_ordered_map_simple_names(ctx, fields);
+        return ordered_map_simple_names(ctx, fields);
     };
     let layout = ("LAYOUT", "Layout", RedisValue::SimpleStringStatic(layout));
     let (_, name, value) = fields
@@ -556,7 +557,7 @@ pub fn info(ctx: &Context, args: &[RedisString]) -> RedisResult {
         .ok_or(RedisError::Str(BAD_INFO_FIELD))?;
     // RedisBloom: a one-entry map in RESP3, a one-element array in RESP2.
     if ctx.get_flags().contains(ContextFlags::FLAGS_RESP3) {
-        reply_ordered_map_simple_names(ctx, vec![(name, value)])
+        ordered_map_simple_names(ctx, vec![(name, value)])
     } else {
         Ok(RedisValue::Array(vec![value]))
     }
@@ -635,7 +636,7 @@ pub fn loadchunk(ctx: &Context, args: &[RedisString]) -> RedisResult {
         return Err(RedisError::WrongArity);
     }
     load_chunk(ctx, &args[1], &args[2], args[3].as_slice())
-        .inspect_err(|e| lost_on_load(ctx, "BF.LOADCHUNK", &args[1], e))?;
+        .inspect_err(|e| note_refused_write(ctx, "BF.LOADCHUNK", &args[1], e))?;
     finish_write(ctx, c"bf.loadchunk", &args[1], Applied::Whole);
     Ok(RedisValue::SimpleStringStatic("OK"))
 }
@@ -647,8 +648,8 @@ fn load_chunk(
     data: &[u8],
 ) -> Result<(), RedisError> {
     let iterator = parse_i64(iterator).ok_or(RedisError::Str(BAD_ITERATOR))?;
-    let key = Key::write(ctx, name);
-    match write_either::<Chain, RbChain>(&key)? {
+    let mut key = Key::write(ctx, name);
+    match write_either::<Chain, RbChain>(&mut key)? {
         Some(Either::Second(chain)) => Ok(rb_scandump::load_chunk(chain, iterator, data)?),
         _ if iterator < 1 => Err(RedisError::Str(BAD_ITERATOR)),
         Some(Either::First(_)) if iterator == 1 => Err(RedisError::Str(ITEM_EXISTS)),
@@ -658,8 +659,8 @@ fn load_chunk(
             Ok(codec::write_data(chain, offset, data)?)
         }
         None if iterator == 1 => match rb_scandump::decode_any_header(data, memory_limit(ctx))? {
-            NewFilter::Own(chain) => store(&key, chain).map(drop),
-            NewFilter::RedisBloom(chain) => store(&key, chain).map(drop),
+            NewFilter::Own(chain) => store(&mut key, chain).map(drop),
+            NewFilter::RedisBloom(chain) => store(&mut key, chain).map(drop),
         },
         None => Err(RedisError::Str(NOT_FOUND)),
     }

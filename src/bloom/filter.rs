@@ -433,8 +433,8 @@ impl BitArray {
     }
 
     /// Bytes the allocator hands out for the bits.
-    pub fn allocated_bytes(&self) -> u64 {
-        self.words.allocated_bytes()
+    pub fn memory_bytes(&self) -> u64 {
+        self.words.memory_bytes()
     }
 
     /// Appends bytes `start..start + len` of the bit array (its encoding: little-endian words,

@@ -6,6 +6,7 @@ pub mod chain;
 pub mod codec;
 pub mod commands;
 pub mod datatype;
+pub mod errors;
 pub mod filter;
 pub mod frozen;
 pub mod redisbloom;

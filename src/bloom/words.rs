@@ -38,7 +38,7 @@
 //! Unit tests use 512-byte segments, so every array of theirs above 64 words is segmented.
 //!
 //! Allocation is fallible and all-or-nothing: an array whose every segment cannot be allocated
-//! is an error (the segments already allocated are freed), never an abort. `allocated_bytes`
+//! is an error (the segments already allocated are freed), never an abort. `memory_bytes`
 //! reports each allocation by jemalloc's size class of its words' bytes (`alloc::size_class`,
 //! exact under Debian's redis-server, where the exact request is always aligned enough): a
 //! function of the array alone, so a value reports the same size on a master, its replicas and
@@ -218,7 +218,7 @@ impl Words {
 
     /// Bytes the allocator hands out for these words (each allocation by its size class, the
     /// segment table included): `planned_bytes(len)`, kept because every write asks for it.
-    pub fn allocated_bytes(&self) -> u64 {
+    pub fn memory_bytes(&self) -> u64 {
         self.class
     }
 
@@ -571,8 +571,8 @@ mod tests {
                 1 => 0,
                 n => table_bytes(n),
             };
-            assert_eq!(w.allocated_bytes(), planned_bytes(len));
-            assert!(w.allocated_bytes() <= most + table);
+            assert_eq!(w.memory_bytes(), planned_bytes(len));
+            assert!(w.memory_bytes() <= most + table);
         }
         assert!(Words::zeroed(usize::MAX / 4, 64).is_none());
         assert!(Words::zeroed(usize::MAX / 8 - 2, 64).is_none());

@@ -87,7 +87,7 @@ impl Block {
     }
 
     /// Bytes allocated (0 for none).
-    pub fn bytes(&self) -> u64 {
+    pub fn memory_bytes(&self) -> u64 {
         self.index().map_or(0, class_bytes)
     }
 
@@ -96,7 +96,7 @@ impl Block {
             // SAFETY: the allocation holds `bytes()/8` initialised words (zeroed when made or
             // grown), owned by `self`.
             Some(p) => unsafe {
-                std::slice::from_raw_parts(p.as_ptr(), (self.bytes() / 8) as usize)
+                std::slice::from_raw_parts(p.as_ptr(), (self.memory_bytes() / 8) as usize)
             },
             None => &[],
         }
@@ -104,7 +104,7 @@ impl Block {
 
     /// The words; the header's class bits must be left as they are (use `set_head`).
     pub fn words_mut(&mut self) -> &mut [u64] {
-        let len = (self.bytes() / 8) as usize;
+        let len = (self.memory_bytes() / 8) as usize;
         match self.0 {
             // SAFETY: as in `words`, borrowed mutably through `&mut self`.
             Some(p) => unsafe { std::slice::from_raw_parts_mut(p.as_ptr(), len) },
@@ -136,7 +136,7 @@ impl Block {
             return Ok(());
         };
         let index = class_index(words.checked_mul(8).ok_or(())?);
-        let (old, new) = (self.bytes(), class_bytes(index));
+        let (old, new) = (self.memory_bytes(), class_bytes(index));
         if old == new {
             return Ok(());
         }
@@ -166,7 +166,7 @@ impl Block {
 impl Drop for Block {
     fn drop(&mut self) {
         if let Some(p) = self.0 {
-            let layout = Layout::from_size_align(self.bytes() as usize, 8)
+            let layout = Layout::from_size_align(self.memory_bytes() as usize, 8)
                 .expect("the layout it was allocated with");
             // SAFETY: allocated by the global allocator with this layout, owned by `self`.
             unsafe { dealloc(p.as_ptr().cast(), layout) };
@@ -197,7 +197,7 @@ impl Block {
 
 impl std::fmt::Debug for Block {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Block({} bytes)", self.bytes())
+        write!(f, "Block({} bytes)", self.memory_bytes())
     }
 }
 
@@ -222,20 +222,20 @@ mod tests {
     #[test]
     fn blocks_grow_shrink_and_copy() {
         let mut b = Block::zeroed(3).unwrap();
-        assert_eq!(b.bytes(), 32);
+        assert_eq!(b.memory_bytes(), 32);
         b.set_head(0b11 | (77 << 10));
         b.words_mut()[3] = 9;
         b.resize(40).unwrap();
-        assert_eq!(b.bytes(), 320);
+        assert_eq!(b.memory_bytes(), 320);
         assert_eq!(b.head(), 0b11 | (77 << 10));
         assert_eq!(b.words()[3], 9);
         assert!(b.words()[4..].iter().all(|&w| w == 0));
         let c = b.clone();
         assert_eq!(c.words(), b.words());
         b.resize(2).unwrap();
-        assert_eq!(b.bytes(), 16);
+        assert_eq!(b.memory_bytes(), 16);
         assert_eq!(b.head(), 0b11 | (77 << 10));
-        assert_eq!(Block::none().bytes(), 0);
+        assert_eq!(Block::none().memory_bytes(), 0);
         assert!(Block::none().words().is_empty());
     }
 }

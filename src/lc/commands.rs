@@ -12,15 +12,16 @@
 
 use super::codec;
 use super::counter::{Counter, LcError};
+use super::errors::{
+    bad_counter_chunk, bad_counter_encoding, LC_CAPACITY, LC_CHUNK_ITERATOR, LC_ERROR_RATE,
+};
 use crate::core::chunks::chunk_start;
 use crate::server::args::{parse_in_range, parse_rate};
 use crate::server::config::{check_item_count, lc_defaults, memory_limit, MAX_CAPACITY};
-use crate::server::errors::{
-    bad_counter_chunk, bad_counter_encoding, CHUNK_LENGTH, ITEM_EXISTS, LC_CAPACITY,
-    LC_CHUNK_ITERATOR, LC_ERROR_RATE, NOT_FOUND,
-};
-use crate::server::ffi::reply_ordered_map;
-use crate::server::value::{finish_write, modify, read, store, write, Applied, Key};
+use crate::server::errors::{CHUNK_LENGTH, ITEM_EXISTS, NOT_FOUND};
+use crate::server::reply::{flag, ordered_map};
+use crate::server::value::{modify, read, store, write, Key};
+use crate::server::write::{finish_write, Applied, Progress};
 use redis_module::{Context, RedisError, RedisResult, RedisString, RedisValue};
 
 const OK: RedisResult = Ok(RedisValue::SimpleStringStatic("OK"));
@@ -32,12 +33,12 @@ pub fn reserve(ctx: &Context, args: &[RedisString]) -> RedisResult {
     };
     let rate = parse_rate(rate, LC_ERROR_RATE)?;
     let capacity = parse_in_range(capacity, 1, MAX_CAPACITY, LC_CAPACITY)? as u64;
-    let key = Key::write(ctx, key_name);
-    if write::<Counter>(&key)?.is_some() {
+    let mut key = Key::write(ctx, key_name);
+    if write::<Counter>(&mut key)?.is_some() {
         return Err(RedisError::Str(ITEM_EXISTS));
     }
     let counter = Counter::reserve(rate, capacity, memory_limit(ctx))?;
-    store(&key, counter)?;
+    store(&mut key, counter)?;
     finish_write(ctx, c"lc.reserve", key_name, Applied::Whole);
     OK
 }
@@ -66,13 +67,13 @@ pub fn add(ctx: &Context, args: &[RedisString]) -> RedisResult {
     }
     let (key_name, items) = (&args[1], &args[2..]);
     check_item_count(ctx, items.len())?;
-    let key = Key::write(ctx, key_name);
-    let (counter, created) = match write::<Counter>(&key)? {
+    let mut key = Key::write(ctx, key_name);
+    let (counter, created) = match write::<Counter>(&mut key)? {
         Some(counter) => (counter, None),
         None => {
             let (rate, capacity) = lc_defaults();
             let counter = Counter::reserve(rate, capacity, memory_limit(ctx))?;
-            (store(&key, counter)?, Some((rate, capacity)))
+            (store(&mut key, counter)?, Some((rate, capacity)))
         }
     };
     // The limit binds only the switch to the dense bitmap; reading it costs a
@@ -85,38 +86,27 @@ pub fn add(ctx: &Context, args: &[RedisString]) -> RedisResult {
     let (changed, done, error) = modify(counter, |c| add_items(c, items, limit));
     // Propagated: what was applied. A new key as `LC.RESERVE` with the defaults it used
     // (f64's Display is the shortest text that parses back to the same value), then its items.
-    let params;
-    let commands;
-    let added = || {
-        let mut add = vec![key_name.as_slice()];
-        add.extend(items[..done].iter().map(|i| i.as_slice()));
-        ("LC.ADD", add)
+    let params =
+        created.map(|(rate, capacity): (f64, u64)| [rate.to_string(), capacity.to_string()]);
+    let progress = Progress {
+        created: created.is_some(),
+        changed: changed > 0,
+        done,
+        total: items.len(),
     };
-    let applied = match created {
-        Some((rate, capacity)) => {
-            params = [rate.to_string(), capacity.to_string()];
-            let reserve = (
-                "LC.RESERVE",
-                vec![
-                    key_name.as_slice(),
-                    params[0].as_bytes(),
-                    params[1].as_bytes(),
-                ],
-            );
-            commands = if done > 0 {
-                vec![reserve, added()]
-            } else {
-                vec![reserve]
-            };
-            Applied::As(&commands)
+    let applied = progress.applied(|done| {
+        let mut commands = Vec::with_capacity(2);
+        if let Some([rate, capacity]) = &params {
+            let reserve = vec![key_name.as_slice(), rate.as_bytes(), capacity.as_bytes()];
+            commands.push(("LC.RESERVE", reserve));
         }
-        None if changed == 0 => Applied::Nothing,
-        None if done == items.len() => Applied::Whole,
-        None => {
-            commands = vec![added()];
-            Applied::As(&commands)
+        if done > 0 {
+            let mut add = vec![key_name.as_slice()];
+            add.extend(items[..done].iter().map(|i| i.as_slice()));
+            commands.push(("LC.ADD", add));
         }
-    };
+        commands
+    });
     finish_write(ctx, c"lc.add", key_name, applied);
     match error {
         Some(e) => Err(e.into()),
@@ -175,8 +165,8 @@ pub fn merge(ctx: &Context, args: &[RedisString]) -> RedisResult {
     }
     check_item_count(ctx, args.len() - 2)?;
     let dest_name = &args[1];
-    let dest_key = Key::write(ctx, dest_name);
-    let dest = write::<Counter>(&dest_key)?;
+    let mut dest_key = Key::write(ctx, dest_name);
+    let dest = write::<Counter>(&mut dest_key)?;
     // The destination absorbing itself is a no-op; skipping it also avoids aliasing its value.
     let source_names: Vec<&RedisString> = distinct(&args[2..])
         .into_iter()
@@ -191,7 +181,7 @@ pub fn merge(ctx: &Context, args: &[RedisString]) -> RedisResult {
         for source in &sources {
             union.absorb(source)?;
         }
-        store(&dest_key, union)?;
+        store(&mut dest_key, union)?;
         finish_write(ctx, c"lc.merge", dest_name, Applied::Whole);
         return OK;
     };
@@ -212,24 +202,23 @@ pub fn merge(ctx: &Context, args: &[RedisString]) -> RedisResult {
         }
         (changed, sources.len(), None)
     });
-    let commands;
-    let applied = if !changed {
-        Applied::Nothing
-    } else if done == sources.len() {
-        Applied::Whole
-    } else {
+    let progress = Progress {
+        created: false,
+        changed,
+        done,
+        total: sources.len(),
+    };
+    let applied = progress.applied(|done| {
         // Missing sources were skipped by `read_counters`: name the keys that were read.
         let mut merge = vec![dest_name.as_slice()];
-        let read: Vec<&RedisString> = source_names
+        let read = source_names
             .iter()
             .zip(&source_keys)
             .filter(|(_, key)| !key.is_empty())
-            .map(|(name, _)| *name)
-            .collect();
-        merge.extend(read[..done].iter().map(|n| n.as_slice()));
-        commands = [("LC.MERGE", merge)];
-        Applied::As(&commands)
-    };
+            .map(|(name, _)| name.as_slice());
+        merge.extend(read.take(done));
+        vec![("LC.MERGE", merge)]
+    });
     finish_write(ctx, c"lc.merge", dest_name, applied);
     match error {
         Some(e) => Err(e.into()),
@@ -244,12 +233,12 @@ pub fn info(ctx: &Context, args: &[RedisString]) -> RedisResult {
     };
     let key = Key::read(ctx, key_name);
     let counter = read::<Counter>(&key)?.ok_or(RedisError::Str(NOT_FOUND))?;
-    reply_ordered_map(
+    ordered_map(
         ctx,
         vec![
             ("Capacity", RedisValue::Integer(counter.capacity() as i64)),
             ("Error rate", RedisValue::Float(counter.error_rate())),
-            ("Size", RedisValue::Integer(counter.memory_usage() as i64)),
+            ("Size", RedisValue::Integer(counter.memory_bytes() as i64)),
             ("Bits", RedisValue::Integer(counter.bits() as i64)),
             ("Bits set", RedisValue::Integer(counter.bits_set() as i64)),
             (
@@ -261,7 +250,7 @@ pub fn info(ctx: &Context, args: &[RedisString]) -> RedisResult {
                 "Standard error",
                 RedisValue::Float(counter.standard_error()),
             ),
-            ("Saturated", RedisValue::Bool(counter.saturated())),
+            ("Saturated", flag(counter.saturated())),
         ],
     )
 }
@@ -278,13 +267,13 @@ pub fn loadchunk(ctx: &Context, args: &[RedisString]) -> RedisResult {
         [_, key_name, iterator, piece] => return load_piece(ctx, key_name, iterator, piece),
         _ => return Err(RedisError::WrongArity),
     };
-    let key = Key::write(ctx, key_name);
-    if write::<Counter>(&key)?.is_some() {
+    let mut key = Key::write(ctx, key_name);
+    if write::<Counter>(&mut key)?.is_some() {
         return Err(RedisError::Str(ITEM_EXISTS));
     }
     let counter =
         codec::decode(payload.as_slice(), memory_limit(ctx)).map_err(bad_counter_encoding)?;
-    store(&key, counter)?;
+    store(&mut key, counter)?;
     finish_write(ctx, c"lc.loadchunk", key_name, Applied::Whole);
     OK
 }
@@ -298,8 +287,8 @@ fn load_piece(
     let iterator = parse_in_range(iterator, 1, i64::MAX, LC_CHUNK_ITERATOR)? as u64;
     let piece = piece.as_slice();
     let offset = chunk_start(iterator, piece.len()).ok_or(RedisError::Str(CHUNK_LENGTH))?;
-    let key = Key::write(ctx, key_name);
-    let counter = write::<Counter>(&key)?.ok_or(RedisError::Str(NOT_FOUND))?;
+    let mut key = Key::write(ctx, key_name);
+    let counter = write::<Counter>(&mut key)?.ok_or(RedisError::Str(NOT_FOUND))?;
     let limit = memory_limit(ctx);
     // A sparse shell turns dense with its first piece: accounted like any write.
     modify(counter, |c| codec::write_dense(c, offset, piece, limit)).map_err(bad_counter_chunk)?;

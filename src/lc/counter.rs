@@ -311,8 +311,8 @@ impl Counter {
 
     /// Bytes this counter's own allocations take, each rounded to its allocator size class:
     /// the box Redis holds and the block (the shared geometry is not its own).
-    pub fn memory_usage(&self) -> u64 {
-        size_class(std::mem::size_of::<Counter>() as u64) + self.block.bytes()
+    pub fn memory_bytes(&self) -> u64 {
+        size_class(std::mem::size_of::<Counter>() as u64) + self.block.memory_bytes()
     }
 
     /// Adds one item; true if it changed the counter.
@@ -632,8 +632,8 @@ mod tests {
         ];
         for (n, bytes, mode) in expected {
             let c = filled(50_000, n);
-            println!("{n} items: {} bytes, {:?}", c.memory_usage(), c.mode());
-            assert_eq!((c.memory_usage(), c.mode()), (bytes, mode), "{n} items");
+            println!("{n} items: {} bytes, {:?}", c.memory_bytes(), c.mode());
+            assert_eq!((c.memory_bytes(), c.mode()), (bytes, mode), "{n} items");
         }
     }
 
@@ -709,7 +709,7 @@ mod tests {
         assert_eq!(c.bits_set(), 0);
         assert_eq!(c.standard_error(), 0.0);
         assert!(!c.saturated());
-        assert_eq!(c.memory_usage(), 16);
+        assert_eq!(c.memory_bytes(), 16);
     }
 
     #[test]

@@ -34,7 +34,7 @@ impl StoredValue for Counter {
     }
 
     fn memory_bytes(&self) -> u64 {
-        self.memory_usage()
+        Counter::memory_bytes(self)
     }
 
     fn try_copy(&self) -> Result<Self, String> {

@@ -8,6 +8,7 @@ pub mod commands;
 pub mod counter;
 pub mod datatype;
 mod dense;
+pub mod errors;
 mod exact;
 pub mod geometry;
 mod header;

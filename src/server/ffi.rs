@@ -8,14 +8,9 @@
 //! Every command's C callback is made by [`callback!`] (its row in `command_table::COMMANDS`),
 //! not by `redis_module!`, whose wrapper retains every argument into a fresh `Vec<RedisString>` and releases
 //! them afterwards: about a fifth of a short command's time. Handlers borrow `argv` as
-//! `&[RedisString]` views that are never dropped.
-//!
-//! The reply helpers here cover what the crate's `RedisValue` cannot express: maps with a fixed
-//! field order (RESP3 map, flat array in RESP2).
+//! `&[RedisString]` views that are never dropped. Replies are `reply.rs`'s.
 
-use redis_module::{
-    raw, Context, NotifyEvent, RedisError, RedisResult, RedisString, RedisValue, Status,
-};
+use redis_module::{raw, Context, RedisError, RedisResult, RedisString, Status};
 use std::ffi::{c_int, CStr, CString};
 use std::mem::{ManuallyDrop, MaybeUninit};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -87,48 +82,6 @@ pub fn log_warning(message: &str) {
     }
 }
 
-/// A map reply with a fixed field order: a RESP3 map, or a flat array under RESP2.
-/// Returns `NoReply` so that the handler's caller sends nothing more.
-pub fn reply_ordered_map(ctx: &Context, fields: Vec<(&str, RedisValue)>) -> RedisResult {
-    reply_map(ctx, fields, false)
-}
-
-/// [`reply_ordered_map`] with the field names as simple strings (`+Capacity`, not
-/// `$8 Capacity`), as RedisBloom's `BF.INFO` sends them.
-pub fn reply_ordered_map_simple_names(
-    ctx: &Context,
-    fields: Vec<(&str, RedisValue)>,
-) -> RedisResult {
-    reply_map(ctx, fields, true)
-}
-
-fn reply_map(ctx: &Context, fields: Vec<(&str, RedisValue)>, simple: bool) -> RedisResult {
-    raw::reply_with_map(ctx.ctx, fields.len() as std::os::raw::c_long);
-    for (name, value) in fields {
-        match CString::new(name) {
-            Ok(name) if simple => raw::reply_with_simple_string(ctx.ctx, name.as_ptr()),
-            _ => raw::reply_with_string_buffer(ctx.ctx, name.as_ptr().cast(), name.len()),
-        };
-        ctx.reply(Ok(value));
-    }
-    Ok(RedisValue::NoReply)
-}
-
-/// Fires a keyspace event; `event` is a C string literal, so nothing is allocated per call
-/// (the crate's `notify_keyspace_event` copies the name into a fresh `CString` every time).
-pub fn notify(ctx: &Context, class: NotifyEvent, event: &CStr, key: &RedisString) {
-    // SAFETY: the context and key are live for the whole command; the API copies nothing it
-    // keeps beyond the call.
-    unsafe {
-        raw::RedisModule_NotifyKeyspaceEvent.expect("NotifyKeyspaceEvent")(
-            ctx.ctx,
-            class.bits(),
-            event.as_ptr(),
-            key.inner,
-        );
-    }
-}
-
 /// A command handler: the one signature, arguments borrowed.
 pub type Handler = fn(&Context, &[RedisString]) -> RedisResult;
 
@@ -167,19 +120,7 @@ pub unsafe fn dispatch(
         let views: Vec<ManuallyDrop<RedisString>> = raw_args.iter().map(|&s| view(s)).collect();
         guard(&context, as_strings(&views), handler)
     };
-    reply(&context, result)
-}
-
-/// Sends a handler's reply: the common scalar replies straight to the module API, the rest
-/// through the crate (which moves and then drops every `RedisValue` it is given).
-fn reply(context: &Context, result: RedisResult) -> c_int {
-    let status = match result {
-        Ok(RedisValue::NoReply) => raw::Status::Ok,
-        Ok(RedisValue::Integer(n)) => raw::reply_with_long_long(context.ctx, n),
-        Ok(RedisValue::Bool(b)) => raw::reply_with_bool(context.ctx, b.into()),
-        other => context.reply(other),
-    };
-    status as c_int
+    crate::server::reply::send(&context, result)
 }
 
 fn as_strings(views: &[ManuallyDrop<RedisString>]) -> &[RedisString] {
@@ -232,16 +173,6 @@ macro_rules! callback {
         }
         Some(callback)
     }};
-}
-
-/// A type's `free_effort`: 1 + the pages a value holds. Redis frees a value in the background
-/// (UNLINK, FLUSHALL ASYNC, lazyfree-lazy-* configs) when this exceeds its lazy-free threshold
-/// (64), i.e. from about 256 KiB on; returning big blocks to the OS costs about one unit per
-/// page, which is what stalls the main thread when a large filter is deleted synchronously.
-/// Never 0: Redis reads 0 as "always free in the background". `free` is safe off the main
-/// thread: it only drops Rust memory (Redis's allocator is thread-safe) and updates atomics.
-pub fn free_effort(bytes: u64) -> usize {
-    usize::try_from(1 + bytes / 4096).unwrap_or(usize::MAX)
 }
 
 #[cfg(test)]

@@ -15,7 +15,7 @@
 //! `lcbloom_bf_blocked_bytes` (the filters in the blocked layout, counted in `bf_*` as well) and
 //! `lcbloom_bf_layout` (the layout new filters get without `LAYOUT`: the `bf-layout` config),
 //! `lcbloom_bf_redisbloom_keys` and `lcbloom_bf_redisbloom_bytes` (filters imported from
-//! RedisBloom, counted in `bf_*` as well), and `lcbloom_aof_lost_keys` (see [`lost_on_load`]).
+//! RedisBloom, counted in `bf_*` as well), and `lcbloom_aof_lost_keys` (see [`note_refused_write`]).
 //!
 //! Lost keys. Redis carries on after an AOF command that fails while it loads the file, and no
 //! module API can stop that load (checked on Redis 7.0.15 and Valkey 9.1: the reply is dropped).
@@ -48,7 +48,7 @@ static LOST_KEYS: Mutex<BTreeSet<Vec<u8>>> = Mutex::new(BTreeSet::new());
 
 /// A write `command` on `key` was refused with `why`: while the server loads its AOF, that is
 /// data lost (see "Lost keys" above), so it is logged and the key counted. Nothing otherwise.
-pub fn lost_on_load(ctx: &Context, command: &str, key: &RedisString, why: &RedisError) {
+pub fn note_refused_write(ctx: &Context, command: &str, key: &RedisString, why: &RedisError) {
     if !ctx.get_flags().contains(ContextFlags::LOADING) {
         return;
     }

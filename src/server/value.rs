@@ -1,7 +1,7 @@
 //! The layer every stored type shares: what a type must say about itself ([`StoredValue`]),
-//! the Redis type callbacks written once for all of them ([`methods`]), the typed key helpers
-//! the commands use ([`read`], [`write`], [`store`], [`modify`]) and the one way a write
-//! command ends ([`finish_write`]).
+//! the Redis type callbacks written once for all of them ([`methods`]) and the typed key
+//! helpers the commands use ([`read`], [`write`], [`store`], [`modify`]). How a write command
+//! ends (what it applied is replicated and notified) is `write.rs`.
 //!
 //! Everything is generic, never `dyn`: each type gets its own monomorphic callbacks and
 //! helpers, which compile to what a hand-written copy would.
@@ -9,13 +9,13 @@
 //! * Accounting: a value entering the keyspace (`store`, RDB load, `COPY`) is counted in its
 //!   type's `INFO lcbloom` tally, a value leaving it (`free`) uncounted, and a write that may
 //!   change a value's size runs inside `modify`.
-//! * Writes: [`finish_write`] is handed what was applied, and replicates/propagates exactly
-//!   that and fires the keyspace event, also when a command stopped part-way with an error.
+//! * Borrowing: a value is lent out by its key, shared by [`read`] (`&Key`), exclusive by
+//!   [`write`] and [`store`] (`&mut Key`), so safe code cannot hold two `&mut` to one value.
 
 use crate::server::config::{load_memory_limit, note_loaded_size};
-use crate::server::ffi::{free_effort, guard_callback, log_warning};
+use crate::server::ffi::{guard_callback, log_warning};
 use crate::server::stats::Tally;
-use redis_module::{native_types::RedisType, raw, Context, NotifyEvent, RedisError, RedisString};
+use redis_module::{native_types::RedisType, raw, Context, RedisError, RedisString};
 use std::ffi::CStr;
 use std::os::raw::{c_char, c_int, c_longlong, c_void};
 use std::ptr::null_mut;
@@ -188,6 +188,16 @@ unsafe extern "C" fn free<T: StoredValue>(v: *mut c_void) {
     })
 }
 
+/// A type's `free_effort`: 1 + the pages a value holds. Redis frees a value in the background
+/// (UNLINK, FLUSHALL ASYNC, lazyfree-lazy-* configs) when this exceeds its lazy-free threshold
+/// (64), i.e. from about 256 KiB on; returning big blocks to the OS costs about one unit per
+/// page, which is what stalls the main thread when a large filter is deleted synchronously.
+/// Never 0: Redis reads 0 as "always free in the background". `free` is safe off the main
+/// thread: it only drops Rust memory (Redis's allocator is thread-safe) and updates atomics.
+fn free_effort(bytes: u64) -> usize {
+    usize::try_from(1 + bytes / 4096).unwrap_or(usize::MAX)
+}
+
 unsafe extern "C" fn effort<T: StoredValue>(
     _key: *mut raw::RedisModuleString,
     v: *const c_void,
@@ -320,12 +330,11 @@ pub fn read<T: StoredValue>(key: &Key) -> Result<Option<&T>, RedisError> {
 
 /// The value under a key opened for writing; `WRONGTYPE` for a key of another type.
 ///
-/// The value belongs to Redis, not to the handle, which is why a shared handle lends it
-/// mutably (as the crate's `get_value` does): a command holds one such borrow at a time.
-#[allow(clippy::mut_from_ref)]
-pub fn write<T: StoredValue>(key: &Key) -> Result<Option<&mut T>, RedisError> {
-    // SAFETY: as in `read`; the command runs alone on the main thread, and the key was opened
-    // for writing.
+/// The value belongs to Redis, not to the handle, but the handle is the only way to it, so
+/// borrowing the handle exclusively makes the value's borrow exclusive too.
+pub fn write<T: StoredValue>(key: &mut Key) -> Result<Option<&mut T>, RedisError> {
+    // SAFETY: as in `read`; the command runs alone on the main thread, the key was opened for
+    // writing, and `key` stays borrowed while the returned reference lives.
     Ok(key.value::<T>()?.map(|v| unsafe { &mut *v }))
 }
 
@@ -347,20 +356,23 @@ pub fn read_either<A: StoredValue, B: StoredValue>(
 }
 
 /// [`read_either`] for a key opened for writing.
-#[allow(clippy::mut_from_ref)]
 pub fn write_either<A: StoredValue, B: StoredValue>(
-    key: &Key,
+    key: &mut Key,
 ) -> Result<Option<Either<&mut A, &mut B>>, RedisError> {
-    match write::<A>(key) {
-        Ok(a) => Ok(a.map(Either::First)),
-        Err(_) => Ok(write::<B>(key)?.map(Either::Second)),
+    // One of the two lookups lends the value, exclusively, as `write` does.
+    match key.value::<A>() {
+        // SAFETY: as in `write`.
+        Ok(a) => Ok(a.map(|v| Either::First(unsafe { &mut *v }))),
+        Err(_) => Ok(key.value::<B>()?.map(|v| {
+            // SAFETY: as in `write`.
+            Either::Second(unsafe { &mut *v })
+        })),
     }
 }
 
 /// Stores a new value under an empty key (opened for writing) and counts it; returns it,
 /// stored.
-#[allow(clippy::mut_from_ref)]
-pub fn store<T: StoredValue>(key: &Key, v: T) -> Result<&mut T, RedisError> {
+pub fn store<T: StoredValue>(key: &mut Key, v: T) -> Result<&mut T, RedisError> {
     let (bytes, sub) = (v.memory_bytes(), v.sub_tally());
     let ty = *T::redis_type().raw_type.borrow();
     let ptr = Box::into_raw(Box::new(v));
@@ -377,7 +389,8 @@ pub fn store<T: StoredValue>(key: &Key, v: T) -> Result<&mut T, RedisError> {
     std::iter::once(T::tally())
         .chain(sub)
         .for_each(|t| t.created(bytes));
-    // SAFETY: the box now stored under the key, alive while it is open.
+    // SAFETY: the box now stored under the key, alive while it is open; `key` stays borrowed
+    // while the returned reference lives.
     Ok(unsafe { &mut *ptr })
 }
 
@@ -387,34 +400,4 @@ pub fn modify<T: StoredValue, R>(v: &mut T, write: impl FnOnce(&mut T) -> R) -> 
     let result = write(v);
     tallies(v).for_each(|t| t.resized(before, v.memory_bytes()));
     result
-}
-
-/// What a write command applied, for [`finish_write`].
-pub enum Applied<'a> {
-    /// Nothing changed: nothing is propagated, no event fires.
-    Nothing,
-    /// The command as the client sent it: propagated verbatim.
-    Whole,
-    /// Exactly these commands redo what was applied (a create with its parameters spelled
-    /// out, or the part done before an error): propagated instead of the command.
-    As(&'a [(&'a str, Vec<&'a [u8]>)]),
-}
-
-/// The one way a write command ends: replicas and the AOF get what was applied (see
-/// [`Applied`]) and, when something changed, the keyspace event `event` fires on `key` (class
-/// `d`, module types). Called before the reply, also when the reply is an error: a command
-/// that stopped part-way has still applied its first part.
-pub fn finish_write(ctx: &Context, event: &CStr, key: &RedisString, applied: Applied) {
-    match applied {
-        Applied::Nothing => return,
-        Applied::Whole => {
-            ctx.replicate_verbatim();
-        }
-        Applied::As(commands) => {
-            for (command, args) in commands {
-                ctx.replicate(command, &args[..]);
-            }
-        }
-    }
-    crate::server::ffi::notify(ctx, NotifyEvent::MODULE, event, key);
 }

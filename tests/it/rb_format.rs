@@ -23,7 +23,7 @@ fn info_of(chain: &RbChain) -> Vec<Value> {
         field("Capacity"),
         int(chain.capacity()),
         field("Size"),
-        int(chain.info_size()),
+        int(chain.redisbloom_size()),
         field("Number of filters"),
         int(chain.links().len() as u64),
         field("Number of items inserted"),

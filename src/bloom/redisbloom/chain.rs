@@ -148,7 +148,7 @@ impl RbChain {
     }
 
     /// `BF.INFO` Size: RedisBloom's own accounting, 32 + Σ (64 + bytes).
-    pub fn info_size(&self) -> u64 {
+    pub fn redisbloom_size(&self) -> u64 {
         self.links.iter().fold(32u64, |s, l| {
             s.wrapping_add(64).wrapping_add(l.params.bytes)
         })
@@ -414,7 +414,7 @@ mod tests {
         assert_eq!(c.add(&c.hash(b"x0"), u64::MAX), Ok(false));
         assert_eq!(c, before);
         assert_eq!(c.expansion(), None);
-        assert_eq!(c.info_size(), 32 + 64 + 120);
+        assert_eq!(c.redisbloom_size(), 32 + 64 + 120);
     }
 
     #[test]

@@ -1,0 +1,38 @@
+//! The `BF.*` commands' own reply texts (RedisBloom's wording where its clients see it,
+//! marked), and the Bloom cores' errors as replies.
+
+use super::chain::ChainError;
+use super::redisbloom::chain::AddError;
+use crate::server::errors::reply;
+use redis_module::RedisError;
+
+pub const BAD_ITERATOR: &str = "ERR Second argument must be numeric"; // RedisBloom
+pub const BAD_ERROR_RATE: &str = "ERR bad error rate"; // RedisBloom
+pub const ERROR_RATE_RANGE: &str = "ERR (0 < error rate range < 1)"; // RedisBloom
+pub const BAD_CAPACITY: &str = "ERR bad capacity"; // RedisBloom
+pub const CAPACITY_RANGE: &str = "ERR (capacity should be larger than 0)"; // RedisBloom
+pub const BAD_EXPANSION: &str = "ERR bad expansion"; // RedisBloom
+pub const NO_EXPANSION: &str = "ERR no expansion";
+pub const NONSCALING_EXPANSION: &str = "ERR nonscaling filters cannot expand"; // RedisBloom
+pub const BAD_LAYOUT: &str = "ERR LAYOUT must be standard or blocked";
+pub const NO_LAYOUT: &str = "ERR no layout";
+pub const ITEMS_REQUIRED: &str = "ERR ITEMS and at least one item are required";
+pub const BAD_INFO_FIELD: &str = "ERR Invalid information value"; // RedisBloom
+
+pub fn expansion_range(max: i64) -> RedisError {
+    RedisError::String(format!(
+        "ERR expansion must be between 0 (non-scaling) and {max}"
+    ))
+}
+
+impl From<ChainError> for RedisError {
+    fn from(e: ChainError) -> Self {
+        reply(e)
+    }
+}
+
+impl From<AddError> for RedisError {
+    fn from(e: AddError) -> Self {
+        reply(e)
+    }
+}

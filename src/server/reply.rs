@@ -1,0 +1,54 @@
+//! Replies: what the crate's `RedisValue` cannot express (maps with a fixed field order), the
+//! one rule for yes/no fields, and the sending of a handler's result.
+//!
+//! Yes/no fields. A field of an INFO-like reply that is yes or no (`BF.INFO`'s `Blocked`,
+//! `LC.INFO`'s `Saturated`, and any such field of a new INFO-like reply) is the integer 1 or 0
+//! in RESP2 and in RESP3, as every field of RedisBloom's `BF.INFO` and `CF.INFO` is a number:
+//! typed clients read these replies as maps of numbers (the `redis` crate's `bf_info` fails on a
+//! RESP3 boolean). [`flag`] makes every such field. A reply that answers a yes/no question
+//! itself (`BF.ADD`, `BF.EXISTS`) is a RESP3 boolean, as RedisBloom's. docs/commands.md states
+//! the rule.
+
+use redis_module::{raw, Context, RedisResult, RedisValue};
+use std::ffi::{c_int, CString};
+
+/// A yes/no field of an INFO-like reply: 1 or 0, in RESP2 and RESP3 alike.
+pub fn flag(yes: bool) -> RedisValue {
+    RedisValue::Integer(i64::from(yes))
+}
+
+/// A map reply with a fixed field order: a RESP3 map, or a flat array under RESP2.
+/// Returns `NoReply` so that the handler's caller sends nothing more.
+pub fn ordered_map(ctx: &Context, fields: Vec<(&str, RedisValue)>) -> RedisResult {
+    map(ctx, fields, false)
+}
+
+/// [`ordered_map`] with the field names as simple strings (`+Capacity`, not `$8 Capacity`),
+/// as RedisBloom's `BF.INFO` sends them.
+pub fn ordered_map_simple_names(ctx: &Context, fields: Vec<(&str, RedisValue)>) -> RedisResult {
+    map(ctx, fields, true)
+}
+
+fn map(ctx: &Context, fields: Vec<(&str, RedisValue)>, simple: bool) -> RedisResult {
+    raw::reply_with_map(ctx.ctx, fields.len() as std::os::raw::c_long);
+    for (name, value) in fields {
+        match CString::new(name) {
+            Ok(name) if simple => raw::reply_with_simple_string(ctx.ctx, name.as_ptr()),
+            _ => raw::reply_with_string_buffer(ctx.ctx, name.as_ptr().cast(), name.len()),
+        };
+        ctx.reply(Ok(value));
+    }
+    Ok(RedisValue::NoReply)
+}
+
+/// Sends a handler's reply: the common scalar replies straight to the module API, the rest
+/// through the crate (which moves and then drops every `RedisValue` it is given).
+pub fn send(context: &Context, result: RedisResult) -> c_int {
+    let status = match result {
+        Ok(RedisValue::NoReply) => raw::Status::Ok,
+        Ok(RedisValue::Integer(n)) => raw::reply_with_long_long(context.ctx, n),
+        Ok(RedisValue::Bool(b)) => raw::reply_with_bool(context.ctx, b.into()),
+        other => context.reply(other),
+    };
+    status as c_int
+}
