@@ -35,6 +35,7 @@
 
 use super::chain::Chain;
 use super::codec;
+use super::config::{self, MAX_EXPANSION};
 use super::errors::{
     expansion_range, BAD_CAPACITY, BAD_ERROR_RATE, BAD_EXPANSION, BAD_INFO_FIELD, BAD_ITERATOR,
     BAD_LAYOUT, CAPACITY_RANGE, ERROR_RATE_RANGE, ITEMS_REQUIRED, NONSCALING_EXPANSION,
@@ -46,10 +47,8 @@ use crate::bloom::redisbloom::scandump::{self as rb_scandump, NewFilter};
 use crate::core::chunks::{chunk_start, iterator_after};
 use crate::core::hashing::{hash_item, ItemHash};
 use crate::server::args::{is_keyword, parse_f64, parse_i64, set_once, Args};
-use crate::server::config::{
-    bf_defaults, bf_layout, check_item_count, memory_limit, MAX_EXPANSION,
-};
 use crate::server::errors::{unknown_argument, CHUNK_LENGTH, ITEM_EXISTS, NOT_FOUND};
+use crate::server::limits::{check_item_count, memory_limit};
 use crate::server::reply::{flag, ordered_map_simple_names};
 use crate::server::stats::note_refused_write;
 use crate::server::value::{modify, read_either, store, write_either, Either, Key};
@@ -70,12 +69,12 @@ struct FilterParams {
 
 impl FilterParams {
     fn defaults() -> Self {
-        let (rate, capacity, expansion) = bf_defaults();
+        let (rate, capacity, expansion) = config::defaults();
         Self {
             rate,
             capacity,
             expansion,
-            layout: bf_layout(),
+            layout: config::layout(),
         }
     }
 
@@ -421,7 +420,7 @@ fn reply_adds<E: Display + Into<RedisError>>(
 /// After an add of which the first `done` items were applied: a filter this command created
 /// propagates as the `BF.INSERT` that builds it with those items, a stop part-way as the
 /// `BF.MADD` of those items. Replicas and AOF replays do not apply max-memory-per-key
-/// (config::memory_limit), so they would otherwise add items the master refused.
+/// (limits::memory_limit), so they would otherwise add items the master refused.
 fn finish_add(
     ctx: &Context,
     event: &CStr,

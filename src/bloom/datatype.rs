@@ -9,7 +9,7 @@
 //!   fill the data exactly; any error (or an I/O error, see `HANDLE_IO_ERRORS` in lib.rs)
 //!   returns null and Redis reports "Bad data format". `max-memory-per-key` applies to
 //!   `RESTORE` only, not while the server loads its own files or a replica syncs
-//!   (`config::memory_limit`): a value saved under a higher limit still loads, with a warning.
+//!   (`limits::memory_limit`): a value saved under a higher limit still loads, with a warning.
 //! * AOF rewrite (used when `aof-use-rdb-preamble no`): `BF.LOADCHUNK key 1 <header>` then one
 //!   `BF.LOADCHUNK key <iterator> <chunk>` per data chunk, exactly what `BF.SCANDUMP` returns.
 //! * Digest: the encoding itself, so `DEBUG DIGEST-VALUE` is equal iff the values are identical.
@@ -20,8 +20,9 @@
 use super::chain::Chain;
 use super::codec;
 use super::filter::Layout;
+use super::stats;
 use crate::core::chunks;
-use crate::server::stats::{self, Tally};
+use crate::server::stats::Tally;
 use crate::server::value::{methods, StoredValue};
 use redis_module::{native_types::RedisType, raw};
 use std::ffi::CStr;
@@ -50,11 +51,11 @@ impl StoredValue for Chain {
     }
 
     fn tally() -> &'static Tally {
-        &stats::BLOOM
+        &stats::FILTERS
     }
 
     fn sub_tally(&self) -> Option<&'static Tally> {
-        (self.layout() == Layout::Blocked).then_some(&stats::BLOOM_BLOCKED)
+        (self.layout() == Layout::Blocked).then_some(&stats::BLOCKED)
     }
 
     fn memory_bytes(&self) -> u64 {

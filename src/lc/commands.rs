@@ -11,14 +11,15 @@
 //! documents for module key types since 7.0, also used by RedisTimeSeries; included in `A`).
 
 use super::codec;
+use super::config;
 use super::counter::{Counter, LcError};
 use super::errors::{
     bad_counter_chunk, bad_counter_encoding, LC_CAPACITY, LC_CHUNK_ITERATOR, LC_ERROR_RATE,
 };
 use crate::core::chunks::chunk_start;
 use crate::server::args::{parse_in_range, parse_rate};
-use crate::server::config::{check_item_count, lc_defaults, memory_limit, MAX_CAPACITY};
 use crate::server::errors::{CHUNK_LENGTH, ITEM_EXISTS, NOT_FOUND};
+use crate::server::limits::{check_item_count, memory_limit, MAX_CAPACITY};
 use crate::server::reply::{flag, ordered_map};
 use crate::server::value::{modify, read, store, write, Key};
 use crate::server::write::{finish_write, Applied, Progress};
@@ -71,7 +72,7 @@ pub fn add(ctx: &Context, args: &[RedisString]) -> RedisResult {
     let (counter, created) = match write::<Counter>(&mut key)? {
         Some(counter) => (counter, None),
         None => {
-            let (rate, capacity) = lc_defaults();
+            let (rate, capacity) = config::defaults();
             let counter = Counter::reserve(rate, capacity, memory_limit(ctx))?;
             (store(&mut key, counter)?, Some((rate, capacity)))
         }

@@ -12,7 +12,8 @@
 
 use super::codec;
 use super::counter::Counter;
-use crate::server::stats::{self, Tally};
+use super::stats;
+use crate::server::stats::Tally;
 use crate::server::value::{methods, StoredValue};
 use redis_module::{native_types::RedisType, raw};
 use std::ffi::CStr;
@@ -30,7 +31,7 @@ impl StoredValue for Counter {
     }
 
     fn tally() -> &'static Tally {
-        &stats::LC
+        &stats::COUNTERS
     }
 
     fn memory_bytes(&self) -> u64 {

@@ -5,6 +5,7 @@
 mod block;
 pub mod codec;
 pub mod commands;
+pub mod config;
 pub mod counter;
 pub mod datatype;
 mod dense;
@@ -13,3 +14,5 @@ mod exact;
 pub mod geometry;
 mod header;
 mod sparse;
+pub mod stats;
+pub mod table;

@@ -1,5 +1,6 @@
-//! The command table: every command's handler and what it declares to the server, and the
-//! calls that register them. Adding a command means adding a row to [`COMMANDS`].
+//! The command table: the row type every family fills for each of its commands (its handler
+//! and what it declares to the server), and the calls that register the rows. Adding a command
+//! means adding a row to its family's table (`<family>/table.rs`).
 //!
 //! * **Key specs**: which arguments are keys and what the command does to each. ACL key
 //!   permissions follow the logical flags: `ACCESS` needs read permission (`%R~`), `INSERT`,
@@ -13,7 +14,8 @@
 //!   hints. The arity Redis enforces before a call reaches the module is derived from the
 //!   arguments. docs/commands.md says the same in prose (a test keeps the two in step).
 //! * **ACL categories**: `@read` or `@write` from the command flags, `@fast` or `@slow`, and
-//!   the family's own category (`@bloom` for `BF.*`, as RedisBloom, and `@lc` for `LC.*`).
+//!   the category of the command's family (`@bloom` for `BF.*`, as RedisBloom, `@lc` for
+//!   `LC.*`), which the family's descriptor names.
 //!
 //! [`register`] runs in `OnLoad`: it creates every command (`RedisModule_CreateCommand`, with
 //! the flags and, for servers without key specs, the key range glued from the specs), then
@@ -24,9 +26,6 @@
 //! `RedisModule_AddACLCategory` from Redis 7.4 and Valkey 8: each is used only when the server
 //! has it, so the module loads on 7.0 (the README gives 7.0's `ACL SETUSER` lines instead).
 
-use crate::bloom::commands as bf;
-use crate::callback;
-use crate::lc::commands as lc;
 use crate::server::ffi;
 use redis_module::{raw, Context, Status};
 use std::ffi::{c_char, c_int, CStr, CString};
@@ -110,7 +109,7 @@ pub enum ArgKind {
     Block(&'static [Arg]),
 }
 
-const fn arg(name: &'static CStr, kind: ArgKind) -> Arg {
+pub const fn arg(name: &'static CStr, kind: ArgKind) -> Arg {
     Arg {
         name,
         kind,
@@ -120,39 +119,39 @@ const fn arg(name: &'static CStr, kind: ArgKind) -> Arg {
     }
 }
 
-const fn key(name: &'static CStr, spec: usize) -> Arg {
+pub const fn key(name: &'static CStr, spec: usize) -> Arg {
     arg(name, ArgKind::Key(spec))
 }
 
-const fn string(name: &'static CStr) -> Arg {
+pub const fn string(name: &'static CStr) -> Arg {
     arg(name, ArgKind::String)
 }
 
-const fn integer(name: &'static CStr) -> Arg {
+pub const fn integer(name: &'static CStr) -> Arg {
     arg(name, ArgKind::Integer)
 }
 
-const fn double(name: &'static CStr) -> Arg {
+pub const fn double(name: &'static CStr) -> Arg {
     arg(name, ArgKind::Double)
 }
 
 /// A keyword alone; `name` is how `COMMAND DOCS` names it.
-const fn token(name: &'static CStr, keyword: &'static CStr) -> Arg {
+pub const fn token(name: &'static CStr, keyword: &'static CStr) -> Arg {
     arg(name, ArgKind::Token).after(keyword)
 }
 
 impl Arg {
-    const fn after(mut self, keyword: &'static CStr) -> Arg {
+    pub const fn after(mut self, keyword: &'static CStr) -> Arg {
         self.token = Some(keyword);
         self
     }
 
-    const fn optional(mut self) -> Arg {
+    pub const fn optional(mut self) -> Arg {
         self.optional = true;
         self
     }
 
-    const fn multiple(mut self) -> Arg {
+    pub const fn multiple(mut self) -> Arg {
         self.multiple = true;
         self
     }
@@ -211,261 +210,18 @@ impl CommandInfo {
         (first.index, end, first.step)
     }
 
-    /// The ACL categories, space separated: from the flags, plus the family's own category
-    /// when the server knows it.
-    pub fn acl_categories(&self, with_family: bool) -> String {
+    /// The ACL categories, space separated: from the flags, plus the family's category when
+    /// the server knows it.
+    pub fn acl_categories(&self, family: Option<&str>) -> String {
         let has = |flag: &str| self.flags.split_whitespace().any(|f| f == flag);
         let mut categories = vec![
             if has("write") { "write" } else { "read" },
             if has("fast") { "fast" } else { "slow" },
         ];
-        if with_family {
-            categories.push(family_category(self.name));
-        }
+        categories.extend(family);
         categories.join(" ")
     }
 }
-
-/// `@bloom` for `BF.*` (RedisBloom's name), `@lc` for `LC.*`.
-fn family_category(name: &CStr) -> &'static str {
-    if name.to_bytes().starts_with(b"bf.") {
-        "bloom"
-    } else {
-        "lc"
-    }
-}
-
-/// The custom ACL categories, added at load where the server supports it.
-pub const FAMILY_CATEGORIES: [&CStr; 2] = [c"bloom", c"lc"];
-
-/// The module version the commands first appeared in.
-const SINCE: &CStr = c"0.1.0";
-
-pub static COMMANDS: &[CommandInfo] = &[
-    CommandInfo {
-        name: c"bf.reserve",
-        callback: callback!(bf::reserve),
-        flags: "write deny-oom",
-        summary: c"Creates an empty Bloom filter for a capacity and a false-positive rate",
-        since: SINCE,
-        complexity: c"O(n), n = the filter's size (zeroed pages)",
-        keys: &[key_at(1, CREATE)],
-        args: &[
-            key(c"key", 0),
-            double(c"error_rate"),
-            integer(c"capacity"),
-            integer(c"expansion").after(c"EXPANSION").optional(),
-            token(c"nonscaling", c"NONSCALING").optional(),
-            arg(
-                c"layout",
-                ArgKind::OneOf(&[
-                    token(c"standard", c"STANDARD"),
-                    token(c"blocked", c"BLOCKED"),
-                ]),
-            )
-            .after(c"LAYOUT")
-            .optional(),
-        ],
-    },
-    CommandInfo {
-        name: c"bf.add",
-        callback: callback!(bf::add),
-        flags: "write deny-oom fast",
-        summary: c"Adds an item to a Bloom filter, creating the filter if needed",
-        since: SINCE,
-        complexity: c"O(k * s), k = hash functions, s = sub-filters",
-        keys: &[key_at(1, ADD)],
-        args: &[key(c"key", 0), string(c"item")],
-    },
-    CommandInfo {
-        name: c"bf.madd",
-        callback: callback!(bf::madd),
-        flags: "write deny-oom",
-        summary: c"Adds items to a Bloom filter, creating the filter if needed",
-        since: SINCE,
-        complexity: c"O(k * s) per item, k = hash functions, s = sub-filters",
-        keys: &[key_at(1, ADD)],
-        args: &[key(c"key", 0), string(c"item").multiple()],
-    },
-    CommandInfo {
-        name: c"bf.insert",
-        callback: callback!(bf::insert),
-        flags: "write deny-oom",
-        summary: c"Adds items to a Bloom filter, creating it with the given options if needed",
-        since: SINCE,
-        complexity: c"O(k * s) per item, k = hash functions, s = sub-filters",
-        keys: &[key_at(1, ADD)],
-        args: &[
-            key(c"key", 0),
-            integer(c"capacity").after(c"CAPACITY").optional(),
-            double(c"error").after(c"ERROR").optional(),
-            integer(c"expansion").after(c"EXPANSION").optional(),
-            token(c"nocreate", c"NOCREATE").optional(),
-            token(c"nonscaling", c"NONSCALING").optional(),
-            arg(
-                c"layout",
-                ArgKind::OneOf(&[
-                    token(c"standard", c"STANDARD"),
-                    token(c"blocked", c"BLOCKED"),
-                ]),
-            )
-            .after(c"LAYOUT")
-            .optional(),
-            string(c"item").after(c"ITEMS").multiple(),
-        ],
-    },
-    CommandInfo {
-        name: c"bf.exists",
-        callback: callback!(bf::exists),
-        flags: "readonly fast",
-        summary: c"Tells whether an item was (probably) added to a Bloom filter",
-        since: SINCE,
-        complexity: c"O(k * s), k = hash functions, s = sub-filters",
-        keys: &[key_at(1, READ)],
-        args: &[key(c"key", 0), string(c"item")],
-    },
-    CommandInfo {
-        name: c"bf.mexists",
-        callback: callback!(bf::mexists),
-        flags: "readonly",
-        summary: c"Tells for each item whether it was (probably) added to a Bloom filter",
-        since: SINCE,
-        complexity: c"O(k * s) per item, k = hash functions, s = sub-filters",
-        keys: &[key_at(1, READ)],
-        args: &[key(c"key", 0), string(c"item").multiple()],
-    },
-    CommandInfo {
-        name: c"bf.info",
-        callback: callback!(bf::info),
-        flags: "readonly fast",
-        summary: c"Returns the capacity, size, sub-filters, items and expansion of a Bloom filter",
-        since: SINCE,
-        complexity: c"O(1)",
-        keys: &[key_at(1, READ)],
-        args: &[
-            key(c"key", 0),
-            arg(
-                c"field",
-                ArgKind::OneOf(&[
-                    token(c"capacity", c"CAPACITY"),
-                    token(c"size", c"SIZE"),
-                    token(c"filters", c"FILTERS"),
-                    token(c"items", c"ITEMS"),
-                    token(c"expansion", c"EXPANSION"),
-                    token(c"layout", c"LAYOUT"),
-                ]),
-            )
-            .optional(),
-        ],
-    },
-    CommandInfo {
-        name: c"bf.card",
-        callback: callback!(bf::card),
-        flags: "readonly fast",
-        summary: c"Returns the number of items added to a Bloom filter",
-        since: SINCE,
-        complexity: c"O(1)",
-        keys: &[key_at(1, READ)],
-        args: &[key(c"key", 0)],
-    },
-    CommandInfo {
-        name: c"bf.scandump",
-        callback: callback!(bf::scandump),
-        flags: "readonly",
-        summary: c"Returns the next chunk of a Bloom filter's serialized form (for BF.LOADCHUNK)",
-        since: SINCE,
-        complexity: c"O(n), n = the chunk's size (at most 16 MiB)",
-        keys: &[key_at(1, READ)],
-        args: &[key(c"key", 0), integer(c"iterator")],
-    },
-    CommandInfo {
-        name: c"bf.loadchunk",
-        callback: callback!(bf::loadchunk),
-        flags: "write deny-oom",
-        summary: c"Restores a Bloom filter from the replies of BF.SCANDUMP, chunk by chunk",
-        since: SINCE,
-        complexity: c"O(n), n = the chunk's size",
-        keys: &[key_at(1, RESTORE)],
-        args: &[key(c"key", 0), integer(c"iterator"), string(c"data")],
-    },
-    CommandInfo {
-        name: c"lc.reserve",
-        callback: callback!(lc::reserve),
-        flags: "write deny-oom fast",
-        summary: c"Creates an empty linear counter for a capacity and a standard error",
-        since: SINCE,
-        complexity: c"O(1): nothing is allocated before the first item",
-        keys: &[key_at(1, CREATE)],
-        args: &[key(c"key", 0), double(c"error_rate"), integer(c"capacity")],
-    },
-    CommandInfo {
-        name: c"lc.add",
-        callback: callback!(lc::add),
-        flags: "write deny-oom",
-        summary: c"Adds items to a linear counter, creating the counter if needed",
-        since: SINCE,
-        complexity: c"O(1) per item in dense mode, O(s) per item in exact and sparse mode (s <= 8192 fingerprints or 4 KiB)",
-        keys: &[key_at(1, ADD)],
-        args: &[key(c"key", 0), string(c"item").optional().multiple()],
-    },
-    CommandInfo {
-        name: c"lc.count",
-        callback: callback!(lc::count),
-        flags: "readonly",
-        summary: c"Estimates the number of distinct items in the union of linear counters",
-        since: SINCE,
-        complexity: c"O(1) for one key, O(n) for several, n = their total size",
-        keys: &[keys_from(1, READ)],
-        args: &[key(c"key", 0).multiple()],
-    },
-    CommandInfo {
-        name: c"lc.merge",
-        callback: callback!(lc::merge),
-        flags: "write deny-oom",
-        summary: c"Merges linear counters into a destination counter",
-        since: SINCE,
-        complexity: c"O(n), n = the total size of the counters",
-        keys: &[
-            // The destination's content is combined with the sources', as PFMERGE's.
-            key_at(1, ADD),
-            keys_from(2, READ),
-        ],
-        args: &[key(c"destkey", 0), key(c"sourcekey", 1).multiple()],
-    },
-    CommandInfo {
-        name: c"lc.info",
-        callback: callback!(lc::info),
-        flags: "readonly fast",
-        summary: c"Returns the geometry, mode, count and standard error of a linear counter",
-        since: SINCE,
-        complexity: c"O(1)",
-        keys: &[key_at(1, READ)],
-        args: &[key(c"key", 0)],
-    },
-    CommandInfo {
-        name: c"lc.loadchunk",
-        callback: callback!(lc::loadchunk),
-        flags: "write deny-oom",
-        summary:
-            c"Recreates a linear counter from its serialized form, whole or in pieces (AOF rewrite)",
-        since: SINCE,
-        complexity: c"O(n), n = the payload's size",
-        keys: &[key_at(1, RESTORE)],
-        args: &[
-            key(c"key", 0),
-            arg(
-                c"form",
-                ArgKind::OneOf(&[
-                    string(c"payload"),
-                    arg(
-                        c"chunk",
-                        ArgKind::Block(&[integer(c"iterator"), string(c"piece")]),
-                    ),
-                ]),
-            ),
-        ],
-    },
-];
 
 /// Redis walks our arrays with these element sizes (they grow in newer headers; older
 /// servers read the fields they know and skip the rest).
@@ -476,23 +232,29 @@ static INFO_VERSION: raw::RedisModuleCommandInfoVersion = raw::RedisModuleComman
     sizeof_arg: std::mem::size_of::<raw::RedisModuleCommandArg>(),
 };
 
-/// Creates every command of [`COMMANDS`], then declares their key specs, docs and ACL
-/// categories; called from `OnLoad`.
-pub fn register(ctx: &Context) -> Status {
-    for info in COMMANDS {
+/// A family's commands and the ACL category they join.
+pub struct Table {
+    pub category: &'static CStr,
+    pub commands: &'static [CommandInfo],
+}
+
+/// Creates every command of `tables`, then declares their key specs, docs and ACL categories;
+/// called from `OnLoad`.
+pub fn register(ctx: &Context, tables: &[Table]) -> Status {
+    for info in tables.iter().flat_map(|t| t.commands) {
         let keys = info.legacy_keys();
         if ffi::create_command(ctx, info.name, info.callback, info.flags, keys) == Status::Err {
             ctx.log_warning(&format!("lcbloom: cannot create {:?}", info.name));
             return Status::Err;
         }
     }
-    declare(ctx)
+    declare(ctx, tables)
 }
 
 /// Declares key specs, docs and ACL categories of every command. Fails the load only on what
 /// the server refuses although it supports it (a broken table); on a server without an API it
 /// logs and goes on.
-fn declare(ctx: &Context) -> Status {
+fn declare(ctx: &Context, tables: &[Table]) -> Status {
     // SAFETY: plain reads of function pointers Redis sets before OnLoad.
     let (get, set_info, set_categories, add_category) = unsafe {
         (
@@ -513,42 +275,67 @@ fn declare(ctx: &Context) -> Status {
         }
         (Some(_), None) => {
             ctx.log_notice(
-                "lcbloom: this server cannot add ACL categories: no @bloom or @lc categories",
+                "lcbloom: this server cannot add ACL categories: no family categories (@bloom, @lc ...)",
             );
             false
         }
-        (Some(_), Some(add)) => FAMILY_CATEGORIES.iter().all(|name| {
+        (Some(_), Some(add)) => tables.iter().all(|table| {
             // SAFETY: OnLoad's context and a NUL-terminated name. EBUSY: the category is
             // already there (the module was loaded before, or RedisBloom added @bloom).
-            let added = unsafe { add(ctx.ctx, name.as_ptr()) } == raw::Status::Ok as c_int;
+            let added =
+                unsafe { add(ctx.ctx, table.category.as_ptr()) } == raw::Status::Ok as c_int;
             added || std::io::Error::last_os_error().raw_os_error() == Some(EBUSY)
         }),
     };
-    for info in COMMANDS {
-        let name = info.name.to_string_lossy();
-        // SAFETY: OnLoad's context; the command was created earlier in OnLoad.
-        let command = unsafe { get(ctx.ctx, info.name.as_ptr()) };
-        if command.is_null() {
-            ctx.log_warning(&format!("lcbloom: command {name} is not registered"));
-            return Status::Err;
-        }
-        let declared = RawInfo::new(info);
-        // SAFETY: `declared` holds every array and string the struct points to until the
-        // call returns; Redis copies them.
-        if unsafe { set_info(command, &declared.info) } != raw::Status::Ok as c_int {
-            ctx.log_warning(&format!("lcbloom: the server refused the info of {name}"));
-            return Status::Err;
-        }
-        if let Some(set_categories) = set_categories {
-            let categories =
-                CString::new(info.acl_categories(with_family)).expect("category names have no NUL");
-            // SAFETY: a command of this module during OnLoad, a NUL-terminated string.
-            if unsafe { set_categories(command, categories.as_ptr()) } != raw::Status::Ok as c_int {
-                ctx.log_warning(&format!(
-                    "lcbloom: the server refused the ACL categories {categories:?} of {name}"
-                ));
+    for table in tables {
+        let category = table.category.to_str().ok().filter(|_| with_family);
+        for info in table.commands {
+            if declare_command(ctx, get, set_info, set_categories, info, category) == Status::Err {
                 return Status::Err;
             }
+        }
+    }
+    Status::Ok
+}
+
+type GetCommand =
+    unsafe extern "C" fn(*mut raw::RedisModuleCtx, *const c_char) -> *mut raw::RedisModuleCommand;
+type SetInfo =
+    unsafe extern "C" fn(*mut raw::RedisModuleCommand, *const raw::RedisModuleCommandInfo) -> c_int;
+type SetCategories = unsafe extern "C" fn(*mut raw::RedisModuleCommand, *const c_char) -> c_int;
+
+/// Declares one command's key specs and docs, and its ACL categories where the server can.
+fn declare_command(
+    ctx: &Context,
+    get: GetCommand,
+    set_info: SetInfo,
+    set_categories: Option<SetCategories>,
+    info: &CommandInfo,
+    category: Option<&str>,
+) -> Status {
+    let name = info.name.to_string_lossy();
+    // SAFETY: OnLoad's context; the command was created earlier in OnLoad.
+    let command = unsafe { get(ctx.ctx, info.name.as_ptr()) };
+    if command.is_null() {
+        ctx.log_warning(&format!("lcbloom: command {name} is not registered"));
+        return Status::Err;
+    }
+    let declared = RawInfo::new(info);
+    // SAFETY: `declared` holds every array and string the struct points to until the call
+    // returns; Redis copies them.
+    if unsafe { set_info(command, &declared.info) } != raw::Status::Ok as c_int {
+        ctx.log_warning(&format!("lcbloom: the server refused the info of {name}"));
+        return Status::Err;
+    }
+    if let Some(set_categories) = set_categories {
+        let categories =
+            CString::new(info.acl_categories(category)).expect("category names have no NUL");
+        // SAFETY: a command of this module during OnLoad, a NUL-terminated string.
+        if unsafe { set_categories(command, categories.as_ptr()) } != raw::Status::Ok as c_int {
+            ctx.log_warning(&format!(
+                "lcbloom: the server refused the ACL categories {categories:?} of {name}"
+            ));
+            return Status::Err;
         }
     }
     Status::Ok
@@ -680,130 +467,163 @@ fn raw_args(
     first
 }
 
+/// What Redis's `moduleValidateCommandInfo` would refuse at load, checked by each family's unit
+/// tests on its table first: lower-case unique names, docs, exactly one of `write` and
+/// `readonly`, key specs that match the flags and the arguments.
+#[cfg(test)]
+pub fn check_table(commands: &[CommandInfo]) {
+    let mut names: Vec<&CStr> = commands.iter().map(|c| c.name).collect();
+    names.sort();
+    names.dedup();
+    assert_eq!(names.len(), commands.len(), "a command is listed twice");
+    let access_kind = raw::REDISMODULE_CMD_KEY_RO
+        | raw::REDISMODULE_CMD_KEY_RW
+        | raw::REDISMODULE_CMD_KEY_OW
+        | raw::REDISMODULE_CMD_KEY_RM;
+    let write_kind = raw::REDISMODULE_CMD_KEY_INSERT
+        | raw::REDISMODULE_CMD_KEY_UPDATE
+        | raw::REDISMODULE_CMD_KEY_DELETE;
+    for c in commands {
+        let name = c.name.to_str().unwrap();
+        assert_eq!(name, name.to_lowercase());
+        assert!(!c.summary.is_empty() && !c.complexity.is_empty() && !c.since.is_empty());
+        let writes = c.flags.split_whitespace().any(|f| f == "write");
+        let reads = c.flags.split_whitespace().any(|f| f == "readonly");
+        assert!(writes != reads, "{name}: exactly one of write, readonly");
+        for k in c.keys {
+            assert_eq!((k.flags & access_kind).count_ones(), 1, "{name}");
+            assert!((k.flags & write_kind).count_ones() <= 1, "{name}");
+            // A read-only command writes no key; a write command writes one.
+            assert!(writes || k.flags & write_kind == 0, "{name}");
+        }
+        assert!(
+            !writes || c.keys.iter().any(|k| k.flags & write_kind != 0),
+            "{name} writes no key"
+        );
+        // Every spec is named by a key argument and every key argument names a spec.
+        let mut used = vec![false; c.keys.len()];
+        for a in c.args {
+            if let ArgKind::Key(i) = a.kind {
+                assert!(i < c.keys.len(), "{name}: key spec {i} missing");
+                used[i] = true;
+            }
+        }
+        assert!(
+            used.iter().all(|&u| u),
+            "{name}: a key spec without argument"
+        );
+        check_args(name, c.args);
+    }
+}
+
+#[cfg(test)]
+fn check_args(name: &str, args: &[Arg]) {
+    for a in args {
+        match a.kind {
+            ArgKind::Token => assert!(a.token.is_some(), "{name}: token without keyword"),
+            ArgKind::OneOf(subs) | ArgKind::Block(subs) => {
+                assert!(!subs.is_empty(), "{name}");
+                check_args(name, subs);
+            }
+            _ => {}
+        }
+    }
+}
+
+/// The row named `name` (unit tests).
+#[cfg(test)]
+pub fn row<'a>(commands: &'a [CommandInfo], name: &str) -> &'a CommandInfo {
+    commands
+        .iter()
+        .find(|c| c.name.to_str() == Ok(name))
+        .unwrap_or_else(|| panic!("{name} missing"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn command(name: &str) -> &'static CommandInfo {
-        COMMANDS
-            .iter()
-            .find(|c| c.name.to_str() == Ok(name))
-            .unwrap_or_else(|| panic!("{name} missing"))
+    /// Rows shaped as the families' are: one key, a multi-key read, nested arguments.
+    static ROWS: &[CommandInfo] = &[
+        CommandInfo {
+            name: c"t.add",
+            callback: None,
+            flags: "write deny-oom fast",
+            summary: c"s",
+            since: c"0.1.0",
+            complexity: c"O(1)",
+            keys: &[key_at(1, ADD)],
+            args: &[key(c"key", 0), string(c"item").multiple()],
+        },
+        CommandInfo {
+            name: c"t.count",
+            callback: None,
+            flags: "readonly",
+            summary: c"s",
+            since: c"0.1.0",
+            complexity: c"O(n)",
+            keys: &[keys_from(1, READ)],
+            args: &[key(c"key", 0).multiple()],
+        },
+        CommandInfo {
+            name: c"t.load",
+            callback: None,
+            flags: "write deny-oom",
+            summary: c"s",
+            since: c"0.1.0",
+            complexity: c"O(n)",
+            keys: &[key_at(1, RESTORE)],
+            args: &[
+                key(c"key", 0),
+                arg(
+                    c"form",
+                    ArgKind::OneOf(&[
+                        string(c"payload"),
+                        arg(
+                            c"chunk",
+                            ArgKind::Block(&[integer(c"iterator"), string(c"piece")]),
+                        ),
+                    ]),
+                ),
+                token(c"fast", c"FAST").optional(),
+            ],
+        },
+    ];
+
+    #[test]
+    fn rows_are_what_redis_accepts() {
+        check_table(ROWS);
     }
 
     #[test]
-    fn arity_follows_the_arguments() {
-        let expected = [
-            ("bf.reserve", -4),
-            ("bf.add", 3),
-            ("bf.madd", -3),
-            ("bf.insert", -4),
-            ("bf.exists", 3),
-            ("bf.mexists", -3),
-            ("bf.info", -2),
-            ("bf.card", 2),
-            ("bf.scandump", 3),
-            ("bf.loadchunk", 4),
-            ("lc.reserve", 4),
-            ("lc.add", -2),
-            ("lc.count", -2),
-            ("lc.merge", -3),
-            ("lc.info", 2),
-            ("lc.loadchunk", -3),
-        ];
-        assert_eq!(expected.len(), COMMANDS.len());
-        for (name, arity) in expected {
-            assert_eq!(command(name).arity(), arity, "{name}");
-        }
-    }
-
-    #[test]
-    fn legacy_key_ranges_glue_the_specs() {
-        assert_eq!(command("bf.add").legacy_keys(), (1, 1, 1));
-        assert_eq!(command("lc.count").legacy_keys(), (1, -1, 1));
-        assert_eq!(command("lc.merge").legacy_keys(), (1, -1, 1));
+    fn arity_and_legacy_ranges_follow_the_arguments() {
+        assert_eq!(row(ROWS, "t.add").arity(), -3);
+        assert_eq!(row(ROWS, "t.count").arity(), -2);
+        assert_eq!(row(ROWS, "t.load").arity(), -3);
+        assert_eq!(row(ROWS, "t.add").legacy_keys(), (1, 1, 1));
+        assert_eq!(row(ROWS, "t.count").legacy_keys(), (1, -1, 1));
     }
 
     #[test]
     fn categories_follow_the_flags_and_the_family() {
-        assert_eq!(command("bf.add").acl_categories(true), "write fast bloom");
+        assert_eq!(row(ROWS, "t.add").acl_categories(Some("t")), "write fast t");
         assert_eq!(
-            command("bf.mexists").acl_categories(true),
-            "read slow bloom"
+            row(ROWS, "t.count").acl_categories(Some("t")),
+            "read slow t"
         );
-        assert_eq!(command("lc.info").acl_categories(true), "read fast lc");
-        assert_eq!(command("lc.merge").acl_categories(false), "write slow");
-    }
-
-    /// What Redis's `moduleValidateCommandInfo` would refuse at load, checked here first.
-    #[test]
-    fn the_table_is_what_redis_accepts() {
-        let mut names: Vec<&CStr> = COMMANDS.iter().map(|c| c.name).collect();
-        names.sort();
-        names.dedup();
-        assert_eq!(names.len(), COMMANDS.len(), "a command is listed twice");
-        let access_kind = raw::REDISMODULE_CMD_KEY_RO
-            | raw::REDISMODULE_CMD_KEY_RW
-            | raw::REDISMODULE_CMD_KEY_OW
-            | raw::REDISMODULE_CMD_KEY_RM;
-        let write_kind = raw::REDISMODULE_CMD_KEY_INSERT
-            | raw::REDISMODULE_CMD_KEY_UPDATE
-            | raw::REDISMODULE_CMD_KEY_DELETE;
-        for c in COMMANDS {
-            let name = c.name.to_str().unwrap();
-            assert_eq!(name, name.to_lowercase());
-            assert!(!c.summary.is_empty() && !c.complexity.is_empty() && !c.since.is_empty());
-            let writes = c.flags.split_whitespace().any(|f| f == "write");
-            let reads = c.flags.split_whitespace().any(|f| f == "readonly");
-            assert!(writes != reads, "{name}: exactly one of write, readonly");
-            for k in c.keys {
-                assert_eq!((k.flags & access_kind).count_ones(), 1, "{name}");
-                assert!((k.flags & write_kind).count_ones() <= 1, "{name}");
-                // A read-only command writes no key; a write command writes one.
-                assert!(writes || k.flags & write_kind == 0, "{name}");
-            }
-            assert!(
-                !writes || c.keys.iter().any(|k| k.flags & write_kind != 0),
-                "{name} writes no key"
-            );
-            // Every spec is named by a key argument and every key argument names a spec.
-            let mut used = vec![false; c.keys.len()];
-            for a in c.args {
-                if let ArgKind::Key(i) = a.kind {
-                    assert!(i < c.keys.len(), "{name}: key spec {i} missing");
-                    used[i] = true;
-                }
-            }
-            assert!(
-                used.iter().all(|&u| u),
-                "{name}: a key spec without argument"
-            );
-            check_args(name, c.args);
-        }
-    }
-
-    fn check_args(name: &str, args: &[Arg]) {
-        for a in args {
-            match a.kind {
-                ArgKind::Token => assert!(a.token.is_some(), "{name}: token without keyword"),
-                ArgKind::OneOf(subs) | ArgKind::Block(subs) => {
-                    assert!(!subs.is_empty(), "{name}");
-                    check_args(name, subs);
-                }
-                _ => {}
-            }
-        }
+        assert_eq!(row(ROWS, "t.load").acl_categories(None), "write slow");
     }
 
     #[test]
     fn raw_arguments_are_terminated_and_nested() {
         let mut arena = Vec::new();
-        let first = raw_args(command("lc.loadchunk").args, &mut arena);
+        let first = raw_args(row(ROWS, "t.load").args, &mut arena);
         // SAFETY: the arena holds the arrays; each ends with a zeroed element.
         unsafe {
             assert_eq!(CStr::from_ptr((*first).name), c"key");
             let form = &*first.add(1);
-            assert!((*first.add(2)).name.is_null());
+            assert_eq!(CStr::from_ptr((*first.add(2)).name), c"fast");
+            assert!((*first.add(3)).name.is_null());
             let choice = &*form.subargs.add(1);
             assert_eq!(CStr::from_ptr(choice.name), c"chunk");
             assert_eq!(CStr::from_ptr((*choice.subargs.add(1)).name), c"piece");

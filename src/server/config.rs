@@ -1,182 +1,483 @@
-//! Module configurations: settable as load arguments (`--loadmodule lcbloom.so bf-error-rate 0.001`)
-//! and with `CONFIG SET lcbloom.<name>`; each is validated, and a bad value is refused with an
-//! error that names the valid range.
+//! Module configs: the table type every family fills with its own ([`Config`]), their
+//! registration with the server, and the configs every family shares (`max-memory-per-key`,
+//! `max-items-per-command`, in `limits.rs`).
+//!
+//! A config is set as a load argument (`--loadmodule lcbloom.so bf-error-rate 0.001`, read by
+//! `load_args.rs`), in redis.conf (`lcbloom.bf-error-rate 0.001`) and with
+//! `CONFIG SET lcbloom.<name>`. Each is validated, and a bad value is refused with a text that
+//! names what is allowed.
+//!
+//! The configs are registered from `OnLoad` through the module API
+//! (`RedisModule_Register*Config`, then `RedisModule_LoadConfigs`), not through the
+//! `redis_module!` macro's list, so that each family's configs live in its own folder and the
+//! load arguments are checked here (the macro's parsing ignores unknown arguments and names no
+//! option in its errors). The callbacks' private data is the config's own `'static` value:
+//! nothing is allocated per config.
 //!
 //! Defaults only matter when a command creates a key without explicit parameters (`BF.ADD` or
 //! `LC.ADD` on a missing key); such commands replicate the parameters they actually used, so a
 //! replica or an AOF replay with other defaults still builds the same value.
 
-use crate::bloom::filter::Layout;
-use redis_module::configuration::{ConfigurationContext, ConfigurationValue};
-use redis_module::{enum_configuration, raw, Context, ContextFlags, RedisError, RedisString};
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
-use std::sync::Mutex;
+use crate::server::ffi::guard_callback;
+use redis_module::configuration::ConfigurationFlags;
+use redis_module::{raw, Context};
+use std::ffi::{c_char, c_int, c_longlong, c_void, CStr, CString};
+use std::ptr::null_mut;
+use std::sync::atomic::{AtomicI32, AtomicI64, AtomicPtr, AtomicU64, Ordering};
 
-pub const DEFAULT_BF_ERROR_RATE: f64 = 0.01;
-pub const DEFAULT_BF_INITIAL_SIZE: i64 = 100;
-pub const DEFAULT_BF_EXPANSION: i64 = 2;
-pub const DEFAULT_LC_ERROR_RATE: f64 = 0.01;
-pub const DEFAULT_LC_CAPACITY: i64 = 50_000;
-pub const DEFAULT_MAX_MEMORY_PER_KEY: i64 = 1 << 30;
-
-/// Largest capacity accepted anywhere; far beyond what `max-memory-per-key` admits, it only
-/// keeps size arithmetic away from overflow.
-pub const MAX_CAPACITY: i64 = 1 << 50;
-/// RedisBloom's upper bound for EXPANSION.
-pub const MAX_EXPANSION: i64 = 32_768;
-pub const MIN_MAX_MEMORY_PER_KEY: i64 = 1024;
-/// Items (or keys) one command may name: 100,000 adds to a scaled filter take ~0.1-0.4 s
-/// (measured on a busy 2-core machine; 1,000,000 took 4 s).
-pub const DEFAULT_MAX_ITEMS_PER_COMMAND: i64 = 100_000;
-
-/// A probability in (0, 1), stored as the bits of an f64 so it can live in a static.
-pub struct RateConfig {
-    bits: AtomicU64,
-    name: &'static str,
+/// One module config: `lcbloom.<name>`.
+pub struct Config {
+    /// The name after `lcbloom.`, also its load argument's name.
+    pub name: &'static CStr,
+    /// RedisBloom's load argument for the same setting (`ERROR_RATE`), honoured at load so
+    /// that a `loadmodule` line written for RedisBloom keeps its meaning.
+    pub redisbloom: Option<&'static str>,
+    pub setting: Setting,
 }
 
-impl RateConfig {
-    pub const fn new(name: &'static str, default: f64) -> Self {
-        // f64::to_bits is const since Rust 1.83.
+/// What a config holds.
+pub enum Setting {
+    Integer(&'static Integer),
+    Rate(&'static Rate),
+    Choice(&'static Choice),
+}
+
+/// An integer config in `min..=max`.
+pub struct Integer {
+    value: AtomicI64,
+    default: i64,
+    min: i64,
+    max: i64,
+    /// A byte count: `1gb`, `512mb` … are accepted (Redis's memory units).
+    bytes: bool,
+}
+
+impl Integer {
+    pub const fn new(default: i64, min: i64, max: i64) -> Self {
         Self {
-            bits: AtomicU64::new(default.to_bits()),
-            name,
+            value: AtomicI64::new(default),
+            default,
+            min,
+            max,
+            bytes: false,
         }
     }
 
-    pub fn value(&self) -> f64 {
+    /// A byte count, given with or without Redis's memory units.
+    pub const fn bytes(default: i64, min: i64, max: i64) -> Self {
+        Self {
+            bytes: true,
+            ..Self::new(default, min, max)
+        }
+    }
+
+    pub fn get(&self) -> i64 {
+        self.value.load(Ordering::Relaxed)
+    }
+
+    fn parse(&self, text: &str) -> Option<i64> {
+        let n = if self.bytes {
+            parse_bytes(text)?
+        } else {
+            text.parse().ok()?
+        };
+        (self.min..=self.max).contains(&n).then_some(n)
+    }
+
+    fn allowed(&self) -> String {
+        let units = if self.bytes {
+            " (bytes; the units k, kb, m, mb, g, gb are accepted)"
+        } else {
+            ""
+        };
+        format!("an integer from {} to {}{units}", self.min, self.max)
+    }
+}
+
+/// A byte count as Redis's configs take it: digits, then optionally k, kb, m, mb, g or gb
+/// (k = 1000, kb = 1024 …), case-insensitive.
+fn parse_bytes(text: &str) -> Option<i64> {
+    let lower = text.to_ascii_lowercase();
+    let digits = lower.trim_end_matches(|c: char| c.is_ascii_alphabetic());
+    let unit: i64 = match &lower[digits.len()..] {
+        "" | "b" => 1,
+        "k" => 1000,
+        "kb" => 1 << 10,
+        "m" => 1_000_000,
+        "mb" => 1 << 20,
+        "g" => 1_000_000_000,
+        "gb" => 1 << 30,
+        _ => return None,
+    };
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse::<i64>().ok()?.checked_mul(unit)
+}
+
+/// A probability strictly between 0 and 1 (a string config: the module API has no float
+/// configs), stored as the bits of an f64.
+pub struct Rate {
+    bits: AtomicU64,
+    default: f64,
+    /// The string the last `CONFIG GET` was given: Redis copies it, and it is freed at the
+    /// next one, so showing the value leaks nothing.
+    shown: AtomicPtr<raw::RedisModuleString>,
+}
+
+impl Rate {
+    pub const fn new(default: f64) -> Self {
+        Self {
+            bits: AtomicU64::new(default.to_bits()),
+            default,
+            shown: AtomicPtr::new(null_mut()),
+        }
+    }
+
+    pub fn get(&self) -> f64 {
         f64::from_bits(self.bits.load(Ordering::Relaxed))
     }
-}
 
-impl ConfigurationValue<RedisString> for RateConfig {
-    fn get(&self, _ctx: &ConfigurationContext) -> RedisString {
-        RedisString::create(None, self.value().to_string().as_str())
+    fn parse(text: &str) -> Option<f64> {
+        let trimmed = text.trim();
+        if trimmed.is_empty() || trimmed.len() != text.len() {
+            return None;
+        }
+        trimmed.parse::<f64>().ok().filter(|r| *r > 0.0 && *r < 1.0)
     }
 
-    fn set(&self, _ctx: &ConfigurationContext, val: RedisString) -> Result<(), RedisError> {
-        let rate = val
-            .try_as_str()
-            .ok()
-            .and_then(|s| s.trim().parse::<f64>().ok())
-            .filter(|r| *r > 0.0 && *r < 1.0)
-            .ok_or_else(|| {
-                RedisError::String(format!(
-                    "{} must be a number strictly between 0 and 1",
-                    self.name
-                ))
-            })?;
-        self.bits.store(rate.to_bits(), Ordering::Relaxed);
+    const ALLOWED: &'static str = "a number strictly between 0 and 1";
+}
+
+/// One of a list of names (an enum config); the value is the index of the name.
+pub struct Choice {
+    index: AtomicI32,
+    names: &'static [&'static CStr],
+    default: i32,
+}
+
+impl Choice {
+    pub const fn new(names: &'static [&'static CStr], default: i32) -> Self {
+        Self {
+            index: AtomicI32::new(default),
+            names,
+            default,
+        }
+    }
+
+    /// The index of the chosen name.
+    pub fn get(&self) -> usize {
+        self.index.load(Ordering::Relaxed) as usize
+    }
+
+    /// The names, in index order.
+    pub fn names(&self) -> &'static [&'static CStr] {
+        self.names
+    }
+
+    /// The chosen name.
+    pub fn name(&self) -> &'static str {
+        self.names
+            .get(self.get())
+            .and_then(|n| n.to_str().ok())
+            .unwrap_or("")
+    }
+
+    fn parse(&self, text: &str) -> Option<i32> {
+        let text = text.to_ascii_lowercase();
+        self.names
+            .iter()
+            .position(|n| n.to_bytes() == text.as_bytes())
+            .map(|i| i as i32)
+    }
+
+    fn allowed(&self) -> String {
+        let names: Vec<&str> = self.names.iter().filter_map(|n| n.to_str().ok()).collect();
+        format!("one of {}", names.join(", "))
+    }
+}
+
+impl Config {
+    pub fn name(&self) -> &'static str {
+        self.name.to_str().unwrap_or("")
+    }
+
+    /// Whether `text` is a valid value.
+    pub fn accepts(&self, text: &str) -> bool {
+        match self.setting {
+            Setting::Integer(i) => i.parse(text).is_some(),
+            Setting::Rate(_) => Rate::parse(text).is_some(),
+            Setting::Choice(c) => c.parse(text).is_some(),
+        }
+    }
+
+    /// What a valid value is, for error messages.
+    pub fn allowed(&self) -> String {
+        match self.setting {
+            Setting::Integer(i) => i.allowed(),
+            Setting::Rate(_) => Rate::ALLOWED.to_string(),
+            Setting::Choice(c) => c.allowed(),
+        }
+    }
+
+    /// Registers the config with `value` (checked by [`Config::accepts`]) as its default,
+    /// else its built-in default.
+    pub fn register(&'static self, ctx: &Context, value: Option<&str>) -> Result<(), String> {
+        let failed = || format!("the server refused the config {}", self.name());
+        // SAFETY: reads of function pointers Redis sets before OnLoad.
+        let (numeric, string, choice) = unsafe {
+            (
+                raw::RedisModule_RegisterNumericConfig,
+                raw::RedisModule_RegisterStringConfig,
+                raw::RedisModule_RegisterEnumConfig,
+            )
+        };
+        let (Some(numeric), Some(string), Some(choice)) = (numeric, string, choice) else {
+            return Err("this server has no module configs (Redis 7.0+)".into());
+        };
+        // Each call: OnLoad's context, NUL-terminated names, callbacks of the matching kind
+        // whose private data is this config's `'static` value. Redis copies the name, the
+        // default and the enum names.
+        let status = match self.setting {
+            Setting::Integer(i) => {
+                let default = value.and_then(|v| i.parse(v)).unwrap_or(i.default);
+                let flags = if i.bytes {
+                    ConfigurationFlags::MEMORY
+                } else {
+                    ConfigurationFlags::DEFAULT
+                };
+                // SAFETY: as said above.
+                unsafe {
+                    numeric(
+                        ctx.ctx,
+                        self.name.as_ptr(),
+                        default,
+                        flags.bits(),
+                        i.min,
+                        i.max,
+                        Some(get_integer),
+                        Some(set_integer),
+                        None,
+                        std::ptr::from_ref(i).cast_mut().cast(),
+                    )
+                }
+            }
+            Setting::Rate(r) => {
+                let default = value.and_then(Rate::parse).unwrap_or(r.default).to_string();
+                let default = CString::new(default).map_err(|_| failed())?;
+                // SAFETY: as said above.
+                unsafe {
+                    string(
+                        ctx.ctx,
+                        self.name.as_ptr(),
+                        default.as_ptr(),
+                        ConfigurationFlags::DEFAULT.bits(),
+                        Some(get_rate),
+                        Some(set_rate),
+                        None,
+                        std::ptr::from_ref(r).cast_mut().cast(),
+                    )
+                }
+            }
+            Setting::Choice(c) => {
+                let default = value.and_then(|v| c.parse(v)).unwrap_or(c.default);
+                let mut names: Vec<*const c_char> = c.names.iter().map(|n| n.as_ptr()).collect();
+                let values: Vec<c_int> = (0..names.len() as c_int).collect();
+                // SAFETY: as said above.
+                unsafe {
+                    choice(
+                        ctx.ctx,
+                        self.name.as_ptr(),
+                        default,
+                        ConfigurationFlags::DEFAULT.bits(),
+                        names.as_mut_ptr(),
+                        values.as_ptr(),
+                        names.len() as c_int,
+                        Some(get_choice),
+                        Some(set_choice),
+                        None,
+                        std::ptr::from_ref(c).cast_mut().cast(),
+                    )
+                }
+            }
+        };
+        if status == raw::Status::Ok as c_int {
+            Ok(())
+        } else {
+            Err(failed())
+        }
+    }
+}
+
+/// Applies what redis.conf and `MODULE LOADEX … CONFIG` say about the registered configs
+/// (and their defaults otherwise); the last step of registering configs.
+pub fn load_configs(ctx: &Context) -> Result<(), String> {
+    // SAFETY: a read of a function pointer Redis sets before OnLoad.
+    let Some(load) = (unsafe { raw::RedisModule_LoadConfigs }) else {
+        return Err("this server has no module configs (Redis 7.0+)".into());
+    };
+    // SAFETY: OnLoad's context, after every config was registered.
+    if unsafe { load(ctx.ctx) } == raw::Status::Ok as c_int {
         Ok(())
-    }
-}
-
-pub static BF_ERROR_RATE: RateConfig = RateConfig::new("bf-error-rate", DEFAULT_BF_ERROR_RATE);
-pub static BF_INITIAL_SIZE: AtomicI64 = AtomicI64::new(DEFAULT_BF_INITIAL_SIZE);
-pub static BF_EXPANSION: AtomicI64 = AtomicI64::new(DEFAULT_BF_EXPANSION);
-pub static LC_ERROR_RATE: RateConfig = RateConfig::new("lc-error-rate", DEFAULT_LC_ERROR_RATE);
-pub static LC_CAPACITY: AtomicI64 = AtomicI64::new(DEFAULT_LC_CAPACITY);
-pub static MAX_MEMORY_PER_KEY: AtomicI64 = AtomicI64::new(DEFAULT_MAX_MEMORY_PER_KEY);
-pub static MAX_ITEMS_PER_COMMAND: AtomicI64 = AtomicI64::new(DEFAULT_MAX_ITEMS_PER_COMMAND);
-
-/// The defaults a Bloom filter created without parameters gets.
-pub fn bf_defaults() -> (f64, u64, u32) {
-    (
-        BF_ERROR_RATE.value(),
-        BF_INITIAL_SIZE.load(Ordering::Relaxed) as u64,
-        BF_EXPANSION.load(Ordering::Relaxed) as u32,
-    )
-}
-
-enum_configuration! {
-    /// `bf-layout`: the layout of Bloom filters created without the `LAYOUT` option (the
-    /// variant names are the config's values, hence lower case).
-    #[allow(non_camel_case_types)]
-    pub enum BfLayout {
-        standard = 0,
-        blocked = 1,
-    }
-}
-
-/// Standard by default: a blocked filter takes a few percent more memory (`bloom/blocked.rs`),
-/// and memory stays ≤ RedisBloom's unless an operator chooses speed.
-pub static BF_LAYOUT: Mutex<BfLayout> = Mutex::new(BfLayout::standard);
-
-/// The layout a Bloom filter created without `LAYOUT` gets.
-pub fn bf_layout() -> Layout {
-    match BF_LAYOUT.lock().map(|l| l.clone()) {
-        Ok(BfLayout::blocked) => Layout::Blocked,
-        _ => Layout::Standard,
-    }
-}
-
-/// The defaults a linear counter created without parameters gets.
-pub fn lc_defaults() -> (f64, u64) {
-    (
-        LC_ERROR_RATE.value(),
-        LC_CAPACITY.load(Ordering::Relaxed) as u64,
-    )
-}
-
-/// Bytes a single filter or counter may take.
-pub fn max_memory_per_key() -> u64 {
-    MAX_MEMORY_PER_KEY.load(Ordering::Relaxed) as u64
-}
-
-/// Whether the server is rebuilding data it already accepted once: loading an RDB or AOF file
-/// (startup, `DEBUG RELOAD`, a replica's full sync) or applying its master's stream.
-///
-/// Limits protect the server from what clients send; they must not make it drop what it has
-/// already acknowledged. A value saved under a higher limit (or before `CONFIG SET` lowered it)
-/// still loads, and a replica with a lower limit still follows its master. Such a value is
-/// kept, with a warning in the log (see `note_loaded_size`).
-fn rebuilding(ctx: &Context) -> bool {
-    let trusted = ContextFlags::LOADING | ContextFlags::ASYNC_LOADING | ContextFlags::REPLICATED;
-    ctx.get_flags().intersects(trusted)
-}
-
-/// The byte budget of a key for what `ctx` is doing: `max-memory-per-key` for client commands
-/// and `RESTORE`, no limit while rebuilding (see `rebuilding`). Type callbacks pass the context
-/// of their IO handle (`RedisModule_GetContextFromIO`).
-pub fn memory_limit(ctx: &Context) -> u64 {
-    if rebuilding(ctx) {
-        u64::MAX
     } else {
-        max_memory_per_key()
+        Err("the server refused a config's value from its configuration (see above)".into())
     }
 }
 
-/// Logs a loaded value that exceeds `max-memory-per-key` (only possible while rebuilding).
-pub fn note_loaded_size(what: &str, bytes: u64) {
-    let limit = max_memory_per_key();
-    if bytes > limit {
-        crate::server::ffi::log_warning(&format!(
-            "lcbloom: loaded a {what} of {bytes} bytes, more than max-memory-per-key ({limit}); \
-             kept, since refusing it would lose data"
-        ));
-    }
+/// # Safety
+/// `privdata` is what `register` gave for a config of this kind: a `&'static T`.
+unsafe fn setting<'a, T>(privdata: *mut c_void) -> &'a T {
+    // SAFETY: the caller's contract.
+    unsafe { &*privdata.cast::<T>() }
 }
 
-/// Refuses a command naming more than `max-items-per-command` items or keys (one call must not
-/// block the server for long); no limit while rebuilding.
-pub fn check_item_count(ctx: &Context, items: usize) -> Result<(), RedisError> {
-    let limit = MAX_ITEMS_PER_COMMAND.load(Ordering::Relaxed) as u64;
-    if items as u64 > limit && !rebuilding(ctx) {
-        return Err(crate::server::errors::too_many_items(items, limit));
-    }
-    Ok(())
-}
-
-/// `memory_limit` for a type's `rdb_load`, from the context of its IO handle.
+/// Sets `*err` to `message` for Redis (which frees it).
 ///
 /// # Safety
-/// `io` must be the handle Redis passed to the running `rdb_load` (Redis frees the context
-/// this creates after the callback).
-pub unsafe fn load_memory_limit(io: *mut raw::RedisModuleIO) -> u64 {
-    // SAFETY: a read of a function pointer Redis sets once at load.
-    match unsafe { raw::RedisModule_GetContextFromIO } {
-        // SAFETY: `io` is the live handle of the running callback (the caller's contract).
-        Some(get) => memory_limit(&Context::new(unsafe { get(io) })),
-        None => max_memory_per_key(),
+/// `err` is the error slot Redis passed to a config's set callback.
+unsafe fn refuse(err: *mut *mut raw::RedisModuleString, message: &str) -> c_int {
+    // SAFETY: a read of a function pointer Redis sets at load; a string with no context is
+    // the kind Redis expects here.
+    unsafe {
+        if let (false, Some(create)) = (err.is_null(), raw::RedisModule_CreateString) {
+            *err = create(null_mut(), message.as_ptr().cast(), message.len());
+        }
+    }
+    raw::Status::Err as c_int
+}
+
+extern "C" fn get_integer(_name: *const c_char, privdata: *mut c_void) -> c_longlong {
+    guard_callback("config get", 0, || {
+        // SAFETY: registered with an `Integer` as private data.
+        let integer = unsafe { setting::<Integer>(privdata) };
+        integer.get()
+    })
+}
+
+extern "C" fn set_integer(
+    _name: *const c_char,
+    value: c_longlong,
+    privdata: *mut c_void,
+    _err: *mut *mut raw::RedisModuleString,
+) -> c_int {
+    guard_callback("config set", raw::Status::Err as c_int, || {
+        // SAFETY: registered with an `Integer` as private data. Redis checked min..=max.
+        unsafe { setting::<Integer>(privdata) }
+            .value
+            .store(value, Ordering::Relaxed);
+        raw::Status::Ok as c_int
+    })
+}
+
+extern "C" fn get_rate(_name: *const c_char, privdata: *mut c_void) -> *mut raw::RedisModuleString {
+    guard_callback("config get", null_mut(), || {
+        // SAFETY: registered with a `Rate` as private data; reads of function pointers Redis
+        // sets at load.
+        unsafe {
+            let rate = setting::<Rate>(privdata);
+            let (Some(create), Some(free)) =
+                (raw::RedisModule_CreateString, raw::RedisModule_FreeString)
+            else {
+                return null_mut();
+            };
+            // Rust prints the shortest text that parses back to the same f64.
+            let text = rate.get().to_string();
+            let shown = create(null_mut(), text.as_ptr().cast(), text.len());
+            let previous = rate.shown.swap(shown, Ordering::Relaxed);
+            if !previous.is_null() {
+                free(null_mut(), previous);
+            }
+            shown
+        }
+    })
+}
+
+extern "C" fn set_rate(
+    name: *const c_char,
+    value: *mut raw::RedisModuleString,
+    privdata: *mut c_void,
+    err: *mut *mut raw::RedisModuleString,
+) -> c_int {
+    guard_callback("config set", raw::Status::Err as c_int, || {
+        // SAFETY: registered with a `Rate` as private data; Redis passes the config's name
+        // and a live string.
+        unsafe {
+            let rate = setting::<Rate>(privdata);
+            let text = redis_module::RedisString::string_as_slice(value);
+            match std::str::from_utf8(text).ok().and_then(Rate::parse) {
+                Some(r) => {
+                    rate.bits.store(r.to_bits(), Ordering::Relaxed);
+                    raw::Status::Ok as c_int
+                }
+                None => {
+                    let name = CStr::from_ptr(name).to_string_lossy();
+                    refuse(err, &format!("{name} must be {}", Rate::ALLOWED))
+                }
+            }
+        }
+    })
+}
+
+extern "C" fn get_choice(_name: *const c_char, privdata: *mut c_void) -> c_int {
+    guard_callback("config get", 0, || {
+        // SAFETY: registered with a `Choice` as private data.
+        unsafe { setting::<Choice>(privdata) }
+            .index
+            .load(Ordering::Relaxed)
+    })
+}
+
+extern "C" fn set_choice(
+    _name: *const c_char,
+    value: c_int,
+    privdata: *mut c_void,
+    err: *mut *mut raw::RedisModuleString,
+) -> c_int {
+    guard_callback("config set", raw::Status::Err as c_int, || {
+        // SAFETY: registered with a `Choice` as private data; Redis passes one of the values
+        // registered, checked again here.
+        let choice = unsafe { setting::<Choice>(privdata) };
+        if (0..choice.names.len() as c_int).contains(&value) {
+            choice.index.store(value, Ordering::Relaxed);
+            raw::Status::Ok as c_int
+        } else {
+            // SAFETY: Redis's error slot.
+            unsafe { refuse(err, &choice.allowed()) }
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_are_checked_as_documented() {
+        static N: Integer = Integer::new(100, 1, 1 << 50);
+        static B: Integer = Integer::bytes(1 << 30, 1024, i64::MAX);
+        static R: Rate = Rate::new(0.01);
+        static C: Choice = Choice::new(&[c"standard", c"blocked"], 0);
+        let config = |setting| Config {
+            name: c"x",
+            redisbloom: None,
+            setting,
+        };
+        let n = config(Setting::Integer(&N));
+        assert!(n.accepts("1") && n.accepts("400") && !n.accepts("0") && !n.accepts("abc"));
+        assert!(!n.accepts("1e3") && !n.accepts(" 5"));
+        assert_eq!(n.allowed(), "an integer from 1 to 1125899906842624");
+        let b = config(Setting::Integer(&B));
+        assert_eq!(parse_bytes("2gb"), Some(2 << 30));
+        assert_eq!(parse_bytes("5MB"), Some(5 << 20));
+        assert_eq!(parse_bytes("3k"), Some(3000));
+        assert_eq!(parse_bytes("4096"), Some(4096));
+        assert!(b.accepts("1mb") && !b.accepts("1") && !b.accepts("1tb") && !b.accepts("kb"));
+        let r = config(Setting::Rate(&R));
+        assert!(r.accepts("0.001") && r.accepts("1e-15"));
+        assert!(!r.accepts("0") && !r.accepts("1") && !r.accepts("abc") && !r.accepts(" 0.1"));
+        let c = config(Setting::Choice(&C));
+        assert!(c.accepts("blocked") && c.accepts("STANDARD") && !c.accepts("fast"));
+        assert_eq!(c.allowed(), "one of standard, blocked");
+        assert_eq!(C.name(), "standard");
     }
 }

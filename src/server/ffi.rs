@@ -66,17 +66,26 @@ fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> String {
     }
 }
 
-/// Logs without a context (type callbacks have only an IO handle).
+/// Logs at warning level, without a context (type callbacks have only an IO handle).
 ///
 /// The crate hands the text to `RedisModule_Log` as its printf *format* and through
 /// `CString::new(..).unwrap()`: a `%` would read garbage varargs and a NUL would panic outside
 /// any boundary, and a panic message may quote anything. Both are escaped here. Outside
 /// redis-server (unit tests) the text goes to stderr.
 pub fn log_warning(message: &str) {
+    log(redis_module::logging::RedisLogLevel::Warning, message);
+}
+
+/// [`log_warning`] at notice level.
+pub fn log_notice(message: &str) {
+    log(redis_module::logging::RedisLogLevel::Notice, message);
+}
+
+fn log(level: redis_module::logging::RedisLogLevel, message: &str) {
     let safe = message.replace('%', "%%").replace('\0', "\\0");
     // SAFETY: a plain read of a function pointer Redis sets once, before any callback runs.
     if unsafe { raw::RedisModule_Log }.is_some() {
-        redis_module::logging::log_warning(&safe);
+        redis_module::logging::log(level, &safe);
     } else {
         eprintln!("{safe}");
     }

@@ -10,12 +10,10 @@
 //! added for it. Atomics, because `free` runs on the lazy-free thread for large values (see
 //! `free_effort` in the datatypes).
 //!
-//! Fields (Redis prefixes each with the module name): `lcbloom_bf_keys`, `lcbloom_bf_bytes`,
-//! `lcbloom_lc_keys`, `lcbloom_lc_bytes`, then `lcbloom_bf_blocked_keys` and
-//! `lcbloom_bf_blocked_bytes` (the filters in the blocked layout, counted in `bf_*` as well) and
-//! `lcbloom_bf_layout` (the layout new filters get without `LAYOUT`: the `bf-layout` config),
-//! `lcbloom_bf_redisbloom_keys` and `lcbloom_bf_redisbloom_bytes` (filters imported from
-//! RedisBloom, counted in `bf_*` as well), and `lcbloom_aof_lost_keys` (see [`note_refused_write`]).
+//! Fields (Redis prefixes each with the module name): `lcbloom_version` (the module's version
+//! as `MODULE LIST` gives it), then each family's fields in the order lib.rs lists the families
+//! (a family lists its [`InfoField`]s: its tallies' `<name>_keys` and `<name>_bytes`, and texts
+//! such as `bf_layout`), then `lcbloom_aof_lost_keys` (see [`note_refused_write`]).
 //!
 //! Lost keys. Redis carries on after an AOF command that fails while it loads the file, and no
 //! module API can stop that load (checked on Redis 7.0.15 and Valkey 9.1: the reply is dropped).
@@ -28,20 +26,37 @@ use redis_module::{raw, Context, ContextFlags, InfoContext, RedisError, RedisStr
 use std::collections::BTreeSet;
 use std::os::raw::c_int;
 use std::sync::atomic::{AtomicI64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 
 /// Values of one type and their bytes.
+#[derive(Default)]
 pub struct Tally {
     keys: AtomicI64,
     bytes: AtomicI64,
 }
 
-pub static BLOOM: Tally = Tally::new();
-/// Bloom filters in the blocked layout (also counted in `BLOOM`).
-pub static BLOOM_BLOCKED: Tally = Tally::new();
-pub static LC: Tally = Tally::new();
-/// Filters imported from RedisBloom (also counted in `BLOOM`).
-pub static BLOOM_REDISBLOOM: Tally = Tally::new();
+/// One field of `INFO lcbloom`, as a family lists it.
+pub enum InfoField {
+    /// `<name>_keys` and `<name>_bytes`: the values a tally counts and their bytes.
+    Tally(&'static str, &'static Tally),
+    /// A text known when INFO runs (a config's value).
+    Text(&'static str, fn() -> &'static str),
+}
+
+/// Every family's fields, in order; set once at load.
+static FIELDS: OnceLock<Vec<&'static [InfoField]>> = OnceLock::new();
+
+/// The module's version, shown first.
+static VERSION: AtomicI64 = AtomicI64::new(0);
+
+/// Registers the INFO callback, which shows `version` and then `fields`, each family's list in
+/// turn.
+pub fn register(ctx: &Context, version: i64, fields: Vec<&'static [InfoField]>) {
+    VERSION.store(version, Ordering::Relaxed);
+    let _ = FIELDS.set(fields);
+    // Replaces the crate's default INFO callback (which `info` still calls).
+    raw::register_info_function(ctx.ctx, Some(info));
+}
 
 /// The names of the keys an AOF load lost, each counted once.
 static LOST_KEYS: Mutex<BTreeSet<Vec<u8>>> = Mutex::new(BTreeSet::new());
@@ -73,7 +88,7 @@ fn lost_keys() -> i64 {
 }
 
 impl Tally {
-    const fn new() -> Self {
+    pub const fn new() -> Self {
         Self {
             keys: AtomicI64::new(0),
             bytes: AtomicI64::new(0),
@@ -109,26 +124,25 @@ impl Tally {
     }
 }
 
-/// The module's INFO callback (registered in `lib.rs`'s init, replacing the crate's default,
+/// The module's INFO callback (registered by [`register`], replacing the crate's default,
 /// whose crash-report fields it keeps).
-pub extern "C" fn info(ctx: *mut raw::RedisModuleInfoCtx, for_crash_report: c_int) {
+extern "C" fn info(ctx: *mut raw::RedisModuleInfoCtx, for_crash_report: c_int) {
     guard_callback("info", (), || {
         redis_module::basic_info_command_handler(&InfoContext::new(ctx), for_crash_report != 0);
         // No name: the section is called after the module, `INFO lcbloom`.
         raw::add_info_section(ctx, None);
-        for (name, value) in [
-            ("bf_keys", BLOOM.keys()),
-            ("bf_bytes", BLOOM.bytes()),
-            ("lc_keys", LC.keys()),
-            ("lc_bytes", LC.bytes()),
-            ("bf_blocked_keys", BLOOM_BLOCKED.keys()),
-            ("bf_blocked_bytes", BLOOM_BLOCKED.bytes()),
-            ("bf_redisbloom_keys", BLOOM_REDISBLOOM.keys()),
-            ("bf_redisbloom_bytes", BLOOM_REDISBLOOM.bytes()),
-            ("aof_lost_keys", lost_keys()),
-        ] {
-            raw::add_info_field_long_long(ctx, name, value);
+        raw::add_info_field_long_long(ctx, "version", VERSION.load(Ordering::Relaxed));
+        for field in FIELDS.get().into_iter().flatten().copied().flatten() {
+            match field {
+                InfoField::Tally(name, tally) => {
+                    raw::add_info_field_long_long(ctx, &format!("{name}_keys"), tally.keys());
+                    raw::add_info_field_long_long(ctx, &format!("{name}_bytes"), tally.bytes());
+                }
+                InfoField::Text(name, text) => {
+                    raw::add_info_field_str(ctx, name, text());
+                }
+            }
         }
-        raw::add_info_field_str(ctx, "bf_layout", crate::server::config::bf_layout().name());
+        raw::add_info_field_long_long(ctx, "aof_lost_keys", lost_keys());
     })
 }

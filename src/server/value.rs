@@ -12,8 +12,8 @@
 //! * Borrowing: a value is lent out by its key, shared by [`read`] (`&Key`), exclusive by
 //!   [`write`] and [`store`] (`&mut Key`), so safe code cannot hold two `&mut` to one value.
 
-use crate::server::config::{load_memory_limit, note_loaded_size};
 use crate::server::ffi::{guard_callback, log_warning};
+use crate::server::limits::{load_memory_limit, note_loaded_size};
 use crate::server::stats::Tally;
 use redis_module::{native_types::RedisType, raw, Context, RedisError, RedisString};
 use std::ffi::CStr;
@@ -124,7 +124,7 @@ unsafe extern "C" fn rdb_load<T: StoredValue>(
             ));
             return null_mut();
         }
-        // `max-memory-per-key` binds RESTORE, not the server's own files (config::memory_limit).
+        // `max-memory-per-key` binds RESTORE, not the server's own files (limits::memory_limit).
         // SAFETY: `rdb` is the handle Redis passed to this rdb_load.
         let limit = unsafe { load_memory_limit(rdb) };
         match T::rdb_load(rdb, encver, limit) {

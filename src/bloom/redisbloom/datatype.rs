@@ -28,7 +28,8 @@ use super::dump::TYPE_NAME;
 use super::rdb::{self, FieldReader, FieldWriter};
 use super::scandump;
 use super::{DecodeError, OUT_OF_MEMORY, TOO_LARGE};
-use crate::server::stats::{self, Tally};
+use crate::bloom::stats;
+use crate::server::stats::Tally;
 use crate::server::value::{methods, StoredValue};
 use redis_module::{native_types::RedisType, raw};
 use std::ffi::CStr;
@@ -103,11 +104,11 @@ impl StoredValue for RbChain {
     }
 
     fn tally() -> &'static Tally {
-        &stats::BLOOM
+        &stats::FILTERS
     }
 
     fn sub_tally(&self) -> Option<&'static Tally> {
-        Some(&stats::BLOOM_REDISBLOOM)
+        Some(&stats::REDISBLOOM)
     }
 
     fn memory_bytes(&self) -> u64 {

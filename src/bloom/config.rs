@@ -1,0 +1,104 @@
+//! The Bloom family's configs: the defaults of a filter created without parameters (`BF.ADD`
+//! and `BF.MADD` on a missing key, `BF.INSERT` without options), as RedisBloom has them, and
+//! the layout (`bf-layout`). RedisBloom's load arguments `ERROR_RATE` and `INITIAL_SIZE` set
+//! the same values; its arguments for the types lcbloom does not have are ignored with a
+//! warning (`load_args.rs`).
+
+use super::filter::Layout;
+use crate::server::config::{Choice, Config, Integer, Rate, Setting};
+use crate::server::limits::MAX_CAPACITY;
+use crate::server::load_args::Ignored;
+
+/// RedisBloom's upper bound for EXPANSION.
+pub const MAX_EXPANSION: i64 = 32_768;
+
+static ERROR_RATE: Rate = Rate::new(0.01);
+static INITIAL_SIZE: Integer = Integer::new(100, 1, MAX_CAPACITY);
+static EXPANSION: Integer = Integer::new(2, 0, MAX_EXPANSION);
+/// Standard by default: a blocked filter takes a few percent more memory (`blocked.rs`), and
+/// memory stays ≤ RedisBloom's unless an operator chooses speed. The names are
+/// `Layout::name`'s, in `LAYOUTS` order.
+static LAYOUT: Choice = Choice::new(&[c"standard", c"blocked"], 0);
+const LAYOUTS: [Layout; 2] = [Layout::Standard, Layout::Blocked];
+
+pub static CONFIGS: &[Config] = &[
+    Config {
+        name: c"bf-error-rate",
+        redisbloom: Some("ERROR_RATE"),
+        setting: Setting::Rate(&ERROR_RATE),
+    },
+    Config {
+        name: c"bf-initial-size",
+        redisbloom: Some("INITIAL_SIZE"),
+        setting: Setting::Integer(&INITIAL_SIZE),
+    },
+    Config {
+        name: c"bf-expansion-factor",
+        redisbloom: None,
+        setting: Setting::Integer(&EXPANSION),
+    },
+    Config {
+        name: c"bf-layout",
+        redisbloom: None,
+        setting: Setting::Choice(&LAYOUT),
+    },
+];
+
+/// RedisBloom 2.8's load arguments, and the configs of later RedisBloom versions, for the
+/// types it has beside Bloom filters.
+pub static IGNORED_ARGUMENTS: &[Ignored] = &[
+    Ignored {
+        name: "CF_MAX_EXPANSIONS",
+        why: "lcbloom has no cuckoo filters",
+    },
+    Ignored {
+        name: "cf-max-expansions",
+        why: "lcbloom has no cuckoo filters",
+    },
+    Ignored {
+        name: "cf-initial-size",
+        why: "lcbloom has no cuckoo filters",
+    },
+    Ignored {
+        name: "cf-bucket-size",
+        why: "lcbloom has no cuckoo filters",
+    },
+    Ignored {
+        name: "cf-max-iterations",
+        why: "lcbloom has no cuckoo filters",
+    },
+    Ignored {
+        name: "cf-expansion-factor",
+        why: "lcbloom has no cuckoo filters",
+    },
+];
+
+/// The defaults a Bloom filter created without parameters gets: (rate, capacity, expansion).
+pub fn defaults() -> (f64, u64, u32) {
+    (
+        ERROR_RATE.get(),
+        INITIAL_SIZE.get() as u64,
+        EXPANSION.get() as u32,
+    )
+}
+
+/// The layout a Bloom filter created without `LAYOUT` gets.
+pub fn layout() -> Layout {
+    LAYOUTS
+        .get(LAYOUT.get())
+        .copied()
+        .unwrap_or(Layout::Standard)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layout_names_are_the_layouts() {
+        let names: Vec<&str> = LAYOUT.names().iter().map(|n| n.to_str().unwrap()).collect();
+        let layouts: Vec<&str> = LAYOUTS.iter().map(|l| l.name()).collect();
+        assert_eq!(names, layouts);
+        assert_eq!(layout(), Layout::Standard);
+    }
+}
