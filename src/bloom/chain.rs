@@ -68,6 +68,45 @@ use std::sync::Arc;
 pub const HEAD_SHARE: f64 = 0.55;
 /// The error-rate tightening ratio r between consecutive later sub-filters.
 pub const TIGHTENING: f64 = 0.8;
+/// Sub-filters a scaling chain must have room for when it is created: one whose schedule
+/// would push a sub-filter's rate below `MIN_ERROR_RATE` sooner is refused then (`BF.RESERVE`),
+/// not when an item needs the sub-filter. With expansion 2, 20 sub-filters hold about
+/// 2^21 times the first's capacity.
+pub const MIN_SCALE_OUTS: usize = 20;
+
+/// Whether a scaling chain of rate `error_rate` has room for [`MIN_SCALE_OUTS`] sub-filters
+/// after its first: the same arithmetic as `Chain::next_params`, before anything exists.
+fn can_scale(error_rate: f64) -> bool {
+    let mut spent = error_rate * HEAD_SHARE;
+    if spent < MIN_ERROR_RATE {
+        return false;
+    }
+    for _ in 0..MIN_SCALE_OUTS {
+        let rate = (error_rate - spent) * (1.0 - TIGHTENING);
+        if rate.is_nan() || rate < MIN_ERROR_RATE {
+            return false;
+        }
+        spent += rate;
+    }
+    true
+}
+
+/// The smallest error rate of a scaling chain, to three significant digits (rounded up, so
+/// that the rate the refusal names is accepted).
+pub fn min_scaling_error_rate() -> f64 {
+    // The schedule's rates are p·h, then p·(1−h)·(1−r)·r^(i−1): the last one needed bounds p.
+    let estimate = MIN_ERROR_RATE
+        / ((1.0 - HEAD_SHARE) * (1.0 - TIGHTENING) * TIGHTENING.powi(MIN_SCALE_OUTS as i32 - 1));
+    let mut rate = estimate;
+    loop {
+        // The text the refusal shows, parsed back: what a client would send.
+        let shown: f64 = format!("{rate:.2e}").parse().unwrap_or(rate);
+        if can_scale(shown) {
+            return shown;
+        }
+        rate *= 1.001;
+    }
+}
 
 /// How many items ahead batch operations prefetch: enough to overlap a few items' misses,
 /// few enough that the prefetched lines are still cached when their turn comes (and that the
@@ -120,7 +159,9 @@ impl std::fmt::Display for ChainError {
             ),
             ChainError::ErrorRate => write!(
                 f,
-                "error rate too small (a filter's error rate must be at least {MIN_ERROR_RATE:e})"
+                "error rate too small (at least {MIN_ERROR_RATE:e} for a non-scaling filter, \
+                 {:.2e} for a scaling one, which then has room for {MIN_SCALE_OUTS} sub-filters)",
+                min_scaling_error_rate()
             ),
             ChainError::CannotScale => write!(
                 f,
@@ -129,6 +170,20 @@ impl std::fmt::Display for ChainError {
             ChainError::Overflow => write!(f, "filter too large (capacity overflows)"),
             ChainError::OutOfMemory => write!(f, "insufficient memory to create filter"),
         }
+    }
+}
+
+/// A filter of `capacity` at `error_rate` too large to size: `TooLarge` with the textbook
+/// bit array's bytes when they exceed `limit` (the usual case), else `Overflow`.
+fn too_large(capacity: u64, error_rate: f64, limit: u64) -> ChainError {
+    let ln2 = std::f64::consts::LN_2;
+    let bits = -(capacity as f64) * error_rate.ln() / (ln2 * ln2);
+    // Saturating: a float beyond u64 becomes u64::MAX.
+    let needed = (bits / 8.0).ceil() as u64;
+    if needed > limit {
+        ChainError::TooLarge { needed, limit }
+    } else {
+        ChainError::Overflow
     }
 }
 
@@ -387,10 +442,16 @@ impl Chain {
     ) -> Result<Self, ChainError> {
         let first_rate = if expansion == 0 {
             error_rate
-        } else {
+        } else if can_scale(error_rate) {
             error_rate * HEAD_SHARE
+        } else {
+            return Err(ChainError::ErrorRate);
         };
-        let first = SubParams::choose(layout, capacity, first_rate)?;
+        let first = SubParams::choose(layout, capacity, first_rate).map_err(|e| match e {
+            // Beyond what sizing handles: the textbook size says by how much.
+            SizeError::TooLarge => too_large(capacity, first_rate, limit),
+            e => e.into(),
+        })?;
         // With its first sub-filter full, as `push` checks for later ones.
         let needed = memory_bytes_for(&[first], &[first.capacity()]).ok_or(ChainError::Overflow)?;
         if needed > limit {
@@ -1246,6 +1307,39 @@ mod tests {
     #[test]
     fn tiny_rates_are_refused() {
         assert_eq!(Chain::new(1e-15, 10, 2, GIB), Err(ChainError::ErrorRate));
+        assert_eq!(Chain::new(9e-16, 10, 0, GIB), Err(ChainError::ErrorRate));
         assert!(Chain::new(1e-15, 10, 0, GIB).is_ok());
+    }
+
+    #[test]
+    fn the_smallest_rates_named_are_accepted_and_scale_as_promised() {
+        let min = min_scaling_error_rate();
+        assert!(ChainError::ErrorRate
+            .to_string()
+            .contains(&format!("{min:.2e} for a scaling one")));
+        assert_eq!(format!("{min:.2e}").parse::<f64>().unwrap(), min);
+        assert_eq!(
+            Chain::new(min * 0.99, 1, 1, GIB),
+            Err(ChainError::ErrorRate)
+        );
+        // Expansion 1 and capacity 1: each new item adds a sub-filter.
+        let mut c = Chain::new(min, 1, 1, u64::MAX).unwrap();
+        for i in 0..=MIN_SCALE_OUTS as u64 {
+            assert_eq!(c.add(&h(i), u64::MAX), Ok(true), "item {i}");
+        }
+        assert_eq!(c.filters().len(), MIN_SCALE_OUTS + 1);
+    }
+
+    #[test]
+    fn a_capacity_beyond_sizing_says_how_many_bytes_it_needs() {
+        let err = Chain::new(0.01, 100_000_000_000_000, 2, GIB).unwrap_err();
+        assert!(
+            matches!(err, ChainError::TooLarge { needed, limit: GIB } if needed > 50_000_000_000_000),
+            "{err:?}"
+        );
+        assert_eq!(
+            Chain::new(0.01, 100_000_000_000_000, 2, u64::MAX),
+            Err(ChainError::Overflow)
+        );
     }
 }

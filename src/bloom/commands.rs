@@ -6,8 +6,8 @@
 //!   RDB, `DUMP`, AOF or `BF.SCANDUMP`. Each command looks the key's type up once
 //!   (`value::read_either`, lcbloom's type first, so its filters pay nothing for the other) and
 //!   serves either. An imported filter answers, reports, scan-dumps and grows exactly as
-//!   RedisBloom 2.8.2 would (a negative `BF.SCANDUMP` iterator ends its dump, as there; `BF.INFO
-//!   key LAYOUT` answers `redisbloom`). `BF.LOADCHUNK` of a header on a missing key makes
+//!   RedisBloom 2.8.2 would (`BF.INFO key LAYOUT` answers `redisbloom`). A negative
+//!   `BF.SCANDUMP` iterator ends the dump of either, as in RedisBloom. `BF.LOADCHUNK` of a header on a missing key makes
 //!   lcbloom's filter from lcbloom's header and RedisBloom's from RedisBloom's (told apart by
 //!   their formats).
 //!
@@ -577,7 +577,8 @@ pub fn card(ctx: &Context, args: &[RedisString]) -> RedisResult {
 }
 
 /// `BF.SCANDUMP key iterator`: `[1, header]` for iterator 0, then `[next, chunk]` where next
-/// is 1 + the chunk's end offset in the data, and `[0, ""]` at the end.
+/// is 1 + the chunk's end offset in the data, and `[0, ""]` at the end (or for a negative
+/// iterator, as RedisBloom).
 pub fn scandump(ctx: &Context, args: &[RedisString]) -> RedisResult {
     if args.len() != 3 {
         return Err(RedisError::WrongArity);
@@ -586,8 +587,9 @@ pub fn scandump(ctx: &Context, args: &[RedisString]) -> RedisResult {
     let filter = read_either::<Chain, RbChain>(&key)?.ok_or(RedisError::Str(NOT_FOUND))?;
     let iterator = parse_i64(&args[2]).ok_or(RedisError::Str(BAD_ITERATOR))?;
     let chain = match filter {
-        Either::First(chain) if iterator >= 0 => chain,
-        Either::First(_) => return Err(RedisError::Str(BAD_ITERATOR)),
+        // A negative iterator ends the dump, as RedisBloom answers it.
+        Either::First(_) if iterator < 0 => return Ok(end_of_dump()),
+        Either::First(chain) => chain,
         Either::Second(chain) => return Ok(scandump_imported(chain, iterator)),
     };
     if iterator == 0 {
@@ -602,8 +604,16 @@ pub fn scandump(ctx: &Context, args: &[RedisString]) -> RedisResult {
             RedisValue::Integer(iterator_after(offset + chunk.len() as u64) as i64),
             RedisValue::StringBuffer(chunk),
         ],
-        None => vec![RedisValue::Integer(0), RedisValue::StringBuffer(Vec::new())],
+        None => return Ok(end_of_dump()),
     }))
+}
+
+/// `[0, ""]`: the dump is over.
+fn end_of_dump() -> RedisValue {
+    RedisValue::Array(vec![
+        RedisValue::Integer(0),
+        RedisValue::StringBuffer(Vec::new()),
+    ])
 }
 
 /// RedisBloom's `BF.SCANDUMP` of an imported filter: as for lcbloom's, except that the chunks
@@ -618,13 +628,13 @@ fn scandump_imported(chain: &RbChain, iterator: i64) -> RedisValue {
     let chunk = u64::try_from(iterator)
         .ok()
         .and_then(|it| rb_scandump::chunk(chain, it));
-    RedisValue::Array(match chunk {
-        Some((next, data)) => vec![
+    match chunk {
+        Some((next, data)) => RedisValue::Array(vec![
             RedisValue::Integer(next as i64),
             RedisValue::StringBuffer(data.to_vec()),
-        ],
-        None => vec![RedisValue::Integer(0), RedisValue::StringBuffer(Vec::new())],
-    })
+        ]),
+        None => end_of_dump(),
+    }
 }
 
 /// `BF.LOADCHUNK key iterator data`: iterator 1 creates the key from a header (lcbloom's or

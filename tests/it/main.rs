@@ -9,6 +9,7 @@ mod bf_memory;
 mod bf_persistence;
 mod client_rust;
 mod common;
+mod compat;
 mod fuzz_stable;
 mod golden;
 mod hostile;

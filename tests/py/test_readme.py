@@ -1,6 +1,7 @@
-"""The README's quick start works verbatim: its redis-cli session and its Python snippet, run
-against a test server (the port 6380 in them replaced by the test server's), print exactly what
-the README shows. Blocks are found by their `<!-- readme-test: ... -->` markers."""
+"""The README's examples work verbatim: its redis-cli session, its Python snippet and its
+`INFO lcbloom` example, run against a fresh test server (the port 6380 in them replaced by the
+test server's), print exactly what the README shows. Blocks are found by their
+`<!-- readme-test: ... -->` markers."""
 import os
 import re
 import shlex
@@ -44,3 +45,23 @@ def test_python_snippet(server):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=60, check=True).stdout
     assert out == block("python-output")
+
+
+def test_info_example(server):
+    """The `INFO lcbloom` example: its commands (`1 2 3 ... 1000` standing for 1 to 1000) on an
+    empty server, then the section exactly as shown."""
+    r = server.client()
+    r.flushall()
+    lines = block("info").splitlines()
+    commands = [line[2:] for line in lines if line.startswith("> ")]
+    shown = [line for line in lines if not line.startswith("> ")]
+    assert commands[-1] == "INFO lcbloom" and shown[0] == "# lcbloom"
+    for command in commands[:-1]:
+        words = command.split()
+        if "..." in words:
+            at = words.index("...")
+            words = words[:at - 3] + [str(i) for i in range(int(words[at - 3]), int(words[at + 1]) + 1)]
+        r.execute_command(*words)
+    text = subprocess.run(["redis-cli", "-p", str(server.port), "INFO", "lcbloom"],
+                          capture_output=True, text=True, timeout=30, check=True).stdout
+    assert [line for line in text.splitlines() if line] == shown

@@ -1,0 +1,265 @@
+//! What a user switching from RedisBloom, or reading the README, meets: load arguments
+//! (RedisBloom's honoured, its other types' ignored with a warning, anything else refused with
+//! the argument, its value and what is allowed), the limits' texts and what they admit,
+//! `BF.SCANDUMP key -1`, the yes/no-field rule in both protocols, the module version, and the
+//! clients the README names.
+
+use crate::common::*;
+use redis::Value;
+use std::path::Path;
+
+fn readme() -> String {
+    std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap()
+}
+
+fn config_get(c: &mut redis::Connection, name: &str) -> String {
+    let reply: Vec<String> = redis::cmd("CONFIG").arg("GET").arg(name).query(c).unwrap();
+    reply[1].clone()
+}
+
+#[test]
+fn redisbloom_load_arguments_set_the_bloom_defaults() {
+    let server = Server::builder()
+        .module_arg("INITIAL_SIZE", "400")
+        .module_arg("ERROR_RATE", "0.004")
+        .module_arg("CF_MAX_EXPANSIONS", "8")
+        .start();
+    let mut c = server.conn();
+    assert_eq!(config_get(&mut c, "lcbloom.bf-initial-size"), "400");
+    assert_eq!(config_get(&mut c, "lcbloom.bf-error-rate"), "0.004");
+    ok(&mut c, &["BF.ADD", "f", "a"]);
+    let capacity: Vec<i64> = redis::cmd("BF.INFO")
+        .arg("f")
+        .arg("CAPACITY")
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(capacity, [400]);
+    let log = server.log();
+    assert!(
+        log.contains("RedisBloom's load argument 'INITIAL_SIZE' '400' sets bf-initial-size"),
+        "{log}"
+    );
+    assert!(log.contains("RedisBloom's load argument 'ERROR_RATE' '0.004' sets bf-error-rate"));
+    // Warning level (`#` in the log): a cuckoo setting means nothing here.
+    let ignored = log
+        .lines()
+        .find(|l| l.contains("ignoring RedisBloom's load argument 'CF_MAX_EXPANSIONS' '8'"))
+        .expect("the ignored argument is logged");
+    assert!(
+        ignored.contains(" # ") && ignored.contains("no cuckoo filters"),
+        "{ignored}"
+    );
+}
+
+#[test]
+fn own_load_arguments_take_units_and_either_case_and_the_config_file_wins() {
+    let server = Server::builder()
+        .module_arg("max-memory-per-key", "2mb")
+        .module_arg("BF-LAYOUT", "blocked")
+        .module_arg("lc-capacity", "1000")
+        .arg("lcbloom.lc-capacity", "2000")
+        .start();
+    let mut c = server.conn();
+    assert_eq!(config_get(&mut c, "lcbloom.max-memory-per-key"), "2097152");
+    assert_eq!(config_get(&mut c, "lcbloom.bf-layout"), "blocked");
+    assert_eq!(config_get(&mut c, "lcbloom.lc-capacity"), "2000");
+}
+
+#[test]
+fn a_misspelt_argument_or_a_bad_value_stops_the_start_naming_it() {
+    let log = Server::builder()
+        .module_arg("bf-eror-rate", "0.001")
+        .start_expecting_failure();
+    assert!(
+        log.contains("unknown load argument 'bf-eror-rate' (value '0.001'); allowed: "),
+        "{log}"
+    );
+    assert!(
+        log.contains("bf-error-rate (RedisBloom: ERROR_RATE)"),
+        "{log}"
+    );
+    let log = Server::builder()
+        .module_arg("bf-initial-size", "abc")
+        .start_expecting_failure();
+    assert!(
+        log.contains(
+            "load argument 'bf-initial-size' has the value 'abc'; allowed: an integer from 1 to"
+        ),
+        "{log}"
+    );
+    let log = Server::builder()
+        .module_arg("ERROR_RATE", "2")
+        .start_expecting_failure();
+    assert!(
+        log.contains(
+            "load argument 'ERROR_RATE' has the value '2'; allowed: a number strictly between 0 and 1"
+        ),
+        "{log}"
+    );
+}
+
+/// The refusal's text, and the smallest rates it names: both accepted, the scaling one with
+/// room for the sub-filters it promises (refused at `BF.RESERVE`, not at the third item).
+#[test]
+fn the_smallest_error_rates_named_are_accepted() {
+    let server = Server::start();
+    let mut c = server.conn();
+    let refusal = err_text(cmd(&mut c, &["BF.RESERVE", "t", "1e-15", "10"]));
+    let prefix = "ERR error rate too small (at least 1e-15 for a non-scaling filter, ";
+    let rest = refusal
+        .strip_prefix(prefix)
+        .unwrap_or_else(|| panic!("{refusal}"));
+    let scaling = rest.split(' ').next().unwrap();
+    assert!(
+        rest.ends_with("for a scaling one, which then has room for 20 sub-filters)"),
+        "{refusal}"
+    );
+    // The documented text.
+    let docs =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/commands.md"))
+            .unwrap();
+    assert!(
+        docs.contains(&format!("{scaling} for a scaling")),
+        "{scaling} in docs/commands.md"
+    );
+    ok(&mut c, &["BF.RESERVE", "n", "1e-15", "10", "NONSCALING"]);
+    ok(&mut c, &["BF.RESERVE", "n2", "1.5e-15", "10", "NONSCALING"]);
+    // 2e-15 scaling used to be accepted and then refused its third item.
+    assert_eq!(
+        err_text(cmd(&mut c, &["BF.RESERVE", "sc", "2e-15", "2"])),
+        refusal
+    );
+    // The scaling minimum, capacity 1 and expansion 1: each item adds a sub-filter.
+    ok(&mut c, &["BF.RESERVE", "s", scaling, "1", "EXPANSION", "1"]);
+    for i in 0..=20 {
+        ok(&mut c, &["BF.ADD", "s", &format!("item{i}")]);
+    }
+    let filters: Vec<i64> = redis::cmd("BF.INFO")
+        .arg("s")
+        .arg("FILTERS")
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(filters, [21]);
+}
+
+#[test]
+fn a_capacity_beyond_any_filter_says_how_many_bytes_it_needs() {
+    let server = Server::start();
+    let mut c = server.conn();
+    let refusal = err_text(cmd(&mut c, &["BF.RESERVE", "h", "0.01", "100000000000000"]));
+    assert!(
+        refusal.starts_with("ERR filter would use ")
+            && refusal.ends_with(" bytes, more than max-memory-per-key (1073741824 bytes)"),
+        "{refusal}"
+    );
+}
+
+#[test]
+fn scandump_of_a_negative_iterator_ends_the_dump() {
+    let server = Server::start();
+    let mut c = server.conn();
+    ok(&mut c, &["BF.RESERVE", "f", "0.01", "100"]);
+    ok(&mut c, &["BF.ADD", "f", "a"]);
+    for iterator in ["-1", "-5"] {
+        let reply = ok(&mut c, &["BF.SCANDUMP", "f", iterator]);
+        assert_eq!(
+            reply,
+            Value::Array(vec![Value::Int(0), Value::BulkString(Vec::new())]),
+            "{iterator}"
+        );
+    }
+}
+
+/// docs/commands.md's rule: a yes/no field of an INFO-like reply is the integer 1 or 0 in RESP2
+/// and in RESP3.
+#[test]
+fn yes_no_fields_are_integers_in_both_protocols() {
+    let server = Server::start();
+    let mut c = server.conn();
+    ok(
+        &mut c,
+        &["BF.RESERVE", "b", "0.01", "100", "LAYOUT", "blocked"],
+    );
+    ok(&mut c, &["LC.ADD", "l", "a"]);
+    for (proto, mut c) in [("resp2", server.conn()), ("resp3", server.conn3())] {
+        let bf = ok(&mut c, &["BF.INFO", "b"]);
+        let lc = ok(&mut c, &["LC.INFO", "l"]);
+        let field = |reply: &Value, name: &str| -> Value {
+            match reply {
+                Value::Map(pairs) => pairs
+                    .iter()
+                    .find(|(k, _)| {
+                        matches!(k, Value::SimpleString(s) if s == name)
+                            || matches!(k, Value::BulkString(b) if b == name.as_bytes())
+                    })
+                    .map(|(_, v)| v.clone()),
+                Value::Array(items) => items
+                    .chunks(2)
+                    .find(|p| {
+                        matches!(&p[0], Value::SimpleString(s) if s == name)
+                            || matches!(&p[0], Value::BulkString(b) if b == name.as_bytes())
+                    })
+                    .map(|p| p[1].clone()),
+                other => panic!("{other:?}"),
+            }
+            .unwrap_or_else(|| panic!("{name} missing"))
+        };
+        assert_eq!(field(&bf, "Blocked"), Value::Int(1), "{proto}");
+        assert_eq!(field(&lc, "Saturated"), Value::Int(0), "{proto}");
+    }
+}
+
+/// `MODULE LIST`'s version is the crate's, 1.2.3 as 10203 (as RedisBloom 2.8.2 is 20802), and
+/// `INFO lcbloom` shows the same.
+#[test]
+fn the_module_version_is_the_crates() {
+    let [major, minor, patch] = [0, 1, 2].map(|i| {
+        env!("CARGO_PKG_VERSION")
+            .split('.')
+            .nth(i)
+            .and_then(|p| p.parse::<i64>().ok())
+            .unwrap()
+    });
+    let expected = major * 10_000 + minor * 100 + patch;
+    let server = Server::start();
+    let mut c = server.conn();
+    let modules: Vec<Vec<Value>> = redis::cmd("MODULE").arg("LIST").query(&mut c).unwrap();
+    let ours = modules
+        .iter()
+        .find(|m| m.contains(&Value::BulkString(b"lcbloom".to_vec())))
+        .expect("lcbloom in MODULE LIST");
+    let at = ours
+        .iter()
+        .position(|v| *v == Value::BulkString(b"ver".to_vec()))
+        .unwrap();
+    assert_eq!(ours[at + 1], Value::Int(expected));
+    let info: String = redis::cmd("INFO").arg("lcbloom").query(&mut c).unwrap();
+    assert!(
+        info.lines()
+            .any(|l| l == format!("lcbloom_version:{expected}")),
+        "{info}"
+    );
+}
+
+/// The README names only clients whose tests run here: redis-py (tests/py) and the Rust
+/// `redis` crate (tests/it/client_rust.rs).
+#[test]
+fn the_readme_names_only_tested_clients() {
+    let readme = readme();
+    for untested in [
+        "Jedis",
+        "go-redis",
+        "node-redis",
+        "ioredis",
+        "Lettuce",
+        "NRedisStack",
+        "rueidis",
+        "StackExchange",
+    ] {
+        assert!(!readme.contains(untested), "the README names {untested}");
+    }
+    assert!(readme.contains("redis-py") && readme.contains("`redis` crate"));
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    assert!(root.join("tests/py/test_bf_client.py").exists());
+    assert!(root.join("tests/it/client_rust.rs").exists());
+}
