@@ -69,7 +69,7 @@ pub trait StoredValue: Sized + 'static {
 /// 7.4.1: empty counters grow `used_memory` by 89 B per key against 104 B reported with 48):
 /// [`uncounted_key_bytes`] gives the figure of the running server.
 pub const UNCOUNTED_KEY_BYTES: u64 = 16 + 16 + 8 + 8;
-/// [`UNCOUNTED_KEY_BYTES`] on Redis 7.4 and later.
+/// [`UNCOUNTED_KEY_BYTES`] on Redis 7.4.
 const UNCOUNTED_KEY_BYTES_7_4: u64 = UNCOUNTED_KEY_BYTES - 15;
 
 /// The bytes a key costs beyond what Redis's `MEMORY USAGE` counts, on the running server.
@@ -78,7 +78,8 @@ fn uncounted_key_bytes() -> u64 {
     *BYTES.get_or_init(|| {
         // SAFETY: a read of a function pointer Redis sets at load; the call has no arguments.
         let version = unsafe { raw::RedisModule_GetServerVersion }.map_or(0, |f| unsafe { f() });
-        if version >= 0x0007_0400 {
+        // Redis 7.4.x; Valkey reports its own versions (8 and later), measured at the first.
+        if (0x0007_0400..0x0008_0000).contains(&version) {
             UNCOUNTED_KEY_BYTES_7_4
         } else {
             UNCOUNTED_KEY_BYTES
