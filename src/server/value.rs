@@ -62,29 +62,38 @@ pub trait StoredValue: Sized + 'static {
 /// What a key holding a module value costs beyond the value and beyond what Redis's own
 /// `MEMORY USAGE` adds to the type's `mem_usage` (the key's name and `sizeof(dictEntry)`): the
 /// `robj` (16 B) and the `moduleValue` (16 B) that point to the value, the dict entry's rounding
-/// to its size class (24 → 32 B) and the key's share of the keyspace's bucket array (8–16 B
-/// per key; 8 counted). Measured on redis-server 7.0.15 with jemalloc; `mem_usage` adds it so
-/// that `MEMORY USAGE` tells what a key really costs (`used_memory` growth per key). Redis 7.4
-/// keeps its keyspace in per-slot dicts (kvstore) and a key costs 15 B less there (measured on
-/// 7.4.1: empty counters grow `used_memory` by 89 B per key against 104 B reported with 48):
-/// [`uncounted_key_bytes`] gives the figure of the running server.
-pub const UNCOUNTED_KEY_BYTES: u64 = 16 + 16 + 8 + 8;
-/// [`UNCOUNTED_KEY_BYTES`] on Redis 7.4.
-const UNCOUNTED_KEY_BYTES_7_4: u64 = UNCOUNTED_KEY_BYTES - 15;
-
-/// The bytes a key costs beyond what Redis's `MEMORY USAGE` counts, on the running server.
+/// to its allocator class, and the key's share of the keyspace's bucket array (8–16 B per key;
+/// 8 counted). `mem_usage` adds it so that `MEMORY USAGE` tells what a key really costs
+/// (`used_memory` growth per key). The rounding is the running allocator's, asked of it once:
+/// Debian's jemalloc spaces its small classes by 16 B (a 24 B entry costs 32, 48 B in all),
+/// the jemalloc Redis builds from its own sources by 8 B (40 B in all: an empty counter grows
+/// `used_memory` by 89 B per key on Redis 7.2.6 and 7.4.1, against 104 B counted with 48).
 fn uncounted_key_bytes() -> u64 {
     static BYTES: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
-    *BYTES.get_or_init(|| {
-        // SAFETY: a read of a function pointer Redis sets at load; the call has no arguments.
-        let version = unsafe { raw::RedisModule_GetServerVersion }.map_or(0, |f| unsafe { f() });
-        // Redis 7.4.x; Valkey reports its own versions (8 and later), measured at the first.
-        if (0x0007_0400..0x0008_0000).contains(&version) {
-            UNCOUNTED_KEY_BYTES_7_4
-        } else {
-            UNCOUNTED_KEY_BYTES
+    *BYTES.get_or_init(|| charged(16) + charged(16) + charged(24) - 24 + 8)
+}
+
+/// The bytes the server's allocator charges for a request of `bytes` (what `used_memory`
+/// counts), or `bytes` where the server cannot say.
+fn charged(bytes: usize) -> u64 {
+    // SAFETY: function pointers Redis sets at load; the block is allocated, measured and freed
+    // by the same allocator, and never read.
+    unsafe {
+        let (Some(alloc), Some(size), Some(free)) = (
+            raw::RedisModule_Alloc,
+            raw::RedisModule_MallocSize,
+            raw::RedisModule_Free,
+        ) else {
+            return bytes as u64;
+        };
+        let block = alloc(bytes);
+        if block.is_null() {
+            return bytes as u64;
         }
-    })
+        let charged = size(block);
+        free(block);
+        charged.max(bytes) as u64
+    }
 }
 
 /// Redis's callback table for `T`: every callback runs inside `ffi::guard_callback`, so a bug
