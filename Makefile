@@ -9,6 +9,11 @@ APT_PACKAGES := redis-server redis-tools libclang-dev
 # Property tests and fuzz drivers use fixed seeds (override on the command line to explore).
 PROPTEST_RNG_SEED ?= 6
 export PROPTEST_RNG_SEED
+# Tests build in a target directory of their own: `cargo test` unifies the dev-dependencies'
+# features into the library's dependencies, and both builds write the same unhashed
+# liblcbloom.so, so sharing target/ made each rebuild the library after the other. The tests
+# load the module `cargo build` made, target/release/liblcbloom.so.
+CARGO_TEST := CARGO_TARGET_DIR=$(CURDIR)/target/tests cargo test --release
 FUZZ_SECONDS ?= 60
 FUZZ_TARGETS := bf_value bf_loadchunk lc_value lc_loadchunk rb_value rb_loadchunk bf_any_loadchunk
 
@@ -53,14 +58,14 @@ run: build
 test: deps build unit-test integration-test test-redis-versions
 
 unit-test:
-	cargo test --release --lib
+	$(CARGO_TEST) --lib
 
 integration-test: redisbloom deps-python
-	cargo test --release --test it
+	$(CARGO_TEST) --test it
 
 ## The Python client tests alone (through the same harness).
 py-test: deps build
-	cargo test --release --test it py_clients
+	$(CARGO_TEST) --test it py_clients
 
 ## Redis 7.2 and 7.4 (built from source, see ../shared/servers/README.md): the integration and
 ## client tests again on each version whose redis-server is in REDIS_SERVERS (the project's
@@ -75,7 +80,7 @@ test-redis-versions: deps build redisbloom
 	  rs="$(REDIS_SERVERS)/redis-$$v/redis-server"; \
 	  if [ -n "$(REDIS_SERVERS)" ] && [ -x "$$rs" ]; then \
 	    echo "== Redis $$v ($$rs): integration and client tests"; \
-	    REDIS_SERVER="$$rs" cargo test --release --test it -- --skip fuzz_stable:: || exit 1; \
+	    REDIS_SERVER="$$rs" $(CARGO_TEST) --test it -- --skip fuzz_stable:: || exit 1; \
 	  else \
 	    echo "== Redis $$v: SKIPPED (no ../shared/servers/redis-$$v/redis-server)"; \
 	  fi; \
@@ -90,7 +95,7 @@ valkey: deps-python
 
 test-valkey: deps build redisbloom
 	vs=$$(realpath "$$(scripts/fetch-tool.sh valkey)") && "$$vs" --version && \
-	REDIS_SERVER=$$vs cargo test --release --test it $(VALKEY_TESTS)
+	REDIS_SERVER=$$vs $(CARGO_TEST) --test it $(VALKEY_TESTS)
 
 ## Benchmarks (not tests): Criterion micro-benchmarks, then redis-benchmark against real servers.
 ## PEER_MODULE=/path/to/redisbloom.so adds RedisBloom side by side; `make bench-peer` fetches
@@ -153,7 +158,7 @@ fuzz:
 	  done; \
 	else \
 	  echo "no nightly toolchain: running the stable fuzz driver for $(FUZZ_SECONDS)s per decoder"; \
-	  FUZZ_SECONDS=$(FUZZ_SECONDS) cargo test --release --test it fuzz_stable:: -- --nocapture --test-threads=1; \
+	  FUZZ_SECONDS=$(FUZZ_SECONDS) $(CARGO_TEST) --test it fuzz_stable:: -- --nocapture --test-threads=1; \
 	fi
 
 clean:
