@@ -17,6 +17,7 @@
 
 use super::filter::BitArray;
 use crate::core::alloc::{size_class, try_box};
+use crate::core::defrag::Defrag;
 use std::alloc::{alloc_zeroed, dealloc, realloc, Layout};
 use std::ptr::NonNull;
 
@@ -183,6 +184,28 @@ impl Body {
             + size_class(std::mem::size_of::<Vec<BitArray>>() as u64)
             + size_class((list.capacity() * std::mem::size_of::<BitArray>()) as u64)
             + arrays
+    }
+
+    /// Visits the body's blocks for defragmentation (`core::defrag`): the block, then the bit
+    /// arrays' box, list and arrays; word 1 then holds the box's new address.
+    pub fn defrag(&mut self, d: &mut Defrag) {
+        let mut block = self.block.cast::<u8>();
+        let layout = layout(HEAD + self.len()).expect("valid when allocated");
+        // SAFETY: the block was allocated with this layout; `self.block` is its one pointer.
+        unsafe { d.block(&mut block, layout) };
+        self.block = block.cast();
+        let Some(b) = self.bits_box() else {
+            return;
+        };
+        // SAFETY: the box was leaked into word 1 by `push_bits`; it is leaked back below, its
+        // new address in word 1 (nothing between panics).
+        let mut list = unsafe { Box::from_raw(b.as_ptr()) };
+        d.boxed(&mut list);
+        d.vec(&mut list);
+        list.iter_mut().for_each(|bits| bits.defrag(d));
+        let address = Box::into_raw(list).expose_provenance() as u64;
+        // SAFETY: word 1 of the live block.
+        unsafe { self.block.add(1).write(address) };
     }
 
     /// A deep copy, allocated fallibly.

@@ -22,6 +22,7 @@ use super::codec;
 use super::filter::Layout;
 use super::stats;
 use crate::core::chunks;
+use crate::core::defrag::Defrag;
 use crate::server::stats::Tally;
 use crate::server::value::{methods, StoredValue};
 use redis_module::{native_types::RedisType, raw};
@@ -94,5 +95,9 @@ impl StoredValue for Chain {
 
     fn digest_parts(&self, mut add: impl FnMut(&[u8])) {
         for_each_part(self, |_, bytes| add(bytes));
+    }
+
+    fn defrag(&mut self, d: &mut Defrag) {
+        Chain::defrag(self, d)
     }
 }

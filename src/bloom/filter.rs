@@ -32,6 +32,7 @@
 
 use super::blocked;
 use super::words::{View, ViewMut, WordRead, WordWrite, Words};
+use crate::core::defrag::Defrag;
 use crate::core::hashing::{reduce, ItemHash};
 use std::sync::Mutex;
 
@@ -435,6 +436,11 @@ impl BitArray {
     /// Bytes the allocator hands out for the bits.
     pub fn memory_bytes(&self) -> u64 {
         self.words.memory_bytes()
+    }
+
+    /// Visits the bits' blocks for defragmentation (`core::defrag`).
+    pub fn defrag(&mut self, d: &mut Defrag) {
+        self.words.defrag(d)
     }
 
     /// Appends bytes `start..start + len` of the bit array (its encoding: little-endian words,

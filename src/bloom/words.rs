@@ -48,6 +48,7 @@
 
 use crate::core::alloc::{size_class, try_box};
 use crate::core::chunks::{bytes_into_words, words_to_bytes};
+use crate::core::defrag::Defrag;
 use std::alloc::{alloc_zeroed, dealloc, Layout};
 use std::marker::PhantomData;
 use std::ptr::NonNull;
@@ -117,6 +118,50 @@ impl Run {
     fn words_mut(&mut self, len: usize) -> &mut [u64] {
         // SAFETY: as in `words`, and &mut self makes the access exclusive.
         unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), len) }
+    }
+
+    /// Visits the block for defragmentation (`core::defrag`). A moved block keeps its size
+    /// class, so under jemalloc its alignment too; a block aligned by hand re-aligns its `len`
+    /// words inside the room it has, and an exact block that came back less aligned (another
+    /// allocator) is copied into one aligned by hand, or, if none can be had, keeps its words
+    /// where they are: alignment only speeds lookups up.
+    fn defrag(&mut self, d: &mut Defrag, len: usize, align: usize) {
+        let Some(layout) = layout(self.allocated).filter(|_| self.allocated > 0) else {
+            return;
+        };
+        let offset = self.ptr.as_ptr() as usize - self.base.as_ptr() as usize;
+        let mut base = self.base;
+        // SAFETY: `base` is this run's block, allocated with `layout`; `ptr` is recomputed
+        // from it below, and nothing else points into the block but the owner's segment
+        // table, which `Words::defrag` updates.
+        unsafe { d.block(&mut base, layout) };
+        if base == self.base {
+            return;
+        }
+        let aligned = base.as_ptr().align_offset(align);
+        let fits = aligned + len * 8 <= self.allocated;
+        let offset = if aligned != offset && fits {
+            // SAFETY: both ranges of len·8 bytes lie inside the moved block.
+            unsafe {
+                std::ptr::copy(
+                    base.as_ptr().add(offset),
+                    base.as_ptr().add(aligned),
+                    len * 8,
+                )
+            };
+            aligned
+        } else {
+            offset
+        };
+        self.base = base;
+        // SAFETY: offset + len·8 ≤ allocated, as before the move.
+        self.ptr = unsafe { base.add(offset) }.cast();
+        if !fits {
+            if let Some((mut aligned, _)) = Run::zeroed(len, align) {
+                aligned.words_mut(len).copy_from_slice(self.words(len));
+                *self = aligned;
+            }
+        }
     }
 }
 
@@ -298,6 +343,24 @@ impl Words {
                 bytes_into_words(piece, a - at, &src[a - start..end.min(piece_end) - start]);
             }
             at = piece_end;
+        }
+    }
+
+    /// Visits the array's blocks for defragmentation (`core::defrag`): its one run, or the
+    /// segments' records, table and runs (the table then points at the runs' new places).
+    pub fn defrag(&mut self, d: &mut Defrag) {
+        let (len, align) = (self.len, self.align);
+        match &mut self.storage {
+            Storage::One(run) => run.defrag(d, len, align),
+            Storage::Segments(s) => {
+                d.boxed(s);
+                d.boxed_slice(&mut s.table);
+                d.boxed_slice(&mut s.runs);
+                for (i, run) in s.runs.iter_mut().enumerate() {
+                    run.defrag(d, segment_len(len, i), align);
+                    s.table[i] = run.ptr.as_ptr().wrapping_sub(i * SEGMENT_WORDS);
+                }
+            }
         }
     }
 
@@ -747,6 +810,32 @@ mod tests {
             prop_assert_eq!(a, b);
             prop_assert!(words.pieces().flatten().eq(slice.iter()));
             prop_assert_eq!(words.try_clone().unwrap(), words);
+        }
+    }
+
+    #[test]
+    fn defrag_keeps_the_words_and_the_segment_table() {
+        use crate::core::defrag::tests::in_steps;
+        for (len, align) in [(5usize, 8usize), (40, 64), (64 * 5 + 3, 64), (64 * 4, 8)] {
+            let mut w = Words::zeroed(len, align).unwrap();
+            let bytes: Vec<u8> = (0..len * 8).map(|i| (i * 7 % 251) as u8).collect();
+            w.write_bytes(0, &bytes);
+            let before = w.clone();
+            in_steps(&mut w, 1, |w, d| w.defrag(d));
+            assert_eq!(w, before);
+            let mut out = Vec::new();
+            w.read_bytes(0, len * 8, &mut out);
+            assert_eq!(out, bytes);
+            // Lookups go through the table: every word reads back by index.
+            let read: Vec<u64> = match w.view() {
+                View::One(s) => s.to_vec(),
+                // SAFETY: i < len.
+                View::Segments(s) => (0..len).map(|i| unsafe { s.word_unchecked(i) }).collect(),
+            };
+            assert_eq!(read, before.pieces().flatten().copied().collect::<Vec<_>>());
+            for piece in w.pieces() {
+                assert_eq!(piece.as_ptr() as usize % align, 0);
+            }
         }
     }
 }

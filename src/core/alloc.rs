@@ -19,6 +19,12 @@ pub struct ModuleAlloc;
 /// The alignment every malloc on x86-64 and aarch64 Linux guarantees.
 const MALLOC_ALIGN: usize = 16;
 
+/// Whether a block of `layout` is one the server may move when it defragments (`defrag.rs`):
+/// a real block (non-zero size) served by Redis's allocator (alignment up to MALLOC_ALIGN).
+pub fn from_redis_allocator(layout: Layout) -> bool {
+    layout.size() > 0 && layout.align() <= MALLOC_ALIGN
+}
+
 /// Redis's allocator for ordinary layouts once the module is loaded, or `None` for the system one.
 fn redis_side<F>(layout: Layout, function: Option<F>) -> Option<F> {
     if layout.align() <= MALLOC_ALIGN {

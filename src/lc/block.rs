@@ -8,6 +8,7 @@
 //! [`Block::head`] / [`Block::set_head`].
 
 use crate::core::alloc::size_class;
+use crate::core::defrag::Defrag;
 use std::alloc::{alloc_zeroed, dealloc, realloc, Layout};
 use std::ptr::NonNull;
 
@@ -160,6 +161,22 @@ impl Block {
         let head = self.head();
         self.words_mut()[0] = (index << CLASS_SHIFT) | head;
         Ok(())
+    }
+}
+
+impl Block {
+    /// Visits the block for defragmentation (`core::defrag`).
+    pub fn defrag(&mut self, d: &mut Defrag) {
+        let Some(p) = self.0 else {
+            return;
+        };
+        let layout =
+            Layout::from_size_align(self.memory_bytes() as usize, 8).expect("as allocated");
+        let mut ptr = p.cast::<u8>();
+        // SAFETY: allocated by the global allocator with this layout; `self.0` is its one
+        // pointer.
+        unsafe { d.block(&mut ptr, layout) };
+        self.0 = Some(ptr.cast());
     }
 }
 

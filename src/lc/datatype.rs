@@ -13,6 +13,7 @@
 use super::codec;
 use super::counter::Counter;
 use super::stats;
+use crate::core::defrag::Defrag;
 use crate::server::stats::Tally;
 use crate::server::value::{methods, StoredValue};
 use redis_module::{native_types::RedisType, raw};
@@ -61,5 +62,9 @@ impl StoredValue for Counter {
 
     fn digest_parts(&self, mut add: impl FnMut(&[u8])) {
         add(&codec::encode(self));
+    }
+
+    fn defrag(&mut self, d: &mut Defrag) {
+        Counter::defrag(self, d)
     }
 }

@@ -13,7 +13,11 @@
 //! Fields (Redis prefixes each with the module name): `lcbloom_version` (the module's version
 //! as `MODULE LIST` gives it), then each family's fields in the order lib.rs lists the families
 //! (a family lists its [`InfoField`]s: its tallies' `<name>_keys` and `<name>_bytes`, and texts
-//! such as `bf_layout`), then `lcbloom_aof_lost_keys` (see [`note_refused_write`]).
+//! such as `bf_layout`), then `lcbloom_aof_lost_keys` (see [`note_refused_write`]) and active
+//! defragmentation's work on the module's values, every type together:
+//! `lcbloom_defrag_moved_blocks` (blocks moved), `lcbloom_defrag_values` (values visited to
+//! their end) and `lcbloom_defrag_paused_steps` (steps a large value stopped for the time
+//! budget).
 //!
 //! Lost keys. Redis carries on after an AOF command that fails while it loads the file, and no
 //! module API can stop that load (checked on Redis 7.0.15 and Valkey 9.1: the reply is dropped).
@@ -56,6 +60,31 @@ pub fn register(ctx: &Context, version: i64, fields: Vec<&'static [InfoField]>) 
     let _ = FIELDS.set(fields);
     // Replaces the crate's default INFO callback (which `info` still calls).
     raw::register_info_function(ctx.ctx, Some(info));
+}
+
+/// What active defragmentation did to the module's values (`value::defrag`).
+pub struct DefragCounts {
+    /// Blocks moved.
+    moved: AtomicI64,
+    /// Values visited to their end.
+    values: AtomicI64,
+    /// Steps a large value stopped for the time budget, to resume at its cursor.
+    paused: AtomicI64,
+}
+
+pub static DEFRAG: DefragCounts = DefragCounts {
+    moved: AtomicI64::new(0),
+    values: AtomicI64::new(0),
+    paused: AtomicI64::new(0),
+};
+
+impl DefragCounts {
+    /// One defrag call moved `moved` blocks and finished its value, or `paused` for later.
+    pub fn note(&self, moved: u64, paused: bool) {
+        self.moved.fetch_add(moved as i64, Ordering::Relaxed);
+        let counter = if paused { &self.paused } else { &self.values };
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
 }
 
 /// The names of the keys an AOF load lost, each counted once.
@@ -143,6 +172,13 @@ extern "C" fn info(ctx: *mut raw::RedisModuleInfoCtx, for_crash_report: c_int) {
                 }
             }
         }
-        raw::add_info_field_long_long(ctx, "aof_lost_keys", lost_keys());
+        for (name, value) in [
+            ("aof_lost_keys", lost_keys()),
+            ("defrag_moved_blocks", DEFRAG.moved.load(Ordering::Relaxed)),
+            ("defrag_values", DEFRAG.values.load(Ordering::Relaxed)),
+            ("defrag_paused_steps", DEFRAG.paused.load(Ordering::Relaxed)),
+        ] {
+            raw::add_info_field_long_long(ctx, name, value);
+        }
     })
 }

@@ -12,13 +12,15 @@
 //! * Borrowing: a value is lent out by its key, shared by [`read`] (`&Key`), exclusive by
 //!   [`write`] and [`store`] (`&mut Key`), so safe code cannot hold two `&mut` to one value.
 
+use crate::core::defrag::{Defrag, Mover};
 use crate::server::ffi::{guard_callback, log_warning};
 use crate::server::limits::{load_memory_limit, note_loaded_size};
-use crate::server::stats::Tally;
+use crate::server::stats::{self, Tally};
 use redis_module::{native_types::RedisType, raw, Context, RedisError, RedisString};
+use std::alloc::Layout;
 use std::ffi::CStr;
 use std::os::raw::{c_char, c_int, c_longlong, c_void};
-use std::ptr::null_mut;
+use std::ptr::{null_mut, NonNull};
 
 /// A value stored under a key: one impl per Redis type.
 pub trait StoredValue: Sized + 'static {
@@ -57,6 +59,9 @@ pub trait StoredValue: Sized + 'static {
     fn aof_parts(&self, emit: impl FnMut(Option<u64>, &[u8]));
     /// The bytes `DEBUG DIGEST-VALUE` digests, in order: equal iff the values are.
     fn digest_parts(&self, add: impl FnMut(&[u8]));
+    /// Visits every block the value owns beyond its box, in a fixed order, with `d` (active
+    /// defragmentation, `core::defrag`); shared blocks (interned parameters) are not its own.
+    fn defrag(&mut self, d: &mut Defrag);
 }
 
 /// What a key holding a module value costs beyond the value and beyond what Redis's own
@@ -97,8 +102,8 @@ fn charged(bytes: usize) -> u64 {
 }
 
 /// Redis's callback table for `T`: every callback runs inside `ffi::guard_callback`, so a bug
-/// is logged and the value refused (or the work skipped), never an abort. No aux data,
-/// unlink or defrag, none of the `*2` variants.
+/// is logged and the value refused (or the work skipped), never an abort. No aux data or
+/// unlink, none of the `*2` variants.
 pub const fn methods<T: StoredValue>() -> raw::RedisModuleTypeMethods {
     raw::RedisModuleTypeMethods {
         version: raw::REDISMODULE_TYPE_METHOD_VERSION as u64,
@@ -115,7 +120,7 @@ pub const fn methods<T: StoredValue>() -> raw::RedisModuleTypeMethods {
         free_effort: Some(effort::<T>),
         unlink: None,
         copy: Some(copy::<T>),
-        defrag: None,
+        defrag: Some(defrag::<T>),
         mem_usage2: None,
         free_effort2: None,
         unlink2: None,
@@ -281,6 +286,82 @@ unsafe extern "C" fn copy<T: StoredValue>(
                 null_mut()
             }
         }
+    })
+}
+
+/// The server's side of `core::defrag`: `RedisModule_DefragAlloc` moves a block when jemalloc
+/// advises it, `RedisModule_DefragShouldStop` tells when the step's time is up.
+struct ServerMover {
+    ctx: *mut raw::RedisModuleDefragCtx,
+    alloc: unsafe extern "C" fn(*mut raw::RedisModuleDefragCtx, *mut c_void) -> *mut c_void,
+    should_stop: unsafe extern "C" fn(*mut raw::RedisModuleDefragCtx) -> c_int,
+}
+
+impl Mover for ServerMover {
+    unsafe fn relocate(&mut self, ptr: NonNull<u8>, _layout: Layout) -> Option<NonNull<u8>> {
+        // SAFETY: the defrag context Redis passed to this callback; `ptr` is a block of Redis's
+        // allocator (the trait's contract), which DefragAlloc copies whole into a block of the
+        // same size class before freeing it.
+        NonNull::new(unsafe { (self.alloc)(self.ctx, ptr.as_ptr().cast()) }.cast())
+    }
+
+    fn should_stop(&mut self) -> bool {
+        // SAFETY: the defrag context Redis passed to this callback.
+        unsafe { (self.should_stop)(self.ctx) != 0 }
+    }
+}
+
+/// Moves the value's box and blocks that jemalloc advises moving. Small values are done in one
+/// call. Redis calls a value whose `free_effort` exceeds `active-defrag-max-scan-fields` (about
+/// 4 MB with the default 1000) in steps with a time budget and a cursor: the call then stops
+/// when `DefragShouldStop` says so, stores how many blocks it visited, and returns 1 for "call
+/// again"; the next call resumes there. The 16 MiB segments of large bit arrays are never
+/// moved by jemalloc (only slab-sized blocks are), so a 400 MB filter's step is short anyway.
+/// The API exists from Redis 6.2 and in Valkey; on a server without it this does nothing.
+unsafe extern "C" fn defrag<T: StoredValue>(
+    ctx: *mut raw::RedisModuleDefragCtx,
+    _key: *mut raw::RedisModuleString,
+    v: *mut *mut c_void,
+) -> c_int {
+    guard_callback("defrag", 0, || {
+        // SAFETY: reads of function pointers Redis sets once at load.
+        let api = unsafe {
+            (
+                raw::RedisModule_DefragAlloc,
+                raw::RedisModule_DefragShouldStop,
+                raw::RedisModule_DefragCursorGet,
+                raw::RedisModule_DefragCursorSet,
+            )
+        };
+        let (Some(alloc), Some(should_stop), Some(get), Some(set)) = api else {
+            return 0;
+        };
+        let mut cursor: std::os::raw::c_ulong = 0;
+        // SAFETY: the context Redis passed; outside a stepped defrag the call fails and leaves
+        // the cursor at 0.
+        unsafe { get(ctx, &mut cursor) };
+        let mut mover = ServerMover {
+            ctx,
+            alloc,
+            should_stop,
+        };
+        let mut d = Defrag::new(&mut mover, cursor);
+        // SAFETY: `*v` is the box this module handed Redis for a T (`into_redis`, `store`);
+        // Redis keeps the pointer it finds in `*v` after the call.
+        unsafe {
+            let Some(mut boxed) = NonNull::new((*v).cast::<u8>()) else {
+                return 0;
+            };
+            d.block(&mut boxed, Layout::new::<T>());
+            *v = boxed.as_ptr().cast();
+            (*v).cast::<T>().as_mut().expect("non-null").defrag(&mut d);
+        }
+        let resume = d.resume_at();
+        // SAFETY: the context Redis passed; the call fails outside a stepped defrag.
+        let again =
+            resume.is_some_and(|at| unsafe { set(ctx, at as _) } == raw::REDISMODULE_OK as c_int);
+        stats::DEFRAG.note(d.moved(), again);
+        c_int::from(again)
     })
 }
 

@@ -19,6 +19,7 @@ mod lc_memory;
 mod lc_persistence;
 mod limits;
 mod ops_cluster;
+mod ops_defrag;
 mod ops_durability;
 mod ops_info_events;
 mod ops_persistence;

@@ -6,6 +6,7 @@ use super::murmur::HashPair;
 use super::DecodeError;
 use crate::bloom::chain::ChainError;
 use crate::core::alloc::size_class;
+use crate::core::defrag::Defrag;
 
 /// Most links a chain may have. RedisBloom 2.8.2 asserts (aborts the server) when it loads
 /// 1000 or more, so a chain that is to go back to it must stay below.
@@ -166,6 +167,13 @@ impl RbChain {
     /// Bytes the chain occupies in this process (`MEMORY USAGE`): each allocation (the box
     /// Redis holds, the list of links, each bit array) rounded up to the allocator's size
     /// class. Budgets (`max-memory-per-key`) use [`memory_bytes_for`], known before allocating.
+    /// Visits the chain's blocks for defragmentation (`core::defrag`): the list of links,
+    /// then each link's bit array.
+    pub fn defrag(&mut self, d: &mut Defrag) {
+        d.vec(&mut self.links);
+        self.links.iter_mut().for_each(|link| d.vec(&mut link.data));
+    }
+
     pub fn memory_bytes(&self) -> u64 {
         let list = (self.links.capacity() * std::mem::size_of::<Link>()) as u64;
         self.links
@@ -438,5 +446,16 @@ mod tests {
         assert!(check_chain_fields(0, 13, 0, 1, || Some(0)).is_ok());
         assert!(check_chain_fields(3, 5, 2, 1, || Some(2)).is_err());
         assert!(check_chain_fields(3, 5, 2, 1, || None).is_err());
+    }
+
+    #[test]
+    fn answers_the_same_after_defrag_moved_every_block() {
+        use crate::core::defrag::tests::in_steps;
+        let mut c = RbChain::reserve(0.01, 10, Some(2), u64::MAX).unwrap();
+        fill(&mut c, 300);
+        let before = c.clone();
+        assert!(in_steps(&mut c, 1, |c, d| c.defrag(d)) > 3);
+        assert_eq!(c, before);
+        assert!((0..300).all(|i| c.contains(&c.hash(format!("i{i}").as_bytes()))));
     }
 }

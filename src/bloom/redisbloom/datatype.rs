@@ -29,6 +29,7 @@ use super::rdb::{self, FieldReader, FieldWriter};
 use super::scandump;
 use super::{DecodeError, OUT_OF_MEMORY, TOO_LARGE};
 use crate::bloom::stats;
+use crate::core::defrag::Defrag;
 use crate::server::stats::Tally;
 use crate::server::value::{methods, StoredValue};
 use redis_module::{native_types::RedisType, raw};
@@ -134,5 +135,9 @@ impl StoredValue for RbChain {
 
     fn digest_parts(&self, mut add: impl FnMut(&[u8])) {
         for_each_part(self, |_, bytes| add(bytes));
+    }
+
+    fn defrag(&mut self, d: &mut Defrag) {
+        RbChain::defrag(self, d)
     }
 }

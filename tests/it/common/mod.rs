@@ -60,6 +60,8 @@ pub struct Server {
     module_args: Vec<String>,
     /// The module to load instead of lcbloom (RedisBloom, for the import tests).
     module: Option<PathBuf>,
+    /// The server binary instead of `server_binary()`.
+    binary: Option<String>,
     child: Option<Child>,
     keep_dir: bool,
 }
@@ -69,6 +71,7 @@ pub struct ServerBuilder {
     module_args: Vec<String>,
     dir: Option<PathBuf>,
     module: Option<PathBuf>,
+    binary: Option<String>,
 }
 
 impl ServerBuilder {
@@ -89,6 +92,12 @@ impl ServerBuilder {
     /// Load this module instead of lcbloom.
     pub fn module(mut self, path: &Path) -> Self {
         self.module = Some(path.to_path_buf());
+        self
+    }
+
+    /// Run this server binary instead of `server_binary()`.
+    pub fn binary(mut self, path: &str) -> Self {
+        self.binary = Some(path.to_string());
         self
     }
 
@@ -132,6 +141,7 @@ impl ServerBuilder {
             args: self.args,
             module_args: self.module_args,
             module: self.module,
+            binary: self.binary,
             child: None,
             keep_dir: false,
         }
@@ -153,6 +163,7 @@ impl Server {
             module_args: Vec::new(),
             dir: None,
             module: None,
+            binary: None,
         }
     }
 
@@ -193,7 +204,7 @@ impl Server {
 
     /// The server's command line on `self.port`.
     fn command(&self, module: &Path) -> Command {
-        let mut cmd = Command::new(server_binary());
+        let mut cmd = Command::new(self.binary.clone().unwrap_or_else(server_binary));
         cmd.arg("--port")
             .arg(self.port.to_string())
             .args(["--bind", "127.0.0.1", "--save", "", "--daemonize", "no"])
