@@ -18,7 +18,7 @@ FUZZ_SECONDS ?= 60
 FUZZ_TARGETS := bf_value bf_loadchunk lc_value lc_loadchunk rb_value rb_loadchunk bf_any_loadchunk
 
 .PHONY: all build run test unit-test integration-test py-test test-redis-versions deps deps-system deps-python clean
-.PHONY: valkey test-valkey redisbloom bench bench-memory bench-peer floors layout-sweep fuzz
+.PHONY: build-fault-injection valkey test-valkey redisbloom bench bench-memory bench-peer floors layout-sweep fuzz
 
 all: build
 
@@ -60,8 +60,12 @@ test: deps build unit-test integration-test test-redis-versions
 unit-test:
 	$(CARGO_TEST) --lib
 
-integration-test: redisbloom deps-python
+integration-test: redisbloom deps-python build-fault-injection
 	$(CARGO_TEST) --test it
+
+## The module with the fault-injection point the persistence tests use (never shipped).
+build-fault-injection:
+	cargo build --profile fault-injection --features fault-injection
 
 ## The Python client tests alone (through the same harness).
 py-test: deps build
@@ -75,7 +79,7 @@ py-test: deps build
 REDIS_VERSIONS := 7.2.6 7.4.1
 REDIS_SERVERS ?= $(firstword $(wildcard $(CURDIR)/../shared/servers $(CURDIR)/../../shared/servers))
 
-test-redis-versions: deps build redisbloom
+test-redis-versions: deps build redisbloom build-fault-injection
 	@for v in $(REDIS_VERSIONS); do \
 	  rs="$(REDIS_SERVERS)/redis-$$v/redis-server"; \
 	  if [ -n "$(REDIS_SERVERS)" ] && [ -x "$$rs" ]; then \
@@ -93,7 +97,7 @@ VALKEY_TESTS ?=
 valkey: deps-python
 	@scripts/fetch-tool.sh valkey
 
-test-valkey: deps build redisbloom
+test-valkey: deps build redisbloom build-fault-injection
 	vs=$$(realpath "$$(scripts/fetch-tool.sh valkey)") && "$$vs" --version && \
 	REDIS_SERVER=$$vs $(CARGO_TEST) --test it $(VALKEY_TESTS)
 

@@ -15,6 +15,7 @@
 use crate::core::defrag::{Defrag, Mover};
 use crate::server::ffi::{guard_callback, log_warning};
 use crate::server::limits::{load_memory_limit, note_loaded_size};
+use crate::server::save;
 use crate::server::stats::{self, Tally};
 use redis_module::{native_types::RedisType, raw, Context, RedisError, RedisString};
 use std::alloc::Layout;
@@ -166,9 +167,15 @@ unsafe extern "C" fn rdb_load<T: StoredValue>(
                 note_loaded_size(T::NAME, v.memory_bytes());
                 into_redis(v)
             }
-            Ok(_) => null_mut(),
-            Err(why) => {
-                log_warning(&format!("lcbloom: refusing a {} from RDB: {why}", T::NAME));
+            result => {
+                let why = result
+                    .err()
+                    .unwrap_or_else(|| "a field of another kind".into());
+                log_warning(&format!(
+                    "lcbloom: refusing a {} from RDB: {why} (corrupt, or cut short by a save \
+                     that failed: see the log of the server that wrote it)",
+                    T::NAME
+                ));
                 null_mut()
             }
         }
@@ -176,8 +183,11 @@ unsafe extern "C" fn rdb_load<T: StoredValue>(
 }
 
 unsafe extern "C" fn rdb_save<T: StoredValue>(rdb: *mut raw::RedisModuleIO, v: *mut c_void) {
-    // SAFETY: Redis passes a value of this type.
-    guard_callback("rdb_save", (), || unsafe { value::<T>(v) }.rdb_save(rdb))
+    let what = format!("rdb_save of a {}", T::NAME);
+    // SAFETY: Redis passes its IO handle and a value of this type.
+    let write = || unsafe { value::<T>(v) }.rdb_save(rdb);
+    // SAFETY: the IO handle Redis passed to this rdb_save.
+    unsafe { save::guarded(rdb, &what, write, || save::empty_field(rdb)) }
 }
 
 unsafe extern "C" fn aof_rewrite<T: StoredValue>(
@@ -185,7 +195,8 @@ unsafe extern "C" fn aof_rewrite<T: StoredValue>(
     key: *mut raw::RedisModuleString,
     v: *mut c_void,
 ) {
-    guard_callback("aof_rewrite", (), || {
+    let what = format!("aof_rewrite of a {}", T::NAME);
+    let write = || {
         // SAFETY: a read of a function pointer Redis sets once at load.
         let Some(emit) = (unsafe { raw::RedisModule_EmitAOF }) else {
             return;
@@ -211,7 +222,9 @@ unsafe extern "C" fn aof_rewrite<T: StoredValue>(
                 }
             }
         });
-    })
+    };
+    // SAFETY: the IO handle Redis passed to this aof_rewrite.
+    unsafe { save::guarded(aof, &what, write, || ()) }
 }
 
 unsafe extern "C" fn free<T: StoredValue>(v: *mut c_void) {

@@ -24,6 +24,7 @@ mod ops_durability;
 mod ops_info_events;
 mod ops_persistence;
 mod ops_replication;
+mod ops_save_fault;
 mod py_clients;
 mod rb_format;
 mod rb_hostile;

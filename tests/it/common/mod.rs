@@ -37,6 +37,11 @@ pub fn module_path() -> PathBuf {
     }
 }
 
+/// The module built with the fault-injection point (`make test` builds it).
+pub fn fault_module_path() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("target/fault-injection/liblcbloom.so")
+}
+
 pub fn server_binary() -> String {
     std::env::var("REDIS_SERVER").unwrap_or_else(|_| "redis-server".to_string())
 }
@@ -62,6 +67,8 @@ pub struct Server {
     module: Option<PathBuf>,
     /// The server binary instead of `server_binary()`.
     binary: Option<String>,
+    /// Environment variables of the server process.
+    env: Vec<(String, String)>,
     child: Option<Child>,
     keep_dir: bool,
 }
@@ -72,6 +79,7 @@ pub struct ServerBuilder {
     dir: Option<PathBuf>,
     module: Option<PathBuf>,
     binary: Option<String>,
+    env: Vec<(String, String)>,
 }
 
 impl ServerBuilder {
@@ -98,6 +106,12 @@ impl ServerBuilder {
     /// Run this server binary instead of `server_binary()`.
     pub fn binary(mut self, path: &str) -> Self {
         self.binary = Some(path.to_string());
+        self
+    }
+
+    /// An environment variable of the server process.
+    pub fn env(mut self, name: &str, value: &str) -> Self {
+        self.env.push((name.to_string(), value.to_string()));
         self
     }
 
@@ -142,6 +156,7 @@ impl ServerBuilder {
             module_args: self.module_args,
             module: self.module,
             binary: self.binary,
+            env: self.env,
             child: None,
             keep_dir: false,
         }
@@ -164,6 +179,7 @@ impl Server {
             dir: None,
             module: None,
             binary: None,
+            env: Vec::new(),
         }
     }
 
@@ -218,6 +234,7 @@ impl Server {
             .arg("--loadmodule")
             .arg(module)
             .args(&self.module_args)
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null());
