@@ -49,8 +49,8 @@
 //! Measured false-positive rates match the model (a test at 200,000 items; the benchmark in
 //! docs/BENCHMARKS.md at 0.001 / 200,000,000 over 1,000,000 non-members).
 
-use super::filter::{prefetch_line, Occupancy, SizeError, MAX_BITS, MAX_HASHES};
-use super::words::{WordRead, WordWrite};
+use super::fp::{Occupancy, SizeError, MAX_BITS, MAX_HASHES};
+use super::words::{prefetch_line, WordRead, WordWrite};
 use crate::core::hashing::{reduce, ItemHash};
 
 /// Bits in a block: one 64-byte cache line.

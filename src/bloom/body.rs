@@ -1,108 +1,321 @@
-//! `Body`: the one allocation behind a chain (`chain.rs`), exactly sized: a run of u64 words
-//! (the sub-filters' item counts and sparse sets, laid out by the chain) and the chain's bit
-//! arrays, if it has any.
+//! `Body`: what a chain (`chain.rs`) owns, and the one place that knows how it is laid out:
+//! one exactly sized block of u64 words holding each sub-filter's item count and the sparse
+//! sets, and apart from it the bit arrays. The chain sees typed views of its sub-filters
+//! ([`SetView`], and each bit array with its parameters), never the words.
+//!
+//! Data, in order: the sub-filters' item counts, one word each, oldest first; then the sparse
+//! sub-filters' regions (`sparse.rs`), oldest first. A region's length follows from its set's
+//! shape while it fills, and is in its first word once it is full (`frozen.rs`), so a set is
+//! found by walking the regions before it; the newest sub-filter's region, the only one that
+//! changes, ends the data. The bit arrays are a list in the order they were added.
 //!
 //! A small key's whole value is the box Redis holds (the chain: an `Arc` of its shared
 //! parameters and this body's pointer, 16 bytes) and this block; every separate allocation
 //! would pay its own size-class rounding, and a `Vec` its spare capacity, which for keys of a
-//! hundred bytes matter. So the block is thin (its length is in its first word), holds its
-//! data inline, and is allocated at its size's allocator size class (`alloc::size_class`,
-//! what jemalloc would hand out anyway): a set that grows by a word reallocates only when it
-//! crosses into the next class. Bit arrays are large and never move: they live in a
+//! hundred bytes matter. So the block is a size-class block (`core::block`): its data inline,
+//! its size the allocator's class for it, so that a set that grows by a word reallocates only
+//! when it crosses into the next class. Bit arrays are large and never move: they live in a
 //! `Vec` boxed apart, reached through the block's second word (0 when there are none), so a
 //! chain of sparse sets pays nothing for them.
 //!
-//! Block: word 0 the data length n, word 1 the bit arrays' box (an exposed address, or 0),
-//! words 2..2+n the data. Allocation is fallible: a failure is an error, never an abort.
+//! Block: word 0 its header (the data length n above the block's own bits), word 1 the bit
+//! arrays' box (an exposed address, or 0), words 2..2+n the data. Allocation is fallible: a
+//! failure is an error, never an abort.
 
-use super::filter::BitArray;
+use super::filter::{BitArray, FilterParams, SizeError};
+use super::params::{ChainParams, SparseParams, SubParams};
+use super::sparse::{self, Shape};
 use crate::core::alloc::{size_class, try_box};
+use crate::core::block::{Block, HEAD_FREE_SHIFT};
 use crate::core::defrag::Defrag;
-use std::alloc::{alloc_zeroed, dealloc, realloc, Layout};
+use crate::core::hashing::ItemHash;
 use std::ptr::NonNull;
 
+/// Words before the data: the header and the bit arrays' box.
 const HEAD: usize = 2;
 
 pub struct Body {
-    block: NonNull<u64>,
+    block: Block,
 }
 
-// SAFETY: Body owns its block and bit arrays exclusively, like a Box.
-unsafe impl Send for Body {}
-// SAFETY: shared access is read-only, writes need `&mut`.
-unsafe impl Sync for Body {}
+/// A sparse sub-filter as the body holds it.
+pub struct SetView<'a> {
+    pub params: &'a SparseParams,
+    pub items: u64,
+    /// Its region: index and stream while it fills, the frozen form when full.
+    pub region: &'a [u64],
+}
 
-/// The allocation of a block of `words` words: their size class.
-fn layout(words: usize) -> Option<Layout> {
-    let bytes = words.checked_mul(8)?;
-    Layout::from_size_align(size_class(bytes as u64) as usize, 8).ok()
+impl SetView<'_> {
+    fn shape(&self) -> Shape {
+        self.params.shape(self.items)
+    }
+
+    fn full(&self) -> bool {
+        self.items == self.params.capacity
+    }
+
+    /// Whether the set holds the item's fingerprint.
+    #[inline(always)]
+    pub fn holds(&self, hash: &ItemHash) -> bool {
+        let v = sparse::fingerprint(hash, self.params.universe);
+        sparse::holds(self.region, &self.shape(), self.full(), v)
+    }
+
+    /// Its stream (its encoding), or None if the memory could not be had.
+    pub fn stream(&self) -> Option<Vec<u64>> {
+        sparse::stream_of(self.region, &self.shape(), self.full())
+    }
+}
+
+/// Bytes the block and the bit arrays' list of a chain of these sub-filters holding these
+/// items take, by their size classes, before allocating (`Body::memory_bytes`'s sum; a
+/// large bit array by its segments, `words.rs`; a blocked bit array that needs room to align
+/// is counted without it).
+pub fn planned_bytes(subs: &[SubParams], items: &[u64]) -> Option<u64> {
+    let mut block = HEAD as u64 + subs.len() as u64;
+    let (mut arrays, mut bits) = (0u64, 0u64);
+    for (sub, n) in subs.iter().zip(items) {
+        match sub {
+            SubParams::Bits(p) => {
+                let words = usize::try_from(p.words()).ok()?;
+                arrays = arrays.checked_add(super::words::planned_bytes(words))?;
+                bits += 1;
+            }
+            SubParams::Sparse(_) => block += sub.region_words(*n) as u64,
+        }
+    }
+    let mut total = size_class(block * 8);
+    if bits > 0 {
+        total += size_class(std::mem::size_of::<Vec<BitArray>>() as u64)
+            + size_class(bits.checked_mul(std::mem::size_of::<BitArray>() as u64)?);
+    }
+    total.checked_add(arrays)
 }
 
 impl Body {
+    /// The body of sub-filters each with its items, the sparse ones' streams one after the
+    /// other in `streams` (valid, `sparse::is_valid`), the bit arrays zero.
+    pub fn from_parts(subs: &[(SubParams, u64)], streams: &[u64]) -> Result<Self, SizeError> {
+        let count = subs.len();
+        // The sparse sets' regions first: a full one's size depends on its values.
+        let mut regions = Vec::new();
+        let mut read = 0;
+        for (sub, n) in subs {
+            if let SubParams::Sparse(p) = sub {
+                let shape = p.shape(*n);
+                let stream = &streams[read..read + shape.stream_words()];
+                read += shape.stream_words();
+                let region = sparse::region_of(stream, &shape, *n == p.capacity);
+                regions.push(region.ok_or(SizeError::OutOfMemory)?);
+            }
+        }
+        let words: usize = regions.iter().map(Vec::len).sum();
+        let mut body = Body::zeroed(count + words).ok_or(SizeError::OutOfMemory)?;
+        let data = body.data_mut();
+        for (word, (_, n)) in data.iter_mut().zip(subs) {
+            *word = *n;
+        }
+        let mut at = count;
+        for region in regions {
+            data[at..at + region.len()].copy_from_slice(&region);
+            at += region.len();
+        }
+        for (sub, _) in subs {
+            if let SubParams::Bits(p) = sub {
+                body.push_bits(BitArray::new(p)?)
+                    .map_err(|_| SizeError::OutOfMemory)?;
+            }
+        }
+        Ok(body)
+    }
+
+    /// Items in each sub-filter, oldest first.
+    #[inline]
+    pub fn items(&self, params: &ChainParams) -> &[u64] {
+        &self.data()[..params.subs.len()]
+    }
+
+    #[inline]
+    pub fn items_mut(&mut self, params: &ChainParams) -> &mut [u64] {
+        &mut self.data_mut()[..params.subs.len()]
+    }
+
+    /// The bit arrays with their parameters, oldest first.
+    #[inline]
+    pub fn arrays<'a>(
+        &'a self,
+        params: &'a ChainParams,
+    ) -> impl Iterator<Item = (&'a FilterParams, &'a BitArray)> {
+        params.bits().iter().zip(self.bits())
+    }
+
+    pub fn arrays_mut<'a>(
+        &'a mut self,
+        params: &'a ChainParams,
+    ) -> impl Iterator<Item = (&'a FilterParams, &'a mut BitArray)> {
+        params.bits().iter().zip(self.bits_mut().iter_mut())
+    }
+
+    /// The sparse sub-filters, oldest first.
+    #[inline(always)]
+    pub fn sets<'a>(&'a self, params: &'a ChainParams) -> impl Iterator<Item = SetView<'a>> {
+        let data = self.data();
+        let mut regions = &data[params.subs.len()..];
+        params.sparse().iter().map(move |(i, p)| {
+            let items = data[*i];
+            let len = sparse::region_len(regions, &p.shape(items), items == p.capacity);
+            let (region, rest) = regions.split_at(len);
+            regions = rest;
+            SetView {
+                params: p,
+                items,
+                region,
+            }
+        })
+    }
+
+    /// Where the region of the newest sub-filter, a sparse set of `n` items that is not full,
+    /// starts: it ends the data.
+    fn last_set_start(&self, p: &SparseParams, n: u64) -> usize {
+        self.data().len() - p.shape(n).region_words()
+    }
+
+    /// Adds a fingerprint to the newest sub-filter, a sparse set with room (`last` its place):
+    /// whether it was new there (its count is then one more). A set that cannot grow refuses
+    /// (out of memory), changing nothing.
+    #[inline(never)]
+    pub fn add_to_last_set(
+        &mut self,
+        last: usize,
+        p: &SparseParams,
+        v: u64,
+    ) -> Result<bool, SizeError> {
+        let n = self.data()[last];
+        let shape = p.shape(n);
+        let at = self.last_set_start(p, n);
+        let words = shape.region_words();
+        let pending = match sparse::prepare_add(&self.data()[at..], &shape, p.universe, v) {
+            None => return Err(SizeError::OutOfMemory),
+            Some(sparse::Add::Present) => return Ok(false),
+            Some(sparse::Add::Absent(pending)) => pending,
+        };
+        let grown = Shape::new(n + 1, p.universe);
+        if n + 1 < p.capacity {
+            if !self.resize(at, words, grown.region_words()) {
+                return Err(SizeError::OutOfMemory);
+            }
+            sparse::insert(&mut self.data_mut()[at..], &shape, p.universe, pending);
+        } else {
+            // Full now: into the lookup form (frozen.rs), built apart so that a failure
+            // changes nothing.
+            let mut region = Vec::new();
+            region
+                .try_reserve_exact(grown.region_words())
+                .map_err(|_| SizeError::OutOfMemory)?;
+            region.extend_from_slice(&self.data()[at..]);
+            region.resize(grown.region_words(), 0);
+            sparse::insert(&mut region, &shape, p.universe, pending);
+            let frozen = sparse::freeze(&region, &grown).ok_or(SizeError::OutOfMemory)?;
+            if !self.resize(at, words, frozen.len()) {
+                return Err(SizeError::OutOfMemory);
+            }
+            self.data_mut()[at..].copy_from_slice(&frozen);
+        }
+        self.data_mut()[last] += 1;
+        Ok(true)
+    }
+
+    /// Adds the fingerprints `vs` to the newest sub-filter, a sparse set that takes them all
+    /// without filling up, re-coding its set once (`sparse::add_all`): whether each was new.
+    /// None, with nothing changed, if the memory could not be had.
+    pub fn add_all_to_last_set(
+        &mut self,
+        last: usize,
+        p: &SparseParams,
+        vs: &[u64],
+    ) -> Option<Vec<bool>> {
+        let n = self.data()[last];
+        let shape = p.shape(n);
+        let at = self.last_set_start(p, n);
+        let (new, region, grown) = sparse::add_all(&self.data()[at..], &shape, p.universe, vs)?;
+        if !self.resize(at, shape.region_words(), grown.region_words()) {
+            return None;
+        }
+        let data = self.data_mut();
+        data[at..].copy_from_slice(&region);
+        data[last] = grown.len();
+        Some(new)
+    }
+
+    /// Adds an empty sub-filter after the `count` there are: its item count, and its bit array
+    /// if it has one (a new sparse set has no region yet). Nothing changes on an error.
+    pub fn push(&mut self, count: usize, sub: &SubParams) -> Result<(), SizeError> {
+        if let SubParams::Bits(p) = sub {
+            self.push_bits(BitArray::new(p)?)
+                .map_err(|_| SizeError::OutOfMemory)?;
+        }
+        if !self.resize(count, 0, 1) {
+            if let SubParams::Bits(_) = sub {
+                self.pop_bits();
+            }
+            return Err(SizeError::OutOfMemory);
+        }
+        Ok(())
+    }
+
     /// A block of `len` zero data words and no bit arrays, or None if the allocator refuses.
-    pub fn zeroed(len: usize) -> Option<Self> {
-        let layout = layout(len.checked_add(HEAD)?)?;
-        // SAFETY: the layout is at least HEAD words, non-zero-sized.
-        let block = NonNull::new(unsafe { alloc_zeroed(layout) }.cast::<u64>())?;
-        // SAFETY: the block has HEAD + len words; word 1 stays 0 (no bit arrays).
-        unsafe { block.write(len as u64) };
+    fn zeroed(len: usize) -> Option<Self> {
+        let mut block = Block::zeroed(len.checked_add(HEAD)? as u64)?;
+        block.set_head((len as u64) << HEAD_FREE_SHIFT);
         Some(Self { block })
     }
 
+    #[inline]
     fn len(&self) -> usize {
-        // SAFETY: word 0 of a live block is its data length.
-        unsafe { self.block.read() as usize }
+        (self.block.head() >> HEAD_FREE_SHIFT) as usize
     }
 
     /// The data words.
-    pub fn data(&self) -> &[u64] {
-        // SAFETY: the block holds HEAD + len initialised words.
-        unsafe { std::slice::from_raw_parts(self.block.as_ptr().add(HEAD), self.len()) }
+    #[inline]
+    fn data(&self) -> &[u64] {
+        &self.block.words()[HEAD..HEAD + self.len()]
     }
 
-    pub fn data_mut(&mut self) -> &mut [u64] {
-        // SAFETY: as in `data`, and &mut self makes the access exclusive.
-        unsafe { std::slice::from_raw_parts_mut(self.block.as_ptr().add(HEAD), self.len()) }
+    #[inline]
+    fn data_mut(&mut self) -> &mut [u64] {
+        let len = self.len();
+        &mut self.block.words_mut()[HEAD..HEAD + len]
     }
 
     /// Makes the `old` data words at `at` `new` words long: the words after them move, the
     /// ones added are zero, those removed are lost. False (nothing changed) if the allocator
     /// refuses.
-    pub fn resize(&mut self, at: usize, old: usize, new: usize) -> bool {
+    fn resize(&mut self, at: usize, old: usize, new: usize) -> bool {
         let len = self.len();
         debug_assert!(at + old <= len);
         if new == old {
             return true;
         }
-        let Some(new_len) = (len - old).checked_add(new) else {
+        let Some(new_len) = (len - old)
+            .checked_add(new)
+            .filter(|n| n.checked_add(HEAD).is_some())
+        else {
             return false;
         };
         let tail = len - at - old;
-        let (Some(from), Some(to)) = (
-            layout(HEAD + len),
-            new_len.checked_add(HEAD).and_then(layout),
-        ) else {
-            return false;
-        };
         if new < old {
             self.data_mut().copy_within(at + old.., at + new);
         }
-        if from.size() != to.size() {
-            // SAFETY: the block was allocated with `from`; `to` has the same alignment and a
-            // non-zero size.
-            let moved = unsafe { realloc(self.block.as_ptr().cast(), from, to.size()) };
-            let Some(block) = NonNull::new(moved.cast::<u64>()) else {
-                if new < old {
-                    // Undo the move: the block is unchanged otherwise.
-                    self.data_mut()
-                        .copy_within(at + new..at + new + tail, at + old);
-                }
-                return false;
-            };
-            self.block = block;
+        if self.block.resize((HEAD + new_len) as u64).is_err() {
+            if new < old {
+                // Undo the move: the block is unchanged otherwise.
+                self.data_mut()
+                    .copy_within(at + new..at + new + tail, at + old);
+            }
+            return false;
         }
-        // SAFETY: the block now has HEAD + new_len words.
-        unsafe { self.block.write(new_len as u64) };
+        self.block.set_head((new_len as u64) << HEAD_FREE_SHIFT);
         if new > old {
             let data = self.data_mut();
             data.copy_within(at + old..at + old + tail, at + new);
@@ -112,8 +325,8 @@ impl Body {
     }
 
     fn bits_box(&self) -> Option<NonNull<Vec<BitArray>>> {
-        // SAFETY: word 1 of a live block is 0 or the exposed address of the bit arrays' box.
-        let address = unsafe { self.block.add(1).read() } as usize;
+        // Word 1 is 0 or the exposed address of the bit arrays' box.
+        let address = self.block.words()[1] as usize;
         NonNull::new(std::ptr::with_exposed_provenance_mut(address))
     }
 
@@ -135,7 +348,7 @@ impl Body {
     }
 
     /// Appends a bit array; gives it back if the allocator refuses the room.
-    pub fn push_bits(&mut self, bits: BitArray) -> Result<(), BitArray> {
+    fn push_bits(&mut self, bits: BitArray) -> Result<(), BitArray> {
         let mut b = match self.bits_box() {
             Some(b) => b,
             None => {
@@ -144,12 +357,7 @@ impl Body {
                 };
                 // Owned by the body from now on: Drop gives it back to `Box::from_raw`.
                 let b = NonNull::from(Box::leak(boxed));
-                // SAFETY: word 1 of the block; the box is owned from now on (see Drop).
-                unsafe {
-                    self.block
-                        .add(1)
-                        .write(b.as_ptr().expose_provenance() as u64)
-                };
+                self.block.words_mut()[1] = b.as_ptr().expose_provenance() as u64;
                 b
             }
         };
@@ -163,7 +371,7 @@ impl Body {
     }
 
     /// Removes the last bit array (undoing a `push_bits`).
-    pub fn pop_bits(&mut self) {
+    fn pop_bits(&mut self) {
         if let Some(mut b) = self.bits_box() {
             // SAFETY: owned by this body, and &mut self makes the access exclusive.
             unsafe { b.as_mut() }.pop();
@@ -173,7 +381,7 @@ impl Body {
     /// Bytes the allocator hands out for the block, the bit arrays' box and list, and the bit
     /// arrays, each rounded up to its size class.
     pub fn memory_bytes(&self) -> u64 {
-        let block = size_class(((HEAD + self.len()) * 8) as u64);
+        let block = self.block.memory_bytes();
         let Some(b) = self.bits_box() else {
             return block;
         };
@@ -189,11 +397,7 @@ impl Body {
     /// Visits the body's blocks for defragmentation (`core::defrag`): the block, then the bit
     /// arrays' box, list and arrays; word 1 then holds the box's new address.
     pub fn defrag(&mut self, d: &mut Defrag) {
-        let mut block = self.block.cast::<u8>();
-        let layout = layout(HEAD + self.len()).expect("valid when allocated");
-        // SAFETY: the block was allocated with this layout; `self.block` is its one pointer.
-        unsafe { d.block(&mut block, layout) };
-        self.block = block.cast();
+        self.block.defrag(d);
         let Some(b) = self.bits_box() else {
             return;
         };
@@ -203,9 +407,7 @@ impl Body {
         d.boxed(&mut list);
         d.vec(&mut list);
         list.iter_mut().for_each(|bits| bits.defrag(d));
-        let address = Box::into_raw(list).expose_provenance() as u64;
-        // SAFETY: word 1 of the live block.
-        unsafe { self.block.add(1).write(address) };
+        self.block.words_mut()[1] = Box::into_raw(list).expose_provenance() as u64;
     }
 
     /// A deep copy, allocated fallibly.
@@ -219,19 +421,18 @@ impl Body {
     }
 }
 
+impl PartialEq for Body {
+    fn eq(&self, other: &Self) -> bool {
+        self.data() == other.data() && self.bits() == other.bits()
+    }
+}
+
 impl Drop for Body {
     fn drop(&mut self) {
         if let Some(b) = self.bits_box() {
             // SAFETY: the box was leaked into word 1 by `push_bits` and is dropped once.
             drop(unsafe { Box::from_raw(b.as_ptr()) });
         }
-        // SAFETY: allocated with this layout (valid then, the length is unchanged since).
-        unsafe {
-            dealloc(
-                self.block.as_ptr().cast(),
-                layout(HEAD + self.len()).expect("valid when allocated"),
-            )
-        };
     }
 }
 

@@ -54,15 +54,13 @@
 //!   apart from it the bit arrays. `memory_bytes` counts every allocation by its allocator
 //!   size class; shared parameters are not counted (they are one copy for all the keys).
 
-use super::body::Body;
+use super::body::{self, Body};
 use super::filter::{BitArray, FilterParams, Layout, SizeError, MIN_ERROR_RATE};
-use super::sparse::{self, Shape};
-use super::words::planned_bytes;
+use super::params::{self as shared, ChainParams, SubParams};
+use super::sparse;
 use crate::core::alloc::size_class;
 use crate::core::defrag::Defrag;
 use crate::core::hashing::ItemHash;
-use crate::core::intern::Interner;
-use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
 /// The share of the error budget the first sub-filter of a scaling chain gets.
@@ -145,6 +143,9 @@ pub enum ChainError {
     CannotScale,
     /// Capacity or size arithmetic overflows.
     Overflow,
+    /// RedisBloom's sizing cannot make an imported chain's next link, or the chain has its
+    /// most links (RedisBloom's text).
+    CannotGrow,
     /// The allocator refused.
     OutOfMemory,
 }
@@ -169,6 +170,7 @@ impl std::fmt::Display for ChainError {
                 "filter cannot scale further: a new sub-filter's error rate would be below {MIN_ERROR_RATE:e}"
             ),
             ChainError::Overflow => write!(f, "filter too large (capacity overflows)"),
+            ChainError::CannotGrow => write!(f, "problem inserting into filter"),
             ChainError::OutOfMemory => write!(f, "insufficient memory to create filter"),
         }
     }
@@ -198,220 +200,10 @@ impl From<SizeError> for ChainError {
     }
 }
 
-/// A sparse sub-filter's parameters (`sparse.rs`).
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct SparseParams {
-    pub capacity: u64,
-    pub error_rate: f64,
-    /// U: fingerprints are in 0..U.
-    pub universe: u64,
-    /// Its shape when full, which most sparse sub-filters of a grown chain are: computed
-    /// once, not at every lookup.
-    full: Shape,
-}
-
-impl SparseParams {
-    /// None unless 1 ≤ capacity ≤ `sparse::MAX_CAPACITY`, rate in (0, 1) and U ≥ capacity.
-    pub fn new(capacity: u64, error_rate: f64, universe: u64) -> Option<Self> {
-        let valid = (1..=sparse::MAX_CAPACITY).contains(&capacity)
-            && error_rate > 0.0
-            && error_rate < 1.0
-            && universe >= capacity;
-        valid.then(|| Self {
-            capacity,
-            error_rate,
-            universe,
-            full: Shape::new(capacity, universe),
-        })
-    }
-
-    /// The shape of the set holding `items` (≤ capacity).
-    #[inline]
-    fn shape(&self, items: u64) -> Shape {
-        if items == self.capacity {
-            self.full
-        } else {
-            Shape::new(items, self.universe)
-        }
-    }
-}
-
-/// One sub-filter's parameters: a bit array's or a sparse set's.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum SubParams {
-    Bits(FilterParams),
-    Sparse(SparseParams),
-}
-
-impl SubParams {
-    /// The smaller representation for a new sub-filter of `capacity` at rate `error_rate`:
-    /// sparse if its set at capacity takes no more words than the textbook bit array and
-    /// what a bit array costs apart from its bits (its place in the body's list of bit arrays
-    /// and its own allocation's rounding, `ARRAY_OVERHEAD_WORDS`).
-    pub fn choose(layout: Layout, capacity: u64, error_rate: f64) -> Result<Self, SizeError> {
-        /// About 64 bytes: a list entry (48) and half a size class of a small allocation.
-        const ARRAY_OVERHEAD_WORDS: f64 = 8.0;
-        let capacity = capacity.max(1);
-        if capacity <= sparse::MAX_CAPACITY && (MIN_ERROR_RATE..1.0).contains(&error_rate) {
-            let universe = sparse::universe(capacity, error_rate);
-            let set_words = Shape::new(capacity, universe).region_words() as f64;
-            let ln2 = std::f64::consts::LN_2;
-            let array_bits = -(capacity as f64) * error_rate.ln() / (ln2 * ln2);
-            if set_words <= (array_bits / 64.0).ceil() + ARRAY_OVERHEAD_WORDS {
-                if let Some(p) = SparseParams::new(capacity, error_rate, universe) {
-                    return Ok(SubParams::Sparse(p));
-                }
-            }
-        }
-        Ok(SubParams::Bits(FilterParams::for_layout(
-            layout, capacity, error_rate,
-        )?))
-    }
-
-    pub fn capacity(&self) -> u64 {
-        match self {
-            SubParams::Bits(p) => p.capacity,
-            SubParams::Sparse(p) => p.capacity,
-        }
-    }
-
-    pub fn error_rate(&self) -> f64 {
-        match self {
-            SubParams::Bits(p) => p.error_rate,
-            SubParams::Sparse(p) => p.error_rate,
-        }
-    }
-
-    /// Whether these parameters are sane enough to allocate and look up with.
-    pub fn is_valid(&self) -> bool {
-        match self {
-            SubParams::Bits(p) => p.is_valid(),
-            // Checked by `SparseParams::new`, the only way to make one.
-            SubParams::Sparse(_) => true,
-        }
-    }
-
-    /// The expected false-positive rate of this sub-filter holding `items` (for plots).
-    pub fn expected_fp(&self, items: u64) -> f64 {
-        match self {
-            SubParams::Bits(p) => super::filter::approx_fp(items as f64, p.bits, p.hashes),
-            SubParams::Sparse(p) => items as f64 / p.universe as f64,
-        }
-    }
-
-    /// The most words a sparse sub-filter's region in the body takes when it holds `items` (0
-    /// for a bit array, which is not in the body).
-    fn region_words(&self, items: u64) -> usize {
-        match self {
-            SubParams::Bits(_) => 0,
-            SubParams::Sparse(p) => sparse::max_region_len(&p.shape(items), items == p.capacity),
-        }
-    }
-
-    /// `f64` fields by their bits, for hashing and equality in the interner.
-    fn key(&self) -> [u64; 5] {
-        match *self {
-            SubParams::Bits(p) => [
-                p.capacity,
-                p.error_rate.to_bits(),
-                p.bits,
-                p.hashes as u64,
-                1 + p.layout as u64,
-            ],
-            SubParams::Sparse(p) => [p.capacity, p.error_rate.to_bits(), p.universe, 0, 0],
-        }
-    }
-}
-
-/// What every key created alike shares: the chain's parameters and its sub-filters'.
-#[derive(Clone, Debug)]
-pub struct ChainParams {
-    pub error_rate: f64,
-    /// 0: non-scaling.
-    pub expansion: u32,
-    pub layout: Layout,
-    pub subs: Vec<SubParams>,
-    /// From `subs`, for lookups that go through every sub-filter: the bit arrays' parameters,
-    /// and each sparse sub-filter's with its place in `subs`, in order.
-    bits: Vec<FilterParams>,
-    sparse: Vec<(usize, SparseParams)>,
-}
-
-impl ChainParams {
-    fn new(error_rate: f64, expansion: u32, layout: Layout, subs: Vec<SubParams>) -> Self {
-        let bits = subs
-            .iter()
-            .filter_map(|s| match s {
-                SubParams::Bits(p) => Some(*p),
-                SubParams::Sparse(_) => None,
-            })
-            .collect();
-        let sparse = subs
-            .iter()
-            .enumerate()
-            .filter_map(|(i, s)| match s {
-                SubParams::Sparse(p) => Some((i, *p)),
-                SubParams::Bits(_) => None,
-            })
-            .collect();
-        Self {
-            error_rate,
-            expansion,
-            layout,
-            subs,
-            bits,
-            sparse,
-        }
-    }
-}
-
-impl PartialEq for ChainParams {
-    fn eq(&self, other: &Self) -> bool {
-        self.error_rate.to_bits() == other.error_rate.to_bits()
-            && self.expansion == other.expansion
-            && self.layout == other.layout
-            && self.subs.len() == other.subs.len()
-            && self
-                .subs
-                .iter()
-                .zip(&other.subs)
-                .all(|(a, b)| a.key() == b.key())
-    }
-}
-
-impl Eq for ChainParams {}
-
-impl Hash for ChainParams {
-    fn hash<H: Hasher>(&self, state: &mut H) {
-        (self.error_rate.to_bits(), self.expansion, self.layout as u8).hash(state);
-        self.subs.iter().for_each(|s| s.key().hash(state));
-    }
-}
-
-static PARAMS: Interner<ChainParams> = Interner::new();
-
 /// Bytes a chain of these sub-filters holding these items (one count per sub-filter) takes:
-/// its own allocations by their size classes (`memory_bytes`'s sum, known before allocating;
-/// a large bit array by its segments, `words.rs`; a blocked bit array that needs room to
-/// align is counted without it).
+/// the box Redis holds and the body (`body::planned_bytes`), known before allocating.
 pub fn memory_bytes_for(subs: &[SubParams], items: &[u64]) -> Option<u64> {
-    let mut block = 2 + subs.len() as u64;
-    let (mut arrays, mut bits) = (0u64, 0u64);
-    for (sub, n) in subs.iter().zip(items) {
-        match sub {
-            SubParams::Bits(p) => {
-                arrays = arrays.checked_add(planned_bytes(usize::try_from(p.words()).ok()?))?;
-                bits += 1;
-            }
-            SubParams::Sparse(_) => block += sub.region_words(*n) as u64,
-        }
-    }
-    let mut total = size_class(std::mem::size_of::<Chain>() as u64) + size_class(block * 8);
-    if bits > 0 {
-        total += size_class(std::mem::size_of::<Vec<BitArray>>() as u64)
-            + size_class(bits.checked_mul(std::mem::size_of::<BitArray>() as u64)?);
-    }
-    total.checked_add(arrays)
+    size_class(std::mem::size_of::<Chain>() as u64).checked_add(body::planned_bytes(subs, items)?)
 }
 
 /// A Bloom filter chain. The body's data: the sub-filters' item counts, then the sparse
@@ -472,37 +264,11 @@ impl Chain {
         subs: &[(SubParams, u64)],
         streams: &[u64],
     ) -> Result<Self, ChainError> {
-        let count = subs.len();
-        // The sparse sets' regions first: a full one's size depends on its values.
-        let mut regions = Vec::new();
-        let mut read = 0;
-        for (sub, n) in subs {
-            if let SubParams::Sparse(p) = sub {
-                let shape = p.shape(*n);
-                let stream = &streams[read..read + shape.stream_words()];
-                read += shape.stream_words();
-                let region = sparse::region_of(stream, &shape, *n == p.capacity);
-                regions.push(region.ok_or(ChainError::OutOfMemory)?);
-            }
-        }
-        let words: usize = regions.iter().map(Vec::len).sum();
-        let mut body = Body::zeroed(count + words).ok_or(ChainError::OutOfMemory)?;
-        body.data_mut()[..count].copy_from_slice(&subs.iter().map(|(_, n)| *n).collect::<Vec<_>>());
-        let mut at = count;
-        for region in regions {
-            body.data_mut()[at..at + region.len()].copy_from_slice(&region);
-            at += region.len();
-        }
-        for (sub, _) in subs {
-            if let SubParams::Bits(p) = sub {
-                body.push_bits(BitArray::new(p)?)
-                    .map_err(|_| ChainError::OutOfMemory)?;
-            }
-        }
+        let body = Body::from_parts(subs, streams)?;
         let subs = subs.iter().map(|(s, _)| *s).collect();
         let params = ChainParams::new(error_rate, expansion, layout, subs);
         Ok(Self {
-            params: PARAMS.intern(params),
+            params: shared::intern(params),
             body,
         })
     }
@@ -535,7 +301,7 @@ impl Chain {
 
     /// Items in each sub-filter, oldest first.
     pub fn filter_items(&self) -> &[u64] {
-        &self.body.data()[..self.params.subs.len()]
+        self.body.items(&self.params)
     }
 
     pub fn items(&self) -> u64 {
@@ -552,32 +318,22 @@ impl Chain {
     /// The sparse sub-filters' streams (their encoding), oldest first; None if the memory to
     /// write them out could not be had.
     pub fn sparse_streams(&self) -> Option<Vec<Vec<u64>>> {
-        let mut regions = &self.body.data()[self.params.subs.len()..];
-        let mut out = Vec::new();
-        for (sub, n) in self.params.subs.iter().zip(self.filter_items()) {
-            if let SubParams::Sparse(p) = sub {
-                let (shape, full) = (p.shape(*n), *n == p.capacity);
-                let (region, rest) = regions.split_at(sparse::region_len(regions, &shape, full));
-                regions = rest;
-                out.push(sparse::stream_of(region, &shape, full)?);
-            }
-        }
-        Some(out)
+        self.body.sets(&self.params).map(|s| s.stream()).collect()
     }
 
     /// The bit arrays' parameters, oldest first.
     pub fn bit_params(&self) -> impl Iterator<Item = &FilterParams> {
-        self.params.bits.iter()
+        self.params.bits().iter()
     }
 
     /// The bit arrays, oldest first, with their parameters.
     pub fn bit_arrays(&self) -> impl Iterator<Item = (&FilterParams, &BitArray)> {
-        self.bit_params().zip(self.body.bits())
+        self.body.arrays(&self.params)
     }
 
     /// `bit_arrays`, mutable (for loading).
     pub fn bit_arrays_mut(&mut self) -> impl Iterator<Item = (&FilterParams, &mut BitArray)> {
-        self.params.bits.iter().zip(self.body.bits_mut().iter_mut())
+        self.body.arrays_mut(&self.params)
     }
 
     /// Bytes of all bit arrays (the data `BF.SCANDUMP` sends after the header).
@@ -626,35 +382,24 @@ impl Chain {
         // `upto` is every sub-filter or all but the last: leave the last out of its kind.
         let last_out = |kind_is_last: bool| usize::from(upto < count && kind_is_last);
         let last_is_bits = matches!(params.subs[count - 1], SubParams::Bits(_));
-        let bits = self.body.bits();
         if count > 1 {
             // Only large arrays: smaller ones are likely cached, as in `prefetch_ahead`.
-            params
-                .bits
-                .iter()
-                .zip(bits)
+            self.body
+                .arrays(params)
                 .filter(|(p, _)| p.bytes() >= PREFETCH_MIN_BYTES)
                 .for_each(|(p, b)| b.prefetch_probes(p, hash, 2));
         }
-        let arrays = params.bits.len() - last_out(last_is_bits);
-        for (p, b) in params.bits[..arrays].iter().zip(bits) {
-            if b.contains(p, hash) {
-                return true;
-            }
+        let arrays = params.bits().len() - last_out(last_is_bits);
+        if self
+            .body
+            .arrays(params)
+            .take(arrays)
+            .any(|(p, b)| b.contains(p, hash))
+        {
+            return true;
         }
-        let data = self.body.data();
-        let mut regions = &data[count..];
-        let sets = params.sparse.len() - last_out(!last_is_bits);
-        for (i, p) in &params.sparse[..sets] {
-            let n = data[*i];
-            let (shape, full) = (p.shape(n), n == p.capacity);
-            let (region, rest) = regions.split_at(sparse::region_len(regions, &shape, full));
-            regions = rest;
-            if sparse::holds(region, &shape, full, sparse::fingerprint(hash, p.universe)) {
-                return true;
-            }
-        }
-        false
+        let sets = params.sparse().len() - last_out(!last_is_bits);
+        self.body.sets(params).take(sets).any(|s| s.holds(hash))
     }
 
     /// Whether the item is (probably) present.
@@ -707,26 +452,15 @@ impl Chain {
 
     /// Whether the last sub-filter (probably) holds the item.
     fn in_last(&self, hash: &ItemHash) -> bool {
-        let last = self.params.subs.len() - 1;
-        match &self.params.subs[last] {
-            SubParams::Bits(p) => self.body.bits().last().is_some_and(|b| b.contains(p, hash)),
-            SubParams::Sparse(p) => {
-                // The last sparse region ends the data; walk to it for its start.
-                let data = self.body.data();
-                let mut regions = &data[self.params.subs.len()..];
-                for (sub, n) in self.params.subs.iter().zip(data) {
-                    if let SubParams::Sparse(q) = sub {
-                        let (shape, full) = (q.shape(*n), *n == q.capacity);
-                        let len = sparse::region_len(regions, &shape, full);
-                        if regions.len() == len {
-                            let v = sparse::fingerprint(hash, p.universe);
-                            return sparse::holds(regions, &shape, full, v);
-                        }
-                        regions = &regions[len..];
-                    }
-                }
-                false
+        match self.params.subs.last() {
+            Some(SubParams::Bits(p)) => {
+                self.body.bits().last().is_some_and(|b| b.contains(p, hash))
             }
+            _ => self
+                .body
+                .sets(&self.params)
+                .last()
+                .is_some_and(|s| s.holds(hash)),
         }
     }
 
@@ -736,12 +470,17 @@ impl Chain {
     fn add_to_last(&mut self, hash: &ItemHash) -> Result<bool, ChainError> {
         let Chain { params, body } = self;
         let last = params.subs.len() - 1;
-        let added = match &params.subs[last] {
-            SubParams::Bits(p) => body.bits_mut().last_mut().is_some_and(|b| b.set(p, hash)),
-            SubParams::Sparse(p) => add_to_sparse(body, last, p, hash)?,
-        };
-        body.data_mut()[last] += added as u64;
-        Ok(added)
+        match &params.subs[last] {
+            SubParams::Bits(p) => {
+                let added = body.bits_mut().last_mut().is_some_and(|b| b.set(p, hash));
+                body.items_mut(params)[last] += added as u64;
+                Ok(added)
+            }
+            SubParams::Sparse(p) => {
+                let v = sparse::fingerprint(hash, p.universe);
+                Ok(body.add_to_last_set(last, p, v)?)
+            }
+        }
     }
 
     /// Adds items in order, passing each result to `done`, and stops after the first error.
@@ -762,7 +501,7 @@ impl Chain {
             let d = prefetch_distance(p);
             let array = &mut self.body.bits_mut()[0];
             let added = array.set_batch(p, hashes, d, |new| done(Ok(new)));
-            self.body.data_mut()[0] += added;
+            self.body.items_mut(&self.params)[0] += added;
             return;
         }
         if self.add_batch_to_sparse(hashes, &mut done) {
@@ -809,19 +548,9 @@ impl Chain {
             .filter(|(_, &h)| !h)
             .map(|(hash, _)| sparse::fingerprint(hash, p.universe))
             .collect();
-        let (shape, at) = last_region(&self.body, p, n);
-        let words = shape.region_words();
-        let Some((new, region, grown)) =
-            sparse::add_all(&self.body.data()[at..], &shape, p.universe, &vs)
-        else {
+        let Some(new) = self.body.add_all_to_last_set(last, p, &vs) else {
             return false;
         };
-        if !self.body.resize(at, words, grown.region_words()) {
-            return false;
-        }
-        let data = self.body.data_mut();
-        data[at..].copy_from_slice(&region);
-        data[last] = grown.len();
         let mut new = new.into_iter();
         for h in held {
             done(Ok(!h && new.next().unwrap_or(false)));
@@ -883,80 +612,15 @@ impl Chain {
         if needed > limit {
             return Err(ChainError::TooLarge { needed, limit });
         }
-        let count = self.params.subs.len();
-        if let SubParams::Bits(p) = &sub {
-            self.body
-                .push_bits(BitArray::new(p)?)
-                .map_err(|_| ChainError::OutOfMemory)?;
-        }
-        // Its item count, after the others' (a new sparse set has no region yet).
-        if !self.body.resize(count, 0, 1) {
-            if let SubParams::Bits(_) = sub {
-                self.body.pop_bits();
-            }
-            return Err(ChainError::OutOfMemory);
-        }
-        self.params = PARAMS.intern(params);
+        self.body.push(self.params.subs.len(), &sub)?;
+        self.params = shared::intern(params);
         Ok(())
     }
 }
 
-/// The shape of the newest sub-filter, a sparse set of `n` values that is not full, and where
-/// its region starts: it ends the body's data.
-fn last_region(body: &Body, p: &SparseParams, n: u64) -> (Shape, usize) {
-    let shape = p.shape(n);
-    (shape, body.data().len() - shape.region_words())
-}
-
-/// Adds the item to the sparse set that ends the body's data (sub-filter `last`): whether it
-/// was new there. A set that cannot grow refuses the item (out of memory), changing nothing.
-/// Apart from `add_to_last` so that the bit arrays' path stays small.
-#[inline(never)]
-fn add_to_sparse(
-    body: &mut Body,
-    last: usize,
-    p: &SparseParams,
-    hash: &ItemHash,
-) -> Result<bool, ChainError> {
-    let n = body.data()[last];
-    let (shape, at) = last_region(body, p, n);
-    let words = shape.region_words();
-    let v = sparse::fingerprint(hash, p.universe);
-    let pending = match sparse::prepare_add(&body.data()[at..], &shape, p.universe, v) {
-        None => return Err(ChainError::OutOfMemory),
-        Some(sparse::Add::Present) => return Ok(false),
-        Some(sparse::Add::Absent(pending)) => pending,
-    };
-    let grown = Shape::new(n + 1, p.universe);
-    if n + 1 < p.capacity {
-        if !body.resize(at, words, grown.region_words()) {
-            return Err(ChainError::OutOfMemory);
-        }
-        sparse::insert(&mut body.data_mut()[at..], &shape, p.universe, pending);
-        return Ok(true);
-    }
-    // Full now: into the lookup form (frozen.rs), built apart so that a failure changes
-    // nothing.
-    let mut region = Vec::new();
-    region
-        .try_reserve_exact(grown.region_words())
-        .map_err(|_| ChainError::OutOfMemory)?;
-    region.extend_from_slice(&body.data()[at..]);
-    region.resize(grown.region_words(), 0);
-    sparse::insert(&mut region, &shape, p.universe, pending);
-    let frozen = sparse::freeze(&region, &grown).ok_or(ChainError::OutOfMemory)?;
-    if !body.resize(at, words, frozen.len()) {
-        return Err(ChainError::OutOfMemory);
-    }
-    body.data_mut()[at..].copy_from_slice(&frozen);
-    Ok(true)
-}
-
 impl PartialEq for Chain {
     fn eq(&self, other: &Self) -> bool {
-        *self.params == *other.params
-            && self.body.data() == other.body.data()
-            && self.body.bits() == other.body.bits()
+        *self.params == *other.params && self.body == other.body
     }
 }
 
@@ -979,7 +643,7 @@ impl Clone for Chain {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bloom::words::{planned_bytes_in, SERVER_SEGMENT_WORDS};
+    use crate::bloom::words::{planned_bytes, planned_bytes_in, SERVER_SEGMENT_WORDS};
     use crate::core::hashing::hash_item;
 
     const GIB: u64 = 1 << 30;

@@ -49,9 +49,11 @@
 //! * 3: sparse sub-filters (fingerprint sets), with either layout; at least one sub-filter is
 //!   sparse (else it is written as version 1 or 2, and refused as non-canonical).
 
-use super::chain::{memory_bytes_for, Chain, SparseParams, SubParams};
+use super::chain::{memory_bytes_for, Chain};
 use super::filter::{FilterParams, Layout};
+use super::params::{SparseParams, SubParams};
 use super::sparse;
+use crate::core::chunks::{Reader, Writer};
 use crate::core::decode::DecodeError;
 use crate::core::hashing::HASH_SCHEME;
 
@@ -100,9 +102,11 @@ impl Header {
     }
 }
 
-const BAD_DATA: DecodeError = DecodeError("received bad data");
-const OUT_OF_MEMORY: DecodeError = DecodeError("insufficient memory to load filter");
-const TOO_LARGE: DecodeError = DecodeError("filter would exceed max-memory-per-key");
+/// What every Bloom decoder refuses with, lcbloom's and RedisBloom's (`redisbloom/`): bytes
+/// that are not a filter (RedisBloom's text), a filter over the key's budget, memory refused.
+pub const BAD_DATA: DecodeError = DecodeError("received bad data");
+pub const TOO_LARGE: DecodeError = DecodeError("filter would exceed max-memory-per-key");
+pub const OUT_OF_MEMORY: DecodeError = DecodeError("insufficient memory to load filter");
 const BAD_CHUNK: DecodeError =
     DecodeError("invalid chunk: offset and length must lie within the filter's data");
 const BAD_PADDING: DecodeError = DecodeError("invalid chunk: sets bits past a filter's end");
@@ -119,21 +123,21 @@ pub fn encode_header(chain: &Chain) -> Vec<u8> {
         (false, Layout::Blocked) => 2,
     };
     out.extend_from_slice(&[version, HASH_SCHEME, layout, 0]);
-    out.extend_from_slice(&chain.error_rate().to_bits().to_le_bytes());
-    out.extend_from_slice(&chain.expansion().unwrap_or(0).to_le_bytes());
-    out.extend_from_slice(&(filters.len() as u32).to_le_bytes());
-    out.extend_from_slice(&chain.items().to_le_bytes());
+    out.put_f64(chain.error_rate());
+    out.put_u32(chain.expansion().unwrap_or(0));
+    out.put_u32(filters.len() as u32);
+    out.put_u64(chain.items());
     for (f, items) in filters.iter().zip(chain.filter_items()) {
         let (third, hashes, kind) = match f {
             SubParams::Bits(p) => (p.bits, p.hashes, 0u32),
             SubParams::Sparse(p) => (p.universe, 0, 1),
         };
-        out.extend_from_slice(&f.capacity().to_le_bytes());
-        out.extend_from_slice(&f.error_rate().to_bits().to_le_bytes());
-        out.extend_from_slice(&third.to_le_bytes());
-        out.extend_from_slice(&hashes.to_le_bytes());
-        out.extend_from_slice(&kind.to_le_bytes());
-        out.extend_from_slice(&items.to_le_bytes());
+        out.put_u64(f.capacity());
+        out.put_f64(f.error_rate());
+        out.put_u64(third);
+        out.put_u32(hashes);
+        out.put_u32(kind);
+        out.put_u64(*items);
     }
     // Written out of the frozen forms of full sets: a failure to get that memory aborts, like
     // any small allocation (the streams are no larger than the sets).
@@ -141,9 +145,7 @@ pub fn encode_header(chain: &Chain) -> Vec<u8> {
         .sparse_streams()
         .expect("memory for a filter's sparse streams");
     for stream in streams {
-        stream
-            .iter()
-            .for_each(|w| out.extend_from_slice(&w.to_le_bytes()));
+        stream.iter().for_each(|w| out.put_u64(*w));
     }
     out
 }
@@ -154,29 +156,25 @@ fn decode_entries(bytes: &[u8]) -> Result<(Header, usize), DecodeError> {
     if bytes.len() < FIXED {
         return Err(BAD_DATA);
     }
-    let count = u32_at(bytes, 20);
+    let mut r = Reader::new(bytes, BAD_DATA);
+    let (magic, version, scheme, layout, reserved) =
+        (r.take(4)?, r.byte()?, r.byte()?, r.byte()?, r.byte()?);
+    let (error_rate, expansion, count, total_items) = (r.f64()?, r.u32()?, r.u32()?, r.u64()?);
     if !(1..=MAX_FILTERS).contains(&count) {
         return Err(BAD_DATA);
     }
     let count = count as usize;
     let entries_end = FIXED + PER_FILTER * count;
-    if bytes.len() < entries_end
-        || &bytes[0..4] != MAGIC
-        || bytes[5] != HASH_SCHEME
-        || bytes[7] != 0
-    {
+    if bytes.len() < entries_end || magic != MAGIC || scheme != HASH_SCHEME || reserved != 0 {
         return Err(BAD_DATA);
     }
-    let (version, layout) = match (bytes[4], bytes[6]) {
+    let (version, layout) = match (version, layout) {
         (1, 0) => (1, Layout::Standard),
         (2, 1) => (2, Layout::Blocked),
         (3, 0) => (3, Layout::Standard),
         (3, 1) => (3, Layout::Blocked),
         _ => return Err(BAD_DATA),
     };
-    let error_rate = f64::from_bits(u64_at(bytes, 8));
-    let expansion = u32_at(bytes, 16);
-    let total_items = u64_at(bytes, 24);
     if !(error_rate > 0.0 && error_rate < 1.0) || (expansion == 0 && count != 1) {
         return Err(BAD_DATA);
     }
@@ -185,12 +183,10 @@ fn decode_entries(bytes: &[u8]) -> Result<(Header, usize), DecodeError> {
         .try_reserve_exact(count)
         .map_err(|_| OUT_OF_MEMORY)?;
     let (mut items_sum, mut stream_words) = (0u64, 0usize);
-    for i in 0..count {
-        let at = FIXED + PER_FILTER * i;
-        let (capacity, rate) = (u64_at(bytes, at), f64::from_bits(u64_at(bytes, at + 8)));
-        let (third, hashes) = (u64_at(bytes, at + 16), u32_at(bytes, at + 24));
-        let items = u64_at(bytes, at + 32);
-        let sub = match u32_at(bytes, at + 28) {
+    for _ in 0..count {
+        let (capacity, rate, third, hashes) = (r.u64()?, r.f64()?, r.u64()?, r.u32()?);
+        let (kind, items) = (r.u32()?, r.u64()?);
+        let sub = match kind {
             0 => SubParams::Bits(FilterParams {
                 capacity,
                 error_rate: rate,
@@ -353,18 +349,6 @@ pub fn write_data(chain: &mut Chain, offset: u64, bytes: &[u8]) -> Result<(), De
     Ok(())
 }
 
-fn u64_at(bytes: &[u8], at: usize) -> u64 {
-    let mut b = [0u8; 8];
-    b.copy_from_slice(&bytes[at..at + 8]);
-    u64::from_le_bytes(b)
-}
-
-fn u32_at(bytes: &[u8], at: usize) -> u32 {
-    let mut b = [0u8; 4];
-    b.copy_from_slice(&bytes[at..at + 4]);
-    u32::from_le_bytes(b)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -372,6 +356,14 @@ mod tests {
     use proptest::prelude::*;
 
     const LIMIT: u64 = 1 << 24;
+
+    fn u64_at(bytes: &[u8], at: usize) -> u64 {
+        Reader::new(&bytes[at..], BAD_DATA).u64().unwrap()
+    }
+
+    fn u32_at(bytes: &[u8], at: usize) -> u32 {
+        Reader::new(&bytes[at..], BAD_DATA).u32().unwrap()
+    }
 
     fn chain(p: f64, capacity: u64, expansion: u32, items: u64) -> Chain {
         chain_of(Layout::Standard, p, capacity, expansion, items)

@@ -2,12 +2,14 @@
 //! error texts, stricter where RedisBloom is lax:
 //!
 //! * Two kinds of filter: lcbloom's own (`chain.rs`, type `lcbloomBF`), which every command
-//!   creates, and RedisBloom's (`crate::bloom::redisbloom`, type `MBbloom--`), imported from RedisBloom's
-//!   RDB, `DUMP`, AOF or `BF.SCANDUMP`. Each command looks the key's type up once
-//!   (`value::read_either`, lcbloom's type first, so its filters pay nothing for the other) and
-//!   serves either. An imported filter answers, reports, scan-dumps and grows exactly as
+//!   creates, and RedisBloom's (`crate::bloom::redisbloom`, type `MBbloom--`), imported from
+//!   RedisBloom's RDB, `DUMP`, AOF or `BF.SCANDUMP`. Each command looks the key's type up once
+//!   (`read_filter`/`write_filter`, lcbloom's type first, so its filters pay nothing for the
+//!   other) and serves a Bloom filter through `any::BloomFilter`, whatever it is stored as.
+//!   An imported filter answers, reports, scan-dumps and grows exactly as
 //!   RedisBloom 2.8.2 would (`BF.INFO key LAYOUT` answers `redisbloom`). A negative
-//!   `BF.SCANDUMP` iterator ends the dump of either, as in RedisBloom. `BF.LOADCHUNK` of a header on a missing key makes
+//!   `BF.SCANDUMP` iterator ends the dump of either, as in RedisBloom. `BF.LOADCHUNK` of a
+//!   header on a missing key makes
 //!   lcbloom's filter from lcbloom's header and RedisBloom's from RedisBloom's (told apart by
 //!   their formats).
 //!
@@ -33,8 +35,8 @@
 //! write that changed something fires a keyspace event of class `d` (module types) named
 //! after the command (`bf.reserve`, `bf.add`, `bf.madd`, `bf.insert`, `bf.loadchunk`).
 
+use super::any::{from_header, Added, BloomFilter, ChunkError, Env, Field, NewFilter};
 use super::chain::Chain;
-use super::codec;
 use super::config::{self, MAX_EXPANSION};
 use super::errors::{
     expansion_range, BAD_CAPACITY, BAD_ERROR_RATE, BAD_EXPANSION, BAD_INFO_FIELD, BAD_ITERATOR,
@@ -43,11 +45,8 @@ use super::errors::{
 };
 use super::filter::Layout;
 use crate::bloom::redisbloom::chain::RbChain;
-use crate::bloom::redisbloom::scandump::{self as rb_scandump, NewFilter};
-use crate::core::chunks::{chunk_start, iterator_after};
-use crate::core::hashing::{hash_item, ItemHash};
 use crate::server::args::{is_keyword, parse_f64, parse_i64, set_once, Args};
-use crate::server::errors::{unknown_argument, CHUNK_LENGTH, ITEM_EXISTS, NOT_FOUND};
+use crate::server::errors::{unknown_argument, CHUNK_LENGTH, INTERNAL, ITEM_EXISTS, NOT_FOUND};
 use crate::server::limits::{check_item_count, memory_limit};
 use crate::server::reply::{flag, ordered_map_simple_names};
 use crate::server::stats::note_refused_write;
@@ -55,7 +54,6 @@ use crate::server::value::{modify, read_either, store, write_either, Either, Key
 use crate::server::write::{finish_write, Applied, Progress};
 use redis_module::{raw, Context, ContextFlags, RedisError, RedisResult, RedisString, RedisValue};
 use std::ffi::CStr;
-use std::fmt::Display;
 
 /// The parameters of a new filter.
 #[derive(Clone, Copy)]
@@ -314,6 +312,44 @@ fn insert_items(ctx: &Context, args: &[RedisString]) -> RedisResult {
     add_items(ctx, c"bf.insert", &args[1], items, create, true)
 }
 
+/// The server as a filter sees it while a command runs.
+struct Server<'a>(&'a Context);
+
+impl Env for Server<'_> {
+    fn memory_limit(&self) -> u64 {
+        memory_limit(self.0)
+    }
+
+    fn now_ms(&self) -> u64 {
+        // SAFETY: a function pointer Redis sets at load, called on the main thread.
+        unsafe { raw::RedisModule_Milliseconds.expect("Milliseconds")() as u64 }
+    }
+}
+
+/// The Bloom filter under a key, of any representation: None if the key is empty,
+/// `WRONGTYPE` if it holds another type. lcbloom's type is looked up first, so its filters
+/// pay nothing for the others.
+fn read_filter(key: &Key) -> Result<Option<&dyn BloomFilter>, RedisError> {
+    Ok(match read_either::<Chain, RbChain>(key)? {
+        Some(Either::First(chain)) => Some(chain),
+        Some(Either::Second(chain)) => Some(chain),
+        None => None,
+    })
+}
+
+/// Runs `write` on the Bloom filter under a key opened for writing, accounting for the bytes
+/// it adds or frees: None (and `write` not run) if the key is empty.
+fn write_filter<R>(
+    key: &mut Key,
+    write: impl FnOnce(&mut dyn BloomFilter) -> R,
+) -> Result<Option<R>, RedisError> {
+    Ok(match write_either::<Chain, RbChain>(key)? {
+        Some(Either::First(chain)) => Some(modify(chain, |c| write(c))),
+        Some(Either::Second(chain)) => Some(modify(chain, |c| write(c))),
+        None => None,
+    })
+}
+
 /// Adds items, creating the key with `create` if it is missing (None: `ERR not found`).
 /// `multi`: reply with an array (MADD, INSERT), else with the one result (ADD).
 fn add_items(
@@ -326,88 +362,33 @@ fn add_items(
 ) -> RedisResult {
     check_item_count(ctx, items.len())?;
     let mut key = Key::write(ctx, name);
-    let (chain, limit, created) = match write_either::<Chain, RbChain>(&mut key)? {
-        // The limit only matters when a sub-filter is added, and reading it costs a
-        // RedisModule_GetContextFlags call: skip that for the writes that cannot scale.
-        Some(Either::First(chain)) if chain.can_hold(items.len() as u64) => (chain, u64::MAX, None),
-        Some(Either::First(chain)) => (chain, memory_limit(ctx), None),
-        Some(Either::Second(chain)) => return add_imported(ctx, event, name, items, chain, multi),
+    let env = Server(ctx);
+    let bytes: Vec<&[u8]> = items.iter().map(RedisString::as_slice).collect();
+    let mut results = Vec::with_capacity(items.len());
+    let mut add = |filter: &mut dyn BloomFilter| {
+        filter.add_all(&bytes, &env, &mut |r| results.push(r));
+    };
+    let created = match write_filter(&mut key, &mut add)? {
+        Some(()) => None,
         None => {
             let create = create.ok_or(RedisError::Str(NOT_FOUND))?;
-            let limit = memory_limit(ctx);
-            (store(&mut key, create.build(limit)?)?, limit, Some(create))
+            let chain = store(&mut key, create.build(memory_limit(ctx))?)?;
+            modify(chain, |c| add(c));
+            Some(create)
         }
     };
-    if !multi {
-        // BF.ADD: one item, no batch buffers.
-        let result = modify(chain, |c| c.add(&hash_item(items[0].as_slice()), limit));
-        let done = usize::from(result.is_ok());
-        finish_add(
-            ctx,
-            event,
-            name,
-            items,
-            done,
-            matches!(result, Ok(true)),
-            created,
-        );
-        return Ok(RedisValue::Bool(result?));
-    }
-    // Hash everything first so that the chain can prefetch ahead of its probes.
-    let hashes: Vec<ItemHash> = items.iter().map(|i| hash_item(i.as_slice())).collect();
-    let mut results = Vec::with_capacity(items.len());
-    modify(chain, |c| c.add_batch(&hashes, limit, |r| results.push(r)));
-    let changed = results.iter().any(|r| matches!(r, Ok(true)));
+    let changed = results.iter().any(|r| r.is_ok_and(Added::changed));
     let done = results.iter().take_while(|r| r.is_ok()).count();
     finish_add(ctx, event, name, items, done, changed, created);
-    reply_adds(ctx, true, results)
-}
-
-/// Adds to a filter imported from RedisBloom, by RedisBloom's rules: one item at a time (each
-/// add may grow the chain), stopping at the first error.
-fn add_imported(
-    ctx: &Context,
-    event: &CStr,
-    name: &RedisString,
-    items: &[RedisString],
-    chain: &mut RbChain,
-    multi: bool,
-) -> RedisResult {
-    let limit = memory_limit(ctx);
-    let mut results = Vec::with_capacity(items.len());
-    modify(chain, |c| {
-        for item in items {
-            let result = c.add(&c.hash(item.as_slice()), limit);
-            let stop = result.is_err();
-            results.push(result);
-            if stop {
-                break;
-            }
-        }
-    });
-    let changed = results.iter().any(|r| matches!(r, Ok(true)));
-    let done = results.iter().take_while(|r| r.is_ok()).count();
-    finish_add(ctx, event, name, items, done, changed, None);
-    reply_adds(ctx, multi, results)
-}
-
-/// The reply to an add: BF.ADD's one result (`multi` false), or an array in which an error
-/// takes its item's place (later items were not processed).
-fn reply_adds<E: Display + Into<RedisError>>(
-    ctx: &Context,
-    multi: bool,
-    mut results: Vec<Result<bool, E>>,
-) -> RedisResult {
     if !multi {
-        if let Some(result) = results.pop() {
-            return Ok(RedisValue::Bool(result.map_err(Into::into)?));
-        }
+        let added = results.pop().ok_or(RedisError::Str(INTERNAL))?;
+        return Ok(RedisValue::Bool(added?.is_new()));
     }
     raw::reply_with_array(ctx.ctx, results.len() as std::os::raw::c_long);
     for result in results {
         match result {
             Ok(added) => {
-                raw::reply_with_bool(ctx.ctx, added.into());
+                raw::reply_with_bool(ctx.ctx, added.is_new().into());
             }
             Err(e) => {
                 ctx.reply(Err(e.into()));
@@ -457,12 +438,10 @@ pub fn exists(ctx: &Context, args: &[RedisString]) -> RedisResult {
         return Err(RedisError::WrongArity);
     }
     let key = Key::read(ctx, &args[1]);
-    let item = args[2].as_slice();
-    let found = match read_either::<Chain, RbChain>(&key)? {
-        Some(Either::First(chain)) => chain.contains(&hash_item(item)),
-        Some(Either::Second(chain)) => chain.contains(&chain.hash(item)),
-        None => false,
-    };
+    let mut found = false;
+    if let Some(filter) = read_filter(&key)? {
+        filter.contains_all(&[args[2].as_slice()], &Server(ctx), &mut |f| found = f);
+    }
     Ok(RedisValue::Bool(found))
 }
 
@@ -473,23 +452,18 @@ pub fn mexists(ctx: &Context, args: &[RedisString]) -> RedisResult {
     }
     check_item_count(ctx, args.len() - 2)?;
     let key = Key::read(ctx, &args[1]);
-    let filter = read_either::<Chain, RbChain>(&key)?;
+    let filter = read_filter(&key)?;
     let items = &args[2..];
     raw::reply_with_array(ctx.ctx, items.len() as std::os::raw::c_long);
+    let mut reply = |found: bool| {
+        raw::reply_with_bool(ctx.ctx, found.into());
+    };
     match filter {
-        Some(Either::First(chain)) => {
-            let hashes: Vec<ItemHash> = items.iter().map(|i| hash_item(i.as_slice())).collect();
-            chain.contains_batch(&hashes, |found| {
-                raw::reply_with_bool(ctx.ctx, found.into());
-            });
+        Some(filter) => {
+            let bytes: Vec<&[u8]> = items.iter().map(RedisString::as_slice).collect();
+            filter.contains_all(&bytes, &Server(ctx), &mut reply);
         }
-        Some(Either::Second(chain)) => items.iter().for_each(|i| {
-            let found = chain.contains(&chain.hash(i.as_slice()));
-            raw::reply_with_bool(ctx.ctx, found.into());
-        }),
-        None => items.iter().for_each(|_| {
-            raw::reply_with_bool(ctx.ctx, 0);
-        }),
+        None => items.iter().for_each(|_| reply(false)),
     }
     Ok(RedisValue::NoReply)
 }
@@ -500,55 +474,35 @@ pub fn info(ctx: &Context, args: &[RedisString]) -> RedisResult {
         return Err(RedisError::WrongArity);
     }
     let key = Key::read(ctx, &args[1]);
-    // An imported filter reports what RedisBloom does, Size by RedisBloom's own accounting.
-    let (capacity, size, filters, items, expansion, layout) =
-        match read_either::<Chain, RbChain>(&key)?.ok_or(RedisError::Str(NOT_FOUND))? {
-            Either::First(c) => (
-                c.capacity(),
-                c.memory_bytes(),
-                c.filters().len(),
-                c.items(),
-                c.expansion(),
-                c.layout().name(),
-            ),
-            Either::Second(c) => (
-                c.capacity(),
-                c.redisbloom_size(),
-                c.links().len(),
-                c.size(),
-                c.expansion(),
-                "redisbloom",
-            ),
-        };
-    let expansion = match expansion {
+    let info = read_filter(&key)?
+        .ok_or(RedisError::Str(NOT_FOUND))?
+        .info(&Server(ctx));
+    let integer = |n: u64| RedisValue::Integer(n as i64);
+    let expansion = match info.expansion {
         Some(e) => RedisValue::Integer(e as i64),
         None => RedisValue::Null,
     };
     let fields = [
-        ("CAPACITY", "Capacity", RedisValue::Integer(capacity as i64)),
-        ("SIZE", "Size", RedisValue::Integer(size as i64)),
-        (
-            "FILTERS",
-            "Number of filters",
-            RedisValue::Integer(filters as i64),
-        ),
-        (
-            "ITEMS",
-            "Number of items inserted",
-            RedisValue::Integer(items as i64),
-        ),
+        ("CAPACITY", "Capacity", integer(info.capacity)),
+        ("SIZE", "Size", integer(info.size)),
+        ("FILTERS", "Number of filters", integer(info.filters)),
+        ("ITEMS", "Number of items inserted", integer(info.items)),
         ("EXPANSION", "Expansion rate", expansion),
     ];
     let Some(which) = args.get(2) else {
         let mut fields: Vec<_> = fields.into_iter().map(|(_, n, v)| (n, v)).collect();
-        // lcbloom's own field, after RedisBloom's and only for blocked filters (a standard
-        // filter's reply is RedisBloom's): a yes/no field, by the one rule (`reply::flag`).
-        if layout == Layout::Blocked.name() {
-            fields.push(("Blocked", flag(true)));
-        }
+        // The representation's own fields, after RedisBloom's.
+        fields.extend(info.extra.into_iter().map(|(n, v)| match v {
+            Field::Flag(yes) => (n, flag(yes)),
+            Field::Number(v) => (n, RedisValue::Integer(v)),
+        }));
         return ordered_map_simple_names(ctx, fields);
     };
-    let layout = ("LAYOUT", "Layout", RedisValue::SimpleStringStatic(layout));
+    let layout = (
+        "LAYOUT",
+        "Layout",
+        RedisValue::SimpleStringStatic(info.layout),
+    );
     let (_, name, value) = fields
         .into_iter()
         .chain([layout])
@@ -568,9 +522,8 @@ pub fn card(ctx: &Context, args: &[RedisString]) -> RedisResult {
         return Err(RedisError::WrongArity);
     }
     let key = Key::read(ctx, &args[1]);
-    let items = match read_either::<Chain, RbChain>(&key)? {
-        Some(Either::First(chain)) => chain.items(),
-        Some(Either::Second(chain)) => chain.size(),
+    let items = match read_filter(&key)? {
+        Some(filter) => filter.card(&Server(ctx)),
         None => 0,
     };
     Ok(RedisValue::Integer(items as i64))
@@ -584,57 +537,13 @@ pub fn scandump(ctx: &Context, args: &[RedisString]) -> RedisResult {
         return Err(RedisError::WrongArity);
     }
     let key = Key::read(ctx, &args[1]);
-    let filter = read_either::<Chain, RbChain>(&key)?.ok_or(RedisError::Str(NOT_FOUND))?;
+    let filter = read_filter(&key)?.ok_or(RedisError::Str(NOT_FOUND))?;
     let iterator = parse_i64(&args[2]).ok_or(RedisError::Str(BAD_ITERATOR))?;
-    let chain = match filter {
-        // A negative iterator ends the dump, as RedisBloom answers it.
-        Either::First(_) if iterator < 0 => return Ok(end_of_dump()),
-        Either::First(chain) => chain,
-        Either::Second(chain) => return Ok(scandump_imported(chain, iterator)),
-    };
-    if iterator == 0 {
-        return Ok(RedisValue::Array(vec![
-            RedisValue::Integer(1),
-            RedisValue::StringBuffer(codec::encode_header(chain)),
-        ]));
-    }
-    let offset = iterator as u64 - 1;
-    Ok(RedisValue::Array(match codec::data_chunk(chain, offset) {
-        Some(chunk) => vec![
-            RedisValue::Integer(iterator_after(offset + chunk.len() as u64) as i64),
-            RedisValue::StringBuffer(chunk),
-        ],
-        None => return Ok(end_of_dump()),
-    }))
-}
-
-/// `[0, ""]`: the dump is over.
-fn end_of_dump() -> RedisValue {
-    RedisValue::Array(vec![
-        RedisValue::Integer(0),
-        RedisValue::StringBuffer(Vec::new()),
-    ])
-}
-
-/// RedisBloom's `BF.SCANDUMP` of an imported filter: as for lcbloom's, except that the chunks
-/// are RedisBloom's and any iterator past the end, or negative, ends the dump.
-fn scandump_imported(chain: &RbChain, iterator: i64) -> RedisValue {
-    if iterator == 0 {
-        return RedisValue::Array(vec![
-            RedisValue::Integer(1),
-            RedisValue::StringBuffer(rb_scandump::encode_header(chain)),
-        ]);
-    }
-    let chunk = u64::try_from(iterator)
-        .ok()
-        .and_then(|it| rb_scandump::chunk(chain, it));
-    match chunk {
-        Some((next, data)) => RedisValue::Array(vec![
-            RedisValue::Integer(next as i64),
-            RedisValue::StringBuffer(data.to_vec()),
-        ]),
-        None => end_of_dump(),
-    }
+    let (next, bytes) = filter.scandump(iterator);
+    Ok(RedisValue::Array(vec![
+        RedisValue::Integer(next as i64),
+        RedisValue::StringBuffer(bytes),
+    ]))
 }
 
 /// `BF.LOADCHUNK key iterator data`: iterator 1 creates the key from a header (lcbloom's or
@@ -658,19 +567,24 @@ fn load_chunk(
 ) -> Result<(), RedisError> {
     let iterator = parse_i64(iterator).ok_or(RedisError::Str(BAD_ITERATOR))?;
     let mut key = Key::write(ctx, name);
-    match write_either::<Chain, RbChain>(&mut key)? {
-        Some(Either::Second(chain)) => Ok(rb_scandump::load_chunk(chain, iterator, data)?),
-        _ if iterator < 1 => Err(RedisError::Str(BAD_ITERATOR)),
-        Some(Either::First(_)) if iterator == 1 => Err(RedisError::Str(ITEM_EXISTS)),
-        Some(Either::First(chain)) => {
-            let offset =
-                chunk_start(iterator as u64, data.len()).ok_or(RedisError::Str(CHUNK_LENGTH))?;
-            Ok(codec::write_data(chain, offset, data)?)
-        }
-        None if iterator == 1 => match rb_scandump::decode_any_header(data, memory_limit(ctx))? {
-            NewFilter::Own(chain) => store(&mut key, chain).map(drop),
-            NewFilter::RedisBloom(chain) => store(&mut key, chain).map(drop),
-        },
+    match write_filter(&mut key, |f| f.load_chunk(iterator, data))? {
+        Some(loaded) => loaded.map_err(|e| match e {
+            ChunkError::Iterator => RedisError::Str(BAD_ITERATOR),
+            ChunkError::Exists => RedisError::Str(ITEM_EXISTS),
+            ChunkError::Length => RedisError::Str(CHUNK_LENGTH),
+            ChunkError::Data(e) => e.into(),
+        }),
+        None if iterator == 1 => create_from_header(&mut key, data, memory_limit(ctx)),
+        None if iterator < 1 => Err(RedisError::Str(BAD_ITERATOR)),
         None => Err(RedisError::Str(NOT_FOUND)),
+    }
+}
+
+/// A zero-filled filter under an empty key from a `BF.LOADCHUNK` header, of the kind its
+/// format says (`any::from_header`), within `limit` bytes.
+fn create_from_header(key: &mut Key, header: &[u8], limit: u64) -> Result<(), RedisError> {
+    match from_header(header, limit)? {
+        NewFilter::Own(chain) => store(key, chain).map(drop),
+        NewFilter::RedisBloom(chain) => store(key, chain).map(drop),
     }
 }

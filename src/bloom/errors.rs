@@ -2,7 +2,6 @@
 //! marked), and the Bloom cores' errors as replies.
 
 use super::chain::ChainError;
-use super::redisbloom::chain::AddError;
 use crate::server::errors::reply;
 use redis_module::RedisError;
 
@@ -27,12 +26,6 @@ pub fn expansion_range(max: i64) -> RedisError {
 
 impl From<ChainError> for RedisError {
     fn from(e: ChainError) -> Self {
-        reply(e)
-    }
-}
-
-impl From<AddError> for RedisError {
-    fn from(e: AddError) -> Self {
         reply(e)
     }
 }

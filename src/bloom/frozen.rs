@@ -35,11 +35,10 @@ use crate::core::ef;
 
 /// Bits per rank-sample block.
 const BLOCK: u64 = 256;
-const SAMPLES_PER_WORD: u64 = 4;
 
 /// Words of the rank samples of a `bits`-bit vector: one per block after the first.
 fn samples_words(bits: u64) -> u64 {
-    (bits.saturating_sub(1) / BLOCK).div_ceil(SAMPLES_PER_WORD)
+    (bits.saturating_sub(1) / BLOCK).div_ceil(ef::SAMPLES_PER_WORD)
 }
 
 /// Where each part of a frozen region starts: bit offsets, and word offsets for the samples.
@@ -88,14 +87,14 @@ impl Layout {
     /// The layout of a region, from its count.
     #[inline(always)]
     fn of(region: &[u64], stream: ef::Shape) -> Self {
-        Self::new(stream, region[0] & 0xffff)
+        Self::new(stream, ef::sample(region, 0))
     }
 }
 
 /// Words of the frozen region starting `region`.
 #[inline(always)]
 pub fn region_words(region: &[u64]) -> usize {
-    (region[0] >> 16 & 0xffff) as usize
+    ef::sample(region, 1) as usize
 }
 
 /// The most words the frozen form of a set of stream shape `stream` can take, before its
@@ -104,11 +103,6 @@ pub fn max_words(stream: ef::Shape) -> usize {
     let occupied = stream.k.min(stream.buckets);
     let bits = occupied_start(stream) + stream.buckets + stream.k * (stream.l as u64 + 1);
     (bits.div_ceil(64) + samples_words(occupied)) as usize
-}
-
-#[inline(always)]
-fn bit(words: &[u64], at: u64) -> bool {
-    words[(at / 64) as usize] >> (at % 64) & 1 == 1
 }
 
 #[inline(always)]
@@ -123,10 +117,7 @@ fn rank(region: &[u64], start: u64, samples: &[u64], at: u64) -> u64 {
     let block = at / BLOCK;
     let mut ones = match block {
         0 => 0,
-        b => {
-            let e = b - 1;
-            samples[(e / SAMPLES_PER_WORD) as usize] >> (16 * (e % SAMPLES_PER_WORD)) & 0xffff
-        }
+        b => ef::sample(samples, b - 1),
     };
     let mut from = block * BLOCK;
     if start.is_multiple_of(64) {
@@ -135,7 +126,7 @@ fn rank(region: &[u64], start: u64, samples: &[u64], at: u64) -> u64 {
         for w in &region[first..last] {
             ones += w.count_ones() as u64;
         }
-        return ones + (region[last] & !(!0u64 << (at % 64))).count_ones() as u64;
+        return ones + (region[last] & ef::low_mask((at % 64) as u32)).count_ones() as u64;
     }
     while from + 64 <= at {
         ones += ef::read_bits(region, start + from, 64).count_ones() as u64;
@@ -152,8 +143,7 @@ fn fill_samples(region: &[u64], start: u64, bits: u64, samples: &mut [u64]) {
     for block in 1..=bits.saturating_sub(1) / BLOCK {
         let ones = rank(region, start, samples, block * BLOCK - 1)
             + ef::read_bits(region, start + block * BLOCK - 1, 1);
-        let e = block - 1;
-        samples[(e / SAMPLES_PER_WORD) as usize] |= ones << (16 * (e % SAMPLES_PER_WORD));
+        ef::set_sample(samples, block - 1, ones);
     }
 }
 
@@ -170,12 +160,13 @@ pub fn build(stream: ef::Shape, values: impl Iterator<Item = u64> + Clone) -> Op
     let layout = Layout::new(stream, occupied_count);
     let mut region = crate::core::alloc::zeroed_words(layout.words)?;
     // Regions of sparse sub-filters are at most a few thousand words (`sparse::MAX_CAPACITY`).
-    region[0] = occupied_count | (layout.words as u64) << 16;
+    ef::set_sample(&mut region, 0, occupied_count);
+    ef::set_sample(&mut region, 1, layout.words as u64);
     // r: occupied buckets so far; extra: values in `rest` so far; in_bucket: values of the
     // current bucket so far.
     let (mut r, mut extra, mut in_bucket, mut previous) = (0u64, 0u64, 0u64, None);
     for v in values {
-        let (high, low) = (v >> l, v & !(!0u64 << l));
+        let (high, low) = (v >> l, v & ef::low_mask(l));
         if previous == Some(high) {
             set(&mut region, layout.more + r - 1);
             ef::write_bits(&mut region, layout.rest + extra * l as u64, l, low);
@@ -204,9 +195,9 @@ pub fn build(stream: ef::Shape, values: impl Iterator<Item = u64> + Clone) -> Op
 #[inline(always)]
 pub fn contains(region: &[u64], stream: ef::Shape, v: u64) -> bool {
     let l = stream.l;
-    let (high, low) = (v >> l, v & !(!0u64 << l));
+    let (high, low) = (v >> l, v & ef::low_mask(l));
     let occupied = occupied_start(stream);
-    if !bit(region, occupied + high) {
+    if !ef::bit(region, occupied + high) {
         return false;
     }
     let layout = Layout::of(region, stream);
@@ -216,7 +207,7 @@ pub fn contains(region: &[u64], stream: ef::Shape, v: u64) -> bool {
     if low <= first {
         return low == first;
     }
-    if !bit(region, layout.more + r) {
+    if !ef::bit(region, layout.more + r) {
         return false;
     }
     // Its other values follow those of the buckets before it that hold more.
@@ -228,7 +219,7 @@ pub fn contains(region: &[u64], stream: ef::Shape, v: u64) -> bool {
         if x >= low {
             return x == low;
         }
-        if bit(region, layout.ends + i) {
+        if ef::bit(region, layout.ends + i) {
             return false;
         }
         i += 1;
@@ -265,18 +256,18 @@ pub fn values(region: &[u64], stream: ef::Shape) -> impl Iterator<Item = u64> + 
     let l = stream.l;
     let mut extra = 0u64;
     (0..stream.buckets)
-        .filter(move |h| bit(region, layout.occupied + *h))
+        .filter(move |h| ef::bit(region, layout.occupied + *h))
         .enumerate()
         .flat_map(move |(r, high)| {
             let r = r as u64;
             let first = ef::read_bits(region, layout.firsts + r * l as u64, l);
             let mut others = Vec::new();
-            if bit(region, layout.more + r) {
+            if ef::bit(region, layout.more + r) {
                 loop {
                     let x = ef::read_bits(region, layout.rest + extra * l as u64, l);
                     others.push(high << l | x);
                     extra += 1;
-                    if bit(region, layout.ends + extra - 1) {
+                    if ef::bit(region, layout.ends + extra - 1) {
                         break;
                     }
                 }

@@ -1,5 +1,6 @@
 //! The Bloom filter wing: a pure core (`filter`, `blocked`, `words`, `chain`, `codec`) and its
 //! Redis adapters (`commands`, `datatype`).
+pub mod any;
 pub mod blocked;
 pub mod body;
 pub mod chain;
@@ -9,7 +10,9 @@ pub mod config;
 pub mod datatype;
 pub mod errors;
 pub mod filter;
+pub mod fp;
 pub mod frozen;
+pub mod params;
 pub mod redisbloom;
 pub mod sparse;
 pub mod stats;

@@ -43,7 +43,6 @@ use crate::core::hashing::{reduce, ItemHash};
 pub const MAX_CAPACITY: u64 = 8192;
 /// One index sample every `SAMPLE` zeros of the upper bits.
 const SAMPLE: u64 = 64;
-const SAMPLES_PER_WORD: u64 = 4;
 
 /// The universe of a sparse sub-filter of `capacity` at error rate `p`: capacity/U < p.
 pub fn universe(capacity: u64, p: f64) -> u64 {
@@ -70,7 +69,7 @@ impl Shape {
     pub fn new(n: u64, universe: u64) -> Self {
         let stream = ef::Shape::new(n, universe);
         let samples = stream.buckets.saturating_sub(1) / SAMPLE;
-        let index_words = samples.div_ceil(SAMPLES_PER_WORD);
+        let index_words = samples.div_ceil(ef::SAMPLES_PER_WORD);
         Self {
             stream,
             // n ≤ MAX_CAPACITY for a sparse sub-filter: a region is a few thousand words.
@@ -113,36 +112,29 @@ impl Shape {
     }
 }
 
-/// The `j`-th sample (j ≥ 1): the position in the upper bits of zero number SAMPLE·j.
-#[inline(always)]
-fn sample(index: &[u64], j: u64) -> u64 {
-    let e = j - 1;
-    index[(e / SAMPLES_PER_WORD) as usize] >> (16 * (e % SAMPLES_PER_WORD)) & 0xffff
-}
-
-/// Whether `v` is in the set, reading the stream as `ef::find` does but starting the search
-/// for its bucket at the index sample before it: the select scans a word or two, not up to
-/// half the upper bits (`ef::find` bounds the work by the stream's length, which the linear
-/// counters keep small; a grown Bloom chain looks in every one of its sparse sub-filters).
+/// Whether `v` is in the set, by `ef::find_from`, starting the search for its bucket at the
+/// index sample before it: the select scans a word or two, not up to half the upper bits
+/// (`ef::find` bounds the work by the stream's length, which the linear counters keep small;
+/// a grown Bloom chain looks in every one of its sparse sub-filters).
 #[inline(always)]
 fn find(region: &[u64], shape: &Shape, v: u64) -> ef::Probe {
     let (index, stream) = region.split_at(shape.index_words());
-    let (l, k) = (shape.stream.l, shape.stream.k);
-    let (high, low) = (v >> l, v & !(!0u64 << l));
+    let high = v >> shape.stream.l;
     let upper = shape.upper();
     // Bucket `high` starts after the zero closing bucket `high − 1`: from the sample before
-    // that zero, count zeros word by word.
-    let mut position = match high {
+    // that zero (sample j − 1 is the position of zero number SAMPLE·j), count zeros word by
+    // word.
+    let start = match high {
         0 => 0,
         h => {
             let j = (h - 1) / SAMPLE;
             let (start, mut left) = match j {
                 0 => (0, h - 1),
-                _ => (sample(index, j), h - 1 - j * SAMPLE),
+                _ => (ef::sample(index, j - 1), h - 1 - j * SAMPLE),
             };
             let at = upper + start;
             let mut w = (at / 64) as usize;
-            let mut zeros = !stream[w] & (!0u64 << (at % 64));
+            let mut zeros = !stream[w] & !ef::low_mask((at % 64) as u32);
             loop {
                 let count = zeros.count_ones() as u64;
                 if left < count {
@@ -154,24 +146,7 @@ fn find(region: &[u64], shape: &Shape, v: u64) -> ef::Probe {
             }
         }
     };
-    // Ones before `position` in the upper bits: all but the `high` zeros.
-    let mut rank = position - high;
-    while rank < k {
-        let at = upper + position;
-        if stream[(at / 64) as usize] >> (at % 64) & 1 == 0 {
-            break;
-        }
-        let stored = ef::read_bits(stream, rank * l as u64, l);
-        if stored >= low {
-            return ef::Probe {
-                found: stored == low,
-                rank,
-            };
-        }
-        position += 1;
-        rank += 1;
-    }
-    ef::Probe { found: false, rank }
+    ef::find_from(stream, 0, shape.stream, v, start)
 }
 
 /// Whether `v` is in the set held by `region` (of `shape.region_words()` words). Callers that
@@ -202,16 +177,12 @@ fn build_index(index: &mut [u64], stream: &[u64], shape: &Shape) {
     let (mut zeros, mut j, mut at) = (0u64, 1u64, 0u64);
     while j <= shape.samples() && at < len {
         let width = (len - at).min(64) as u32;
-        let mut free = !ef::read_bits(stream, upper + at, width);
-        if width < 64 {
-            free &= (1 << width) - 1;
-        }
+        let free = !ef::read_bits(stream, upper + at, width) & ef::low_mask(width);
         let count = free.count_ones() as u64;
         while j <= shape.samples() && zeros + count > j * SAMPLE {
             // The zero of rank j·SAMPLE − zeros in this word.
             let position = at + ef::select_in_word(free, j * SAMPLE - zeros);
-            let e = j - 1;
-            index[(e / SAMPLES_PER_WORD) as usize] |= position << (16 * (e % SAMPLES_PER_WORD));
+            ef::set_sample(index, j - 1, position);
             j += 1;
         }
         zeros += count;
@@ -273,11 +244,10 @@ pub fn insert(region: &mut [u64], shape: &Shape, universe: u64, pending: Pending
     ef::insert(stream, 0, shape.stream, pending.rank, pending.v);
     // Zeros at or after the new value's one (upper bit (v >> l) + rank) moved up by one.
     let position = (pending.v >> shape.stream.l) + pending.rank;
-    for j in 1..=shape.samples() {
-        let e = j - 1;
-        let (w, shift) = ((e / SAMPLES_PER_WORD) as usize, 16 * (e % SAMPLES_PER_WORD));
-        if (index[w] >> shift & 0xffff) >= position {
-            index[w] += 1 << shift;
+    for i in 0..shape.samples() {
+        let sample = ef::sample(index, i);
+        if sample >= position {
+            ef::set_sample(index, i, sample + 1);
         }
     }
 }

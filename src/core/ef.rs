@@ -221,18 +221,34 @@ pub struct Probe {
 
 /// Looks `x` (below the universe) up.
 pub fn find(words: &[u64], base: u64, shape: Shape, x: u64) -> Probe {
+    let hi = x >> shape.l;
+    // Bucket `hi` starts after the zero closing bucket `hi − 1`.
+    let start = match hi {
+        0 => 0,
+        _ => {
+            select_zero(
+                words,
+                base + shape.upper(),
+                shape.k + shape.buckets,
+                shape.buckets,
+                hi - 1,
+            ) + 1
+        }
+    };
+    find_from(words, base, shape, x, start)
+}
+
+/// [`find`] when the caller knows where `x`'s bucket starts in the upper bits (`start`, from
+/// an index of its own): the scan of that bucket.
+#[inline(always)]
+pub fn find_from(words: &[u64], base: u64, shape: Shape, x: u64, start: u64) -> Probe {
     let (l, k) = (shape.l, shape.k);
-    let (hi, lo) = (x >> l, x & low_mask(l));
+    let lo = x & low_mask(l);
     let upper = base + shape.upper();
     let len = k + shape.buckets;
-    // Bucket `hi` starts after the zero closing bucket `hi − 1`.
-    let mut pos = if hi == 0 {
-        0
-    } else {
-        select_zero(words, upper, len, shape.buckets, hi - 1) + 1
-    };
-    let mut rank = pos.saturating_sub(hi).min(k);
-    while rank < k && pos < len && read_bits(words, upper + pos, 1) == 1 {
+    // Ones before `start` in the upper bits: all but the `hi` zeros.
+    let (mut pos, mut rank) = (start, start.saturating_sub(x >> l).min(k));
+    while rank < k && pos < len && bit(words, upper + pos) {
         let v = read_bits(words, base + rank * l as u64, l);
         if v >= lo {
             return Probe {
@@ -363,13 +379,37 @@ pub fn validate(words: &[u64], base: u64, shape: Shape, universe: u64) -> Result
     Ok(())
 }
 
-#[inline]
-fn low_mask(l: u32) -> u64 {
+/// The `l` low bits set (l ≤ 64).
+#[inline(always)]
+pub fn low_mask(l: u32) -> u64 {
     if l == 64 {
         u64::MAX
     } else {
         (1u64 << l) - 1
     }
+}
+
+/// Bit `at` of `words`.
+#[inline(always)]
+pub fn bit(words: &[u64], at: u64) -> bool {
+    words[(at / 64) as usize] >> (at % 64) & 1 == 1
+}
+
+/// 16-bit samples, four to a word, the first in the low bits: the indexes that sparse and
+/// frozen sets keep beside their streams (positions and ranks within a few thousand bits).
+pub const SAMPLES_PER_WORD: u64 = 4;
+
+/// Sample `i` (from 0).
+#[inline(always)]
+pub fn sample(samples: &[u64], i: u64) -> u64 {
+    samples[(i / SAMPLES_PER_WORD) as usize] >> (16 * (i % SAMPLES_PER_WORD)) & 0xffff
+}
+
+/// Sets sample `i` to `value` (< 2^16).
+#[inline]
+pub fn set_sample(samples: &mut [u64], i: u64, value: u64) {
+    let (w, shift) = ((i / SAMPLES_PER_WORD) as usize, 16 * (i % SAMPLES_PER_WORD));
+    samples[w] = samples[w] & !(0xffff << shift) | value << shift;
 }
 
 #[cfg(test)]

@@ -1,8 +1,10 @@
 //! Pure building blocks every family uses, with no Redis types: the hash scheme (`hashing`),
-//! Elias–Fano coded sets (`ef`), chunked byte forms (`chunks`), shared parameters (`intern`),
-//! the allocator and its size classes (`alloc`), moving a value's blocks when the server
-//! defragments (`defrag`), and the decoders' error (`decode`).
+//! Elias–Fano coded sets and their sample packing (`ef`), the little-endian byte reader and
+//! writer and the chunked byte forms (`chunks`), shared parameters (`intern`), the allocator
+//! and its size classes (`alloc`), the size-class block (`block`), moving a value's blocks
+//! when the server defragments (`defrag`), and the decoders' error (`decode`).
 pub mod alloc;
+pub mod block;
 pub mod chunks;
 pub mod decode;
 pub mod defrag;

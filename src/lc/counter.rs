@@ -76,7 +76,6 @@
 //! 1 — exact mode kept the 64-bit `h1` values themselves (same limit `L`); bitmap otherwise.
 //! 2 — fingerprints, the sparse mode, the single block.
 
-use super::block::Block;
 pub use super::geometry::{bitmap_bytes, bits_for, exact_limit, Geometry};
 use super::geometry::{
     dense_words, estimate, standard_error, stream_words, MAX_BITS, SATURATION_ZEROS,
@@ -84,6 +83,7 @@ use super::geometry::{
 pub use super::header::Mode;
 use super::header::{Header, DENSE_ESTIMATE};
 use crate::core::alloc::size_class;
+use crate::core::block::Block;
 use crate::core::defrag::Defrag;
 use crate::core::ef::Shape;
 use crate::core::hashing::{hash_item, reduce};

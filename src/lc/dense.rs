@@ -3,10 +3,10 @@
 //! header and the estimate for that number in word `header::DENSE_ESTIMATE`, so that a count
 //! is one read and an add one bit and, when the bit was zero, one logarithm.
 
-use super::block::Block;
 use super::counter::{bit_positions, Counter, LcError, SetBits};
 use super::geometry::{dense_words, estimate};
 use super::header::{take_dense_zeros, Header, Mode, DENSE_BITMAP, DENSE_ESTIMATE};
+use crate::core::block::Block;
 
 impl Counter {
     /// The dense bitmap's words (bit `p` is bit `p % 64` of word `p / 64`; padding zero).

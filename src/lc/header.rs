@@ -16,8 +16,8 @@
 //! The header is not part of the encoding (codec.rs writes the counter from its state), so
 //! this layout may change without a new encoding version.
 
-use super::block::Block;
 use super::geometry::{EXACT_MAX, SPARSE_MAX_BYTES};
+use crate::core::block::Block;
 
 const MODE_BITS: u64 = 3;
 const COUNT_SHIFT: u32 = 10;

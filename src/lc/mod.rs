@@ -1,8 +1,7 @@
 //! The linear counter wing: a pure core (`counter`, with its `geometry`, its block's `header`
-//! and one file per mode: `exact`, `sparse`, `dense`; its one allocation, `block`; its encoding,
-//! `codec`; its streams are `crate::core::ef`'s) and its Redis adapters (`commands`,
-//! `datatype`).
-mod block;
+//! and one file per mode: `exact`, `sparse`, `dense`; its one allocation, a
+//! `crate::core::block`; its encoding, `codec`; its streams are `crate::core::ef`'s) and its
+//! Redis adapters (`commands`, `datatype`).
 pub mod codec;
 pub mod commands;
 pub mod config;

@@ -3,10 +3,10 @@
 //! bitmap with `m − k` zero bits. The stream operations here serve exact mode too, whose
 //! stream is the same code over the fingerprints' universe.
 
-use super::block::Block;
 use super::counter::{Counter, LcError, SetBits};
 use super::geometry::stream_words;
 use super::header::{Header, Mode, STREAM};
+use crate::core::block::Block;
 use crate::core::ef::{self, Shape};
 
 impl Counter {

@@ -1,9 +1,11 @@
 //! A RedisBloom scaling chain (`SBChain`): links oldest first, RedisBloom's add and growth
-//! rules, and the figures `BF.INFO` reports for it.
+//! rules, and the figures `BF.INFO` reports for it; served to the `BF.*` commands as every
+//! Bloom filter is (`any::BloomFilter`).
 
 use super::link::{Link, LinkParams, FORCE64, NOROUND, NO_SCALING};
 use super::murmur::HashPair;
-use super::DecodeError;
+use super::{scandump, DecodeError};
+use crate::bloom::any::{Added, BloomFilter, ChunkError, Env, Info};
 use crate::bloom::chain::ChainError;
 use crate::core::alloc::size_class;
 use crate::core::defrag::Defrag;
@@ -11,33 +13,6 @@ use crate::core::defrag::Defrag;
 /// Most links a chain may have. RedisBloom 2.8.2 asserts (aborts the server) when it loads
 /// 1000 or more, so a chain that is to go back to it must stay below.
 pub const MAX_LINKS: usize = 999;
-
-/// Why an add was refused.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum AddError {
-    /// NONSCALING and the link is full.
-    Full,
-    /// RedisBloom's sizing cannot make the next link (or the chain has `MAX_LINKS`).
-    CannotGrow,
-    /// The next link would take the key over the limit.
-    TooLarge {
-        needed: u64,
-        limit: u64,
-    },
-    OutOfMemory,
-}
-
-/// The reply text without `ERR `: RedisBloom's texts, and lcbloom's for its own limits.
-impl std::fmt::Display for AddError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match *self {
-            AddError::Full => ChainError::Full.fmt(f),
-            AddError::CannotGrow => f.write_str("problem inserting into filter"),
-            AddError::TooLarge { needed, limit } => ChainError::TooLarge { needed, limit }.fmt(f),
-            AddError::OutOfMemory => ChainError::OutOfMemory.fmt(f),
-        }
-    }
-}
 
 /// A chain as RedisBloom holds it; `size` always equals the sum of the links' sizes.
 #[derive(Clone, Debug, PartialEq)]
@@ -49,11 +24,11 @@ pub struct RbChain {
 }
 
 /// A zeroed bit array, allocated fallibly.
-pub fn zeroed(bytes: u64) -> Result<Vec<u8>, AddError> {
-    let bytes = usize::try_from(bytes).map_err(|_| AddError::OutOfMemory)?;
+pub fn zeroed(bytes: u64) -> Result<Vec<u8>, ChainError> {
+    let bytes = usize::try_from(bytes).map_err(|_| ChainError::OutOfMemory)?;
     let mut data = Vec::new();
     data.try_reserve_exact(bytes)
-        .map_err(|_| AddError::OutOfMemory)?;
+        .map_err(|_| ChainError::OutOfMemory)?;
     data.resize(bytes, 0);
     Ok(data)
 }
@@ -74,13 +49,13 @@ impl RbChain {
         capacity: u64,
         growth: Option<u32>,
         limit: u64,
-    ) -> Result<Self, AddError> {
+    ) -> Result<Self, ChainError> {
         let (options, first_error, growth) = match growth {
             Some(g) => (FORCE64 | NOROUND, error * 0.5, g),
             None => (FORCE64 | NOROUND | NO_SCALING, error, 2),
         };
         let params =
-            LinkParams::init(capacity, first_error, options).ok_or(AddError::CannotGrow)?;
+            LinkParams::init(capacity, first_error, options).ok_or(ChainError::CannotGrow)?;
         let mut chain = RbChain {
             size: 0,
             options,
@@ -190,23 +165,23 @@ impl RbChain {
 
     /// RedisBloom's add: Ok(false) if present (nothing changes), else into the newest link,
     /// growing the chain first when that link is full. Growth never takes the key over `limit`.
-    pub fn add(&mut self, hash: &HashPair, limit: u64) -> Result<bool, AddError> {
+    pub fn add(&mut self, hash: &HashPair, limit: u64) -> Result<bool, ChainError> {
         if self.contains(hash) {
             return Ok(false);
         }
         let last = self.links.last().expect("a chain has a link");
         if last.size >= last.params.entries {
             if self.options & NO_SCALING != 0 {
-                return Err(AddError::Full);
+                return Err(ChainError::Full);
             }
             let next = last
                 .params
                 .entries
                 .checked_mul(self.growth as u64)
                 .and_then(|n| LinkParams::init(n, last.params.error * 0.5, self.options))
-                .ok_or(AddError::CannotGrow)?;
+                .ok_or(ChainError::CannotGrow)?;
             if self.links.len() >= MAX_LINKS {
-                return Err(AddError::CannotGrow);
+                return Err(ChainError::CannotGrow);
             }
             self.push_link(next, limit)?;
         }
@@ -218,11 +193,11 @@ impl RbChain {
     }
 
     /// A deep copy, allocated fallibly (`COPY` must not abort the server).
-    pub fn try_clone(&self) -> Result<Self, AddError> {
+    pub fn try_clone(&self) -> Result<Self, ChainError> {
         let mut links = Vec::new();
         links
             .try_reserve_exact(self.links.len())
-            .map_err(|_| AddError::OutOfMemory)?;
+            .map_err(|_| ChainError::OutOfMemory)?;
         for l in &self.links {
             let mut data = zeroed(l.params.bytes)?;
             data.copy_from_slice(&l.data);
@@ -231,18 +206,18 @@ impl RbChain {
         Ok(RbChain { links, ..*self })
     }
 
-    fn push_link(&mut self, params: LinkParams, limit: u64) -> Result<(), AddError> {
+    fn push_link(&mut self, params: LinkParams, limit: u64) -> Result<(), ChainError> {
         let needed = memory_bytes_for(
             self.links.len() as u64 + 1,
             self.data_bytes().saturating_add(params.bytes),
         )
         .unwrap_or(u64::MAX);
         if needed > limit {
-            return Err(AddError::TooLarge { needed, limit });
+            return Err(ChainError::TooLarge { needed, limit });
         }
         self.links
             .try_reserve_exact(1)
-            .map_err(|_| AddError::OutOfMemory)?;
+            .map_err(|_| ChainError::OutOfMemory)?;
         let data = zeroed(params.bytes)?;
         self.links.push(Link {
             params,
@@ -250,6 +225,68 @@ impl RbChain {
             data,
         });
         Ok(())
+    }
+}
+
+/// RedisBloom's answers: one item at a time (each add may grow the chain), its own scan-dump
+/// chunks, and its `BF.INFO` figures with `Size` by its own accounting.
+impl BloomFilter for RbChain {
+    fn contains_all(&self, items: &[&[u8]], _: &dyn Env, found: &mut dyn FnMut(bool)) {
+        items
+            .iter()
+            .for_each(|item| found(self.contains(&self.hash(item))));
+    }
+
+    fn add_all(
+        &mut self,
+        items: &[&[u8]],
+        env: &dyn Env,
+        done: &mut dyn FnMut(Result<Added, ChainError>),
+    ) {
+        let limit = env.memory_limit();
+        for item in items {
+            let result = self.add(&self.hash(item), limit);
+            let stop = result.is_err();
+            done(result.map(Added::new_or_present));
+            if stop {
+                return;
+            }
+        }
+    }
+
+    fn info(&self, _: &dyn Env) -> Info {
+        Info {
+            capacity: self.capacity(),
+            size: self.redisbloom_size(),
+            filters: self.links.len() as u64,
+            items: self.size,
+            expansion: self.expansion(),
+            layout: "redisbloom",
+            extra: Vec::new(),
+        }
+    }
+
+    fn card(&self, _: &dyn Env) -> u64 {
+        self.size
+    }
+
+    /// As RedisBloom: any iterator past the end, or negative, ends the dump.
+    fn scandump(&self, iterator: i64) -> (u64, Vec<u8>) {
+        if iterator == 0 {
+            return (1, scandump::encode_header(self));
+        }
+        let chunk = u64::try_from(iterator)
+            .ok()
+            .and_then(|it| scandump::chunk(self, it));
+        match chunk {
+            Some((next, data)) => (next, data.to_vec()),
+            None => (0, Vec::new()),
+        }
+    }
+
+    /// RedisBloom's rules and texts (`scandump::load_chunk`).
+    fn load_chunk(&mut self, iterator: i64, data: &[u8]) -> Result<(), ChunkError> {
+        Ok(scandump::load_chunk(self, iterator, data)?)
     }
 }
 
@@ -409,7 +446,7 @@ mod tests {
             match c.add(&c.hash(format!("x{i}").as_bytes()), u64::MAX) {
                 Ok(a) => added += a as u64,
                 Err(e) => {
-                    assert_eq!(e, AddError::Full);
+                    assert_eq!(e, ChainError::Full);
                     full = true;
                     break;
                 }
@@ -432,7 +469,7 @@ mod tests {
         let before = c.clone();
         let limit = memory_bytes_for(1, c.data_bytes()).unwrap() + 10;
         let err = c.add(&c.hash(b"one more"), limit).unwrap_err();
-        assert!(matches!(err, AddError::TooLarge { .. }));
+        assert!(matches!(err, ChainError::TooLarge { .. }));
         assert_eq!(c, before);
         assert!(c.try_clone().unwrap() == c);
     }

@@ -14,6 +14,7 @@
 use super::chain::RbChain;
 use super::rdb::{self, FieldReader, FieldWriter};
 use super::{DecodeError, TOO_LARGE};
+use crate::core::chunks::Reader;
 
 /// RedisBloom's Bloom filter type name.
 pub const TYPE_NAME: &str = "MBbloom--";
@@ -39,24 +40,22 @@ pub fn module_id(name: &str, encver: u32) -> u64 {
 
 /// Reads fields from a DUMP value's bytes.
 pub struct DumpReader<'a> {
-    input: &'a [u8],
+    input: Reader<'a>,
 }
 
 impl<'a> DumpReader<'a> {
+    pub fn new(value: &'a [u8]) -> Self {
+        Self {
+            input: Reader::new(value, BAD),
+        }
+    }
+
     fn byte(&mut self) -> Result<u8, DecodeError> {
-        let (&b, rest) = self.input.split_first().ok_or(BAD)?;
-        self.input = rest;
-        Ok(b)
+        self.input.byte()
     }
 
     fn take(&mut self, n: u64) -> Result<&'a [u8], DecodeError> {
-        let n = usize::try_from(n).map_err(|_| BAD)?;
-        if n > self.input.len() {
-            return Err(BAD);
-        }
-        let (head, rest) = self.input.split_at(n);
-        self.input = rest;
-        Ok(head)
+        self.input.take(usize::try_from(n).map_err(|_| BAD)?)
     }
 
     /// An RDB length, or the special-encoding tag of a string (`Err(Some(tag))`).
@@ -67,10 +66,8 @@ impl<'a> DumpReader<'a> {
             1 => Ok((((first & 0x3f) as u64) << 8) | self.byte()? as u64),
             3 => Err(first & 0x3f),
             _ => match first {
-                0x80 => Ok(u32::from_be_bytes(self.take(4)?.try_into().expect("4 bytes")) as u64),
-                0x81 => Ok(u64::from_be_bytes(
-                    self.take(8)?.try_into().expect("8 bytes"),
-                )),
+                0x80 => Ok(self.input.u32_be()? as u64),
+                0x81 => Ok(self.input.u64_be()?),
                 _ => return Err(BAD),
             },
         })
@@ -97,9 +94,7 @@ impl FieldReader for DumpReader<'_> {
 
     fn double(&mut self) -> Result<f64, DecodeError> {
         self.opcode(OP_DOUBLE)?;
-        Ok(f64::from_le_bytes(
-            self.take(8)?.try_into().expect("8 bytes"),
-        ))
+        self.input.f64()
     }
 
     fn buffer(&mut self, max: u64) -> Result<Vec<u8>, DecodeError> {
@@ -107,12 +102,8 @@ impl FieldReader for DumpReader<'_> {
         match self.length_or_tag()? {
             Ok(len) => Ok(self.take(len)?.to_vec()),
             Err(0) => Ok((self.byte()? as i8).to_string().into_bytes()),
-            Err(1) => Ok(i16::from_le_bytes(self.take(2)?.try_into().expect("2"))
-                .to_string()
-                .into_bytes()),
-            Err(2) => Ok(i32::from_le_bytes(self.take(4)?.try_into().expect("4"))
-                .to_string()
-                .into_bytes()),
+            Err(1) => Ok((self.input.u16()? as i16).to_string().into_bytes()),
+            Err(2) => Ok((self.input.u32()? as i32).to_string().into_bytes()),
             Err(3) => {
                 let clen = self.length()?;
                 let ulen = self.length()?;
@@ -211,7 +202,7 @@ impl FieldWriter for DumpWriter {
 /// Decodes a DUMP value of type `MBbloom--` (encvers 0–4), with the rdb.rs validation and
 /// `limit`, requiring the EOF opcode right after the fields and nothing after it.
 pub fn decode_value(value: &[u8], limit: u64) -> Result<RbChain, DecodeError> {
-    let mut r = DumpReader { input: value };
+    let mut r = DumpReader::new(value);
     if r.byte()? != MODULE_TYPE || r.byte()? != 0x81 {
         return Err(BAD);
     }
@@ -222,7 +213,7 @@ pub fn decode_value(value: &[u8], limit: u64) -> Result<RbChain, DecodeError> {
         ));
     }
     let chain = rdb::decode(&mut r, (id & 0x3ff) as u32, limit)?;
-    if r.length()? != OP_EOF || !r.input.is_empty() {
+    if r.length()? != OP_EOF || r.input.remaining() != 0 {
         return Err(BAD);
     }
     Ok(chain)
@@ -341,9 +332,7 @@ mod tests {
         assert_eq!(lzf_decompress(&compressed, 12).unwrap(), b"abcabcabcabc");
         assert!(lzf_decompress(&compressed, 11).is_err());
         assert!(lzf_decompress(&[0x20, 5], 10).is_err());
-        let mut r = DumpReader {
-            input: &[5, 0xc0, 0xfb, 5, 0xc1, 0x39, 0x30],
-        };
+        let mut r = DumpReader::new(&[5, 0xc0, 0xfb, 5, 0xc1, 0x39, 0x30]);
         assert_eq!(r.buffer(100).unwrap(), b"-5");
         assert_eq!(r.buffer(100).unwrap(), b"12345");
     }

@@ -56,8 +56,5 @@ pub mod murmur;
 pub mod rdb;
 pub mod scandump;
 
+pub use crate::bloom::codec::{BAD_DATA, OUT_OF_MEMORY, TOO_LARGE};
 pub use crate::core::decode::DecodeError;
-/// A value that would take the key over its byte budget (`max-memory-per-key`).
-pub const TOO_LARGE: DecodeError = DecodeError("filter would exceed max-memory-per-key");
-/// A bit array that could not be allocated.
-pub const OUT_OF_MEMORY: DecodeError = DecodeError("insufficient memory to load filter");

@@ -6,59 +6,47 @@
 //! returned with a chunk is the position after it, plus one. `BF.LOADCHUNK key it data` writes
 //! `data` at iterator `it − len(data)`.
 //!
-//! On a missing key, `BF.LOADCHUNK key 1 <header>` takes either format ([`decode_any_header`]):
-//! lcbloom's own header starts with its magic `LCBF` and is tried first; bytes it refuses that
-//! have this header's shape (length 20 + 53·nfilters) make a RedisBloom chain. That is how a
+//! On a missing key, `BF.LOADCHUNK key 1 <header>` takes lcbloom's header or this one
+//! (`bloom/commands.rs` tells them apart, with [`looks_like_header`]). That is how a
 //! RedisBloom AOF rewrite or `BF.SCANDUMP` stream loads into lcbloom.
 
 use super::chain::{check_chain_fields, memory_bytes_for, zeroed, RbChain};
 use super::link::{Link, LinkParams};
-use super::{DecodeError, OUT_OF_MEMORY, TOO_LARGE};
-use crate::bloom::chain::Chain;
-use crate::bloom::codec;
+use super::{DecodeError, BAD_DATA, OUT_OF_MEMORY, TOO_LARGE};
+use crate::core::chunks::{Reader, Writer, CHUNK_BYTES};
 
 const FIXED: usize = 20;
 const PER_LINK: usize = 53;
-/// Largest data chunk (RedisBloom's).
-pub const CHUNK_BYTES: u64 = 16 << 20;
-
-const BAD_DATA: DecodeError = DecodeError("received bad data");
 const NO_LINK: DecodeError = DecodeError("invalid offset - no link found");
 const TOO_BIG: DecodeError = DecodeError("invalid chunk - Too big for current filter");
 
 /// The header chunk (iterator 1): a packed little-endian struct, 20 + 53·nfilters bytes.
 pub fn encode_header(chain: &RbChain) -> Vec<u8> {
     let mut out = Vec::with_capacity(FIXED + PER_LINK * chain.links().len());
-    out.extend_from_slice(&chain.size().to_le_bytes());
-    out.extend_from_slice(&(chain.links().len() as u32).to_le_bytes());
-    out.extend_from_slice(&chain.options().to_le_bytes());
-    out.extend_from_slice(&chain.growth().to_le_bytes());
+    out.put_u64(chain.size());
+    out.put_u32(chain.links().len() as u32);
+    out.put_u32(chain.options());
+    out.put_u32(chain.growth());
     for link in chain.links() {
         let p = &link.params;
-        out.extend_from_slice(&p.bytes.to_le_bytes());
-        out.extend_from_slice(&p.bits.to_le_bytes());
-        out.extend_from_slice(&link.size.to_le_bytes());
-        out.extend_from_slice(&p.error.to_le_bytes());
-        out.extend_from_slice(&p.bpe.to_le_bytes());
-        out.extend_from_slice(&p.hashes.to_le_bytes());
-        out.extend_from_slice(&p.entries.to_le_bytes());
+        out.put_u64(p.bytes);
+        out.put_u64(p.bits);
+        out.put_u64(link.size);
+        out.put_f64(p.error);
+        out.put_f64(p.bpe);
+        out.put_u32(p.hashes);
+        out.put_u64(p.entries);
         out.push(p.n2);
     }
     out
 }
 
-fn u64_at(b: &[u8], at: usize) -> u64 {
-    u64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"))
-}
-
-fn u32_at(b: &[u8], at: usize) -> u32 {
-    u32::from_le_bytes(b[at..at + 4].try_into().expect("4 bytes"))
-}
-
 /// Whether `header` has the shape of a RedisBloom header (its length matches its count).
 pub fn looks_like_header(header: &[u8]) -> bool {
-    header.len() >= FIXED
-        && (header.len() - FIXED) as u64 == u32_at(header, 8) as u64 * PER_LINK as u64
+    let count = header
+        .get(8..12)
+        .map(|c| u32::from_le_bytes(c.try_into().expect("4 bytes")));
+    count.is_some_and(|n| (header.len() - FIXED) as u64 == n as u64 * PER_LINK as u64)
 }
 
 /// A zero-filled chain from a header, validated as an RDB value is (plus RedisBloom's own
@@ -67,27 +55,22 @@ pub fn decode_header(header: &[u8], limit: u64) -> Result<RbChain, DecodeError> 
     if !looks_like_header(header) {
         return Err(BAD_DATA);
     }
-    let (size, nfilters, options, growth) = (
-        u64_at(header, 0),
-        u32_at(header, 8),
-        u32_at(header, 12),
-        u32_at(header, 16),
-    );
-    let params: Vec<(LinkParams, u64)> = header[FIXED..]
-        .chunks_exact(PER_LINK)
-        .map(|l| {
-            let p = LinkParams {
-                bytes: u64_at(l, 0),
-                bits: u64_at(l, 8),
-                error: f64::from_le_bytes(l[24..32].try_into().expect("8 bytes")),
-                bpe: f64::from_le_bytes(l[32..40].try_into().expect("8 bytes")),
-                hashes: u32_at(l, 40),
-                entries: u64_at(l, 44),
-                n2: l[52],
-            };
-            (p, u64_at(l, 16))
-        })
-        .collect();
+    let mut r = Reader::new(header, BAD_DATA);
+    let (size, nfilters, options, growth) = (r.u64()?, r.u32()?, r.u32()?, r.u32()?);
+    let mut params: Vec<(LinkParams, u64)> = Vec::new();
+    while r.remaining() > 0 {
+        let (bytes, bits, size) = (r.u64()?, r.u64()?, r.u64()?);
+        let p = LinkParams {
+            bytes,
+            bits,
+            error: r.f64()?,
+            bpe: r.f64()?,
+            hashes: r.u32()?,
+            entries: r.u64()?,
+            n2: r.byte()?,
+        };
+        params.push((p, size));
+    }
     check_chain_fields(size, options, growth, nfilters as u64, || {
         params
             .iter()
@@ -112,25 +95,6 @@ pub fn decode_header(header: &[u8], limit: u64) -> Result<RbChain, DecodeError> 
         });
     }
     RbChain::from_parts(size, options, growth, links)
-}
-
-/// A filter made by a `BF.LOADCHUNK` header on a missing key.
-#[derive(Debug, PartialEq)]
-pub enum NewFilter {
-    Own(Chain),
-    RedisBloom(RbChain),
-}
-
-/// A zero-filled filter from a header in lcbloom's format or in RedisBloom's (see the top of
-/// this file), within `limit` bytes. The error is that of the format the bytes look like.
-pub fn decode_any_header(header: &[u8], limit: u64) -> Result<NewFilter, DecodeError> {
-    match codec::decode_header(header, limit) {
-        Ok(own) => Ok(NewFilter::Own(own.into_chain()?)),
-        Err(_) if looks_like_header(header) => {
-            decode_header(header, limit).map(NewFilter::RedisBloom)
-        }
-        Err(e) => Err(e),
-    }
 }
 
 /// The link holding stream position `pos`, and the offset in it.
@@ -245,38 +209,6 @@ mod tests {
         }
         assert_eq!(load_chunk(&mut copy, 12, &[0xff; 3]), Ok(()));
         assert_ne!(copy, c);
-    }
-
-    #[test]
-    fn either_format_of_header_makes_its_own_kind_of_filter() {
-        let rb = grown();
-        let header = encode_header(&rb);
-        let empty = decode_header(&header, u64::MAX).unwrap();
-        assert_eq!(
-            decode_any_header(&header, u64::MAX),
-            Ok(NewFilter::RedisBloom(empty))
-        );
-        let own = Chain::new(0.01, 100, 2, u64::MAX).unwrap();
-        let own_header = codec::encode_header(&own);
-        assert!(matches!(
-            decode_any_header(&own_header, u64::MAX),
-            Ok(NewFilter::Own(_))
-        ));
-        // A RedisBloom-shaped header that RedisBloom's checks refuse gets RedisBloom's error;
-        // anything else gets lcbloom's.
-        let mut bad = header.clone();
-        bad[0] ^= 1;
-        assert!(matches!(
-            decode_any_header(&bad, u64::MAX),
-            Err(DecodeError(
-                "bad RedisBloom data: item count does not match the filters"
-            ))
-        ));
-        assert!(matches!(
-            decode_any_header(&own_header[..40], u64::MAX),
-            Err(DecodeError("received bad data"))
-        ));
-        assert!(matches!(decode_any_header(&header, 100), Err(TOO_LARGE)));
     }
 
     #[test]

@@ -1,11 +1,13 @@
-//! The one heap allocation holding a counter's data: `u64` words, the first of which is a
-//! header. Its size is always an allocator size class (`alloc::size_class`), recorded in the
-//! header as a class index, so the block knows its own layout (8 bytes of pointer, no length
-//! field) and a counter costs its `Box` plus one block.
+//! A size-class block: one heap allocation of `u64` words, the first of which is a header,
+//! that grows and shrinks with `realloc`. Its size is always an allocator size class
+//! (`alloc::size_class`, what jemalloc would hand out anyway), recorded in the header as a
+//! class index, so the block knows its own layout (8 bytes of pointer, no length field) and
+//! a small value costs its `Box` plus one block: a linear counter's data (`lc/counter.rs`),
+//! a Bloom chain's body (`bloom/body.rs`).
 //!
 //! Header word, bit 0 first: bits 2–9 the class index, which only this file touches; the
-//! others are `counter.rs`'s (mode, count, the start of a stream), read and written through
-//! [`Block::head`] / [`Block::set_head`].
+//! others (bits 0–1 and from [`HEAD_FREE_SHIFT`] up) are the owner's, read and written
+//! through [`Block::head`] / [`Block::set_head`].
 
 use crate::core::alloc::size_class;
 use crate::core::defrag::Defrag;
@@ -15,6 +17,8 @@ use std::ptr::NonNull;
 /// Header bits that hold the class index.
 const CLASS_SHIFT: u32 = 2;
 const CLASS_BITS: u64 = 0xff << CLASS_SHIFT;
+/// The first header bit above the class index: an owner's field from here up.
+pub const HEAD_FREE_SHIFT: u32 = 10;
 
 /// The size classes by index: 8, 16, 32, 48 … 128 (nine classes), then four per doubling
 /// (indices past the largest class that fits in a u64 read 0 and are never made). A table,
@@ -53,6 +57,10 @@ fn class_index(bytes: u64) -> u64 {
         }
     }
 }
+
+/// The allocator refused a block.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OutOfMemory;
 
 /// An owned block of words, or none (an empty counter).
 pub struct Block(Option<NonNull<u64>>);
@@ -131,22 +139,22 @@ impl Block {
     /// Makes the block the size class of `words` words (≥ 1), keeping its words (those that
     /// fit) and zeroing new ones; from none, a zeroed block. Err (nothing changed) if the
     /// allocator refuses.
-    pub fn resize(&mut self, words: u64) -> Result<(), ()> {
+    pub fn resize(&mut self, words: u64) -> Result<(), OutOfMemory> {
         let Some(ptr) = self.0 else {
-            *self = Block::zeroed(words).ok_or(())?;
+            *self = Block::zeroed(words).ok_or(OutOfMemory)?;
             return Ok(());
         };
-        let index = class_index(words.checked_mul(8).ok_or(())?);
+        let index = class_index(words.checked_mul(8).ok_or(OutOfMemory)?);
         let (old, new) = (self.memory_bytes(), class_bytes(index));
         if old == new {
             return Ok(());
         }
-        let layout = Layout::from_size_align(old as usize, 8).map_err(|_| ())?;
+        let layout = Layout::from_size_align(old as usize, 8).map_err(|_| OutOfMemory)?;
         // SAFETY: `ptr` was allocated by the global allocator with `layout`; the new size is
         // non-zero and a valid Layout size (class sizes stay far below isize::MAX for any
         // block the memory limit allows, and `Layout::from_size_align` checked the old one).
         let grown = unsafe { realloc(ptr.as_ptr().cast(), layout, new as usize) }.cast::<u64>();
-        let grown = NonNull::new(grown).ok_or(())?;
+        let grown = NonNull::new(grown).ok_or(OutOfMemory)?;
         self.0 = Some(grown);
         if new > old {
             // SAFETY: the new tail lies inside the reallocated block.

@@ -1,0 +1,355 @@
+//! What the `BF.*` commands ask of a Bloom filter, whatever it is stored as: lcbloom's own
+//! chains (`chain.rs`, implemented here), RedisBloom's imported chains (`redisbloom/`), and
+//! any later representation (a folder of its own implementing [`BloomFilter`]). The handlers
+//! (`commands.rs`) parse, look the key up once, and call these methods; they never name a
+//! representation except to create one.
+//!
+//! The contract, one method per command family:
+//! * `contains_all`: `BF.EXISTS`/`BF.MEXISTS`, one answer per item, in order.
+//! * `add_all`: `BF.ADD`/`BF.MADD`/`BF.INSERT` on an existing filter, in order, stopping after
+//!   the first error. Each result says whether the item was new (the reply's 1) and whether
+//!   the filter changed (what is replicated and notified); a filter may change without the
+//!   item being new (a windowed filter that restarts an item's window).
+//! * `info`: `BF.INFO`'s five RedisBloom fields, the `LAYOUT` answer, and fields of the
+//!   representation's own that follow RedisBloom's in the full reply.
+//! * `card`: `BF.CARD`.
+//! * `scandump`/`load_chunk`: `BF.SCANDUMP`'s parts after the key was found, and
+//!   `BF.LOADCHUNK` into an existing filter. A header on a missing key makes a new filter of
+//!   the kind its format says ([`from_header`], where the formats are told apart).
+//!
+//! What a filter needs from the server it asks through [`Env`], only when it needs it (reading
+//! the memory limit or the clock costs a call into Redis; a chain with room for the items asks
+//! for neither).
+
+use super::chain::{Chain, ChainError};
+use super::codec;
+use super::filter::Layout;
+use super::redisbloom::chain::RbChain;
+use super::redisbloom::scandump as rb_scandump;
+use crate::core::chunks::{chunk_start, iterator_after};
+use crate::core::decode::DecodeError;
+use crate::core::hashing::{hash_item, ItemHash};
+
+/// What a filter may ask of the server while a command runs.
+pub trait Env {
+    /// The key's byte budget (`max-memory-per-key`; unlimited while the server loads).
+    fn memory_limit(&self) -> u64;
+    /// The command's time, in ms.
+    fn now_ms(&self) -> u64;
+}
+
+/// What an add did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Added {
+    /// Not (probably) present before: stored. The reply is 1.
+    New,
+    /// (Probably) present, and the filter changed all the same. The reply is 0.
+    Refreshed,
+    /// (Probably) present; nothing changed. The reply is 0.
+    Present,
+}
+
+impl Added {
+    pub fn is_new(self) -> bool {
+        self == Added::New
+    }
+
+    /// Whether the filter changed (the write is replicated and notified).
+    pub fn changed(self) -> bool {
+        self != Added::Present
+    }
+
+    /// `New` if `new`, else `Present`: a filter whose adds change it only for new items.
+    pub fn new_or_present(new: bool) -> Self {
+        if new {
+            Added::New
+        } else {
+            Added::Present
+        }
+    }
+}
+
+/// `BF.INFO`'s figures.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Info {
+    /// Items the filter is sized for (RedisBloom: the sum of its sub-filters').
+    pub capacity: u64,
+    /// `Size`: bytes, by the representation's own accounting (RedisBloom's for its filters).
+    pub size: u64,
+    /// `Number of filters`.
+    pub filters: u64,
+    /// `Number of items inserted`.
+    pub items: u64,
+    /// `Expansion rate`, None for a non-scaling filter.
+    pub expansion: Option<u32>,
+    /// `BF.INFO key LAYOUT`.
+    pub layout: &'static str,
+    /// Fields after RedisBloom's five in the full reply (none for a filter RedisBloom could
+    /// have made, so that its clients see RedisBloom's reply).
+    pub extra: Vec<(&'static str, Field)>,
+}
+
+/// The value of a field of a representation's own in `BF.INFO`'s full reply.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Field {
+    /// Yes or no (the reply's one rule for such fields decides how it is sent).
+    Flag(bool),
+    Number(i64),
+}
+
+/// Why `BF.LOADCHUNK` refused a chunk for an existing filter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ChunkError {
+    /// An iterator the filter's format does not take.
+    Iterator,
+    /// A header (iterator 1) for a key that exists.
+    Exists,
+    /// The iterator and the chunk's length do not name a place in the data.
+    Length,
+    /// The bytes themselves.
+    Data(DecodeError),
+}
+
+impl From<DecodeError> for ChunkError {
+    fn from(e: DecodeError) -> Self {
+        ChunkError::Data(e)
+    }
+}
+
+/// A Bloom filter as the `BF.*` commands serve it (see the top of this file).
+pub trait BloomFilter {
+    /// Looks the items up in order, passing each answer to `found`.
+    fn contains_all(&self, items: &[&[u8]], env: &dyn Env, found: &mut dyn FnMut(bool));
+
+    /// Adds the items in order, passing each result to `done`, and stops after the first
+    /// error (later items are not processed). An error changes nothing.
+    fn add_all(
+        &mut self,
+        items: &[&[u8]],
+        env: &dyn Env,
+        done: &mut dyn FnMut(Result<Added, ChainError>),
+    );
+
+    fn info(&self, env: &dyn Env) -> Info;
+
+    /// `BF.CARD`: the items the filter holds (an estimate where that is all it has).
+    fn card(&self, env: &dyn Env) -> u64;
+
+    /// `BF.SCANDUMP key iterator`: `(next, bytes)`, the header at iterator 0 (next 1), then
+    /// chunks, and `(0, [])` past the end or for a negative iterator (as RedisBloom answers).
+    fn scandump(&self, iterator: i64) -> (u64, Vec<u8>);
+
+    /// `BF.LOADCHUNK key iterator data` into this filter; nothing changes on an error.
+    fn load_chunk(&mut self, iterator: i64, data: &[u8]) -> Result<(), ChunkError>;
+}
+
+impl BloomFilter for Chain {
+    fn contains_all(&self, items: &[&[u8]], _: &dyn Env, found: &mut dyn FnMut(bool)) {
+        if let [item] = items {
+            return found(self.contains(&hash_item(item)));
+        }
+        // Hashed first so that the chain can prefetch ahead of its probes.
+        let hashes: Vec<ItemHash> = items.iter().map(|i| hash_item(i)).collect();
+        self.contains_batch(&hashes, found);
+    }
+
+    fn add_all(
+        &mut self,
+        items: &[&[u8]],
+        env: &dyn Env,
+        done: &mut dyn FnMut(Result<Added, ChainError>),
+    ) {
+        // The limit only matters when a sub-filter is added: skip asking for the writes that
+        // cannot scale.
+        let limit = match self.can_hold(items.len() as u64) {
+            true => u64::MAX,
+            false => env.memory_limit(),
+        };
+        let mut report = |r: Result<bool, ChainError>| done(r.map(Added::new_or_present));
+        if let [item] = items {
+            return report(self.add(&hash_item(item), limit));
+        }
+        let hashes: Vec<ItemHash> = items.iter().map(|i| hash_item(i)).collect();
+        self.add_batch(&hashes, limit, report);
+    }
+
+    fn info(&self, _: &dyn Env) -> Info {
+        let blocked = self.layout() == Layout::Blocked;
+        Info {
+            capacity: self.capacity(),
+            size: self.memory_bytes(),
+            filters: self.filters().len() as u64,
+            items: self.items(),
+            expansion: self.expansion(),
+            layout: self.layout().name(),
+            // A standard filter's reply is RedisBloom's; a blocked one says so.
+            extra: if blocked {
+                vec![("Blocked", Field::Flag(true))]
+            } else {
+                vec![]
+            },
+        }
+    }
+
+    fn card(&self, _: &dyn Env) -> u64 {
+        self.items()
+    }
+
+    fn scandump(&self, iterator: i64) -> (u64, Vec<u8>) {
+        let Ok(iterator) = u64::try_from(iterator) else {
+            return (0, Vec::new());
+        };
+        let Some(offset) = iterator.checked_sub(1) else {
+            return (1, codec::encode_header(self));
+        };
+        match codec::data_chunk(self, offset) {
+            Some(chunk) => (iterator_after(offset + chunk.len() as u64), chunk),
+            None => (0, Vec::new()),
+        }
+    }
+
+    fn load_chunk(&mut self, iterator: i64, data: &[u8]) -> Result<(), ChunkError> {
+        let iterator = u64::try_from(iterator)
+            .ok()
+            .filter(|&i| i >= 1)
+            .ok_or(ChunkError::Iterator)?;
+        if iterator == 1 {
+            return Err(ChunkError::Exists);
+        }
+        let offset = chunk_start(iterator, data.len()).ok_or(ChunkError::Length)?;
+        Ok(codec::write_data(self, offset, data)?)
+    }
+}
+
+/// A filter made by a `BF.LOADCHUNK` header on a missing key.
+#[derive(Debug, PartialEq)]
+pub enum NewFilter {
+    Own(Chain),
+    RedisBloom(RbChain),
+}
+
+impl NewFilter {
+    pub fn as_filter_mut(&mut self) -> &mut dyn BloomFilter {
+        match self {
+            NewFilter::Own(chain) => chain,
+            NewFilter::RedisBloom(chain) => chain,
+        }
+    }
+}
+
+/// A zero-filled filter from a `BF.LOADCHUNK` header, within `limit` bytes: lcbloom's format
+/// (its magic `LCBF`) is tried first; bytes it refuses that have the shape of RedisBloom's
+/// header (`rb_scandump::looks_like_header`) make a RedisBloom chain, which is how a RedisBloom
+/// AOF rewrite or `BF.SCANDUMP` stream loads. The error is that of the format the bytes look
+/// like.
+pub fn from_header(header: &[u8], limit: u64) -> Result<NewFilter, DecodeError> {
+    match codec::decode_header(header, limit) {
+        Ok(own) => Ok(NewFilter::Own(own.into_chain()?)),
+        Err(_) if rb_scandump::looks_like_header(header) => {
+            rb_scandump::decode_header(header, limit).map(NewFilter::RedisBloom)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bloom::codec::TOO_LARGE;
+
+    /// The server as a test sees it: no memory limit, time stands still.
+    struct Unlimited;
+
+    impl Env for Unlimited {
+        fn memory_limit(&self) -> u64 {
+            u64::MAX
+        }
+
+        fn now_ms(&self) -> u64 {
+            0
+        }
+    }
+
+    /// A RedisBloom chain grown to five links through the trait's adds.
+    fn grown() -> RbChain {
+        let mut c = RbChain::reserve(0.01, 10, Some(2), u64::MAX).unwrap();
+        let items: Vec<String> = (0..200).map(|i| format!("i{i}")).collect();
+        let items: Vec<&[u8]> = items.iter().map(|i| i.as_bytes()).collect();
+        let mut new = 0;
+        c.add_all(&items, &Unlimited, &mut |r| {
+            new += r.unwrap().is_new() as u64
+        });
+        assert_eq!((new, c.links().len()), (c.size(), 5));
+        c
+    }
+
+    #[test]
+    fn either_format_of_header_makes_its_own_kind_of_filter() {
+        let header = rb_scandump::encode_header(&grown());
+        let empty = rb_scandump::decode_header(&header, u64::MAX).unwrap();
+        assert_eq!(
+            from_header(&header, u64::MAX),
+            Ok(NewFilter::RedisBloom(empty))
+        );
+        let own = Chain::new(0.01, 100, 2, u64::MAX).unwrap();
+        let own_header = codec::encode_header(&own);
+        assert!(matches!(
+            from_header(&own_header, u64::MAX),
+            Ok(NewFilter::Own(_))
+        ));
+        // A RedisBloom-shaped header that RedisBloom's checks refuse gets RedisBloom's error;
+        // anything else gets lcbloom's.
+        let mut bad = header.clone();
+        bad[0] ^= 1;
+        assert_eq!(
+            from_header(&bad, u64::MAX),
+            Err(DecodeError(
+                "bad RedisBloom data: item count does not match the filters"
+            ))
+        );
+        assert_eq!(
+            from_header(&own_header[..40], u64::MAX),
+            Err(DecodeError("received bad data"))
+        );
+        assert_eq!(from_header(&header, 100), Err(TOO_LARGE));
+    }
+
+    /// Every part `BF.SCANDUMP` gives, header first.
+    fn dump(filter: &dyn BloomFilter) -> Vec<(u64, Vec<u8>)> {
+        let mut parts = vec![filter.scandump(0)];
+        loop {
+            let part = filter.scandump(parts.last().unwrap().0 as i64);
+            if part.0 == 0 {
+                return parts;
+            }
+            parts.push(part);
+        }
+    }
+
+    #[test]
+    fn scandump_and_loadchunk_rebuild_either_kind() {
+        let mut own = Chain::new(0.01, 10_000, 2, u64::MAX).unwrap();
+        for i in 0..15_000u64 {
+            own.add(&hash_item(&i.to_le_bytes()), u64::MAX).unwrap();
+        }
+        let filters: [&dyn BloomFilter; 2] = [&own, &grown()];
+        for filter in filters {
+            let parts = dump(filter);
+            assert!(parts.len() >= 2);
+            let mut copy = from_header(&parts[0].1, u64::MAX).unwrap();
+            let copy = copy.as_filter_mut();
+            assert!(copy.load_chunk(1, &parts[0].1).is_err());
+            for (next, bytes) in &parts[1..] {
+                copy.load_chunk(*next as i64, bytes).unwrap();
+            }
+            assert_eq!(dump(copy), parts);
+        }
+        assert_eq!(own.scandump(-1), (0, Vec::new()));
+        assert_eq!(grown().scandump(-1), (0, Vec::new()));
+        let mut again = own.clone();
+        assert_eq!(again.load_chunk(0, b"x"), Err(ChunkError::Iterator));
+        assert_eq!(again.load_chunk(1, b"x"), Err(ChunkError::Exists));
+        assert_eq!(again.load_chunk(2, b"xy"), Err(ChunkError::Length));
+        assert_eq!(again, own);
+    }
+}

@@ -1,0 +1,219 @@
+//! What a chain and its sub-filters are made of (pure): each sub-filter's parameters, a bit
+//! array's (`filter::FilterParams`) or a sparse set's ([`SparseParams`]), the choice between
+//! the two for a new sub-filter, and [`ChainParams`], the parameters every key created alike
+//! shares, interned (`intern.rs`): one copy for all the keys, re-interned when a chain scales.
+
+use super::filter::{FilterParams, Layout, SizeError, MIN_ERROR_RATE};
+use super::sparse::{self, Shape};
+use crate::core::intern::Interner;
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
+
+/// A sparse sub-filter's parameters (`sparse.rs`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SparseParams {
+    pub capacity: u64,
+    pub error_rate: f64,
+    /// U: fingerprints are in 0..U.
+    pub universe: u64,
+    /// Its shape when full, which most sparse sub-filters of a grown chain are: computed
+    /// once, not at every lookup.
+    full: Shape,
+}
+
+impl SparseParams {
+    /// None unless 1 ≤ capacity ≤ `sparse::MAX_CAPACITY`, rate in (0, 1) and U ≥ capacity.
+    pub fn new(capacity: u64, error_rate: f64, universe: u64) -> Option<Self> {
+        let valid = (1..=sparse::MAX_CAPACITY).contains(&capacity)
+            && error_rate > 0.0
+            && error_rate < 1.0
+            && universe >= capacity;
+        valid.then(|| Self {
+            capacity,
+            error_rate,
+            universe,
+            full: Shape::new(capacity, universe),
+        })
+    }
+
+    /// The shape of the set holding `items` (≤ capacity).
+    #[inline]
+    pub fn shape(&self, items: u64) -> Shape {
+        if items == self.capacity {
+            self.full
+        } else {
+            Shape::new(items, self.universe)
+        }
+    }
+}
+
+/// One sub-filter's parameters: a bit array's or a sparse set's.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum SubParams {
+    Bits(FilterParams),
+    Sparse(SparseParams),
+}
+
+impl SubParams {
+    /// The smaller representation for a new sub-filter of `capacity` at rate `error_rate`:
+    /// sparse if its set at capacity takes no more words than the textbook bit array and
+    /// what a bit array costs apart from its bits (its place in the body's list of bit arrays
+    /// and its own allocation's rounding, `ARRAY_OVERHEAD_WORDS`).
+    pub fn choose(layout: Layout, capacity: u64, error_rate: f64) -> Result<Self, SizeError> {
+        /// About 64 bytes: a list entry (48) and half a size class of a small allocation.
+        const ARRAY_OVERHEAD_WORDS: f64 = 8.0;
+        let capacity = capacity.max(1);
+        if capacity <= sparse::MAX_CAPACITY && (MIN_ERROR_RATE..1.0).contains(&error_rate) {
+            let universe = sparse::universe(capacity, error_rate);
+            let set_words = Shape::new(capacity, universe).region_words() as f64;
+            let ln2 = std::f64::consts::LN_2;
+            let array_bits = -(capacity as f64) * error_rate.ln() / (ln2 * ln2);
+            if set_words <= (array_bits / 64.0).ceil() + ARRAY_OVERHEAD_WORDS {
+                if let Some(p) = SparseParams::new(capacity, error_rate, universe) {
+                    return Ok(SubParams::Sparse(p));
+                }
+            }
+        }
+        Ok(SubParams::Bits(FilterParams::for_layout(
+            layout, capacity, error_rate,
+        )?))
+    }
+
+    pub fn capacity(&self) -> u64 {
+        match self {
+            SubParams::Bits(p) => p.capacity,
+            SubParams::Sparse(p) => p.capacity,
+        }
+    }
+
+    pub fn error_rate(&self) -> f64 {
+        match self {
+            SubParams::Bits(p) => p.error_rate,
+            SubParams::Sparse(p) => p.error_rate,
+        }
+    }
+
+    /// Whether these parameters are sane enough to allocate and look up with.
+    pub fn is_valid(&self) -> bool {
+        match self {
+            SubParams::Bits(p) => p.is_valid(),
+            // Checked by `SparseParams::new`, the only way to make one.
+            SubParams::Sparse(_) => true,
+        }
+    }
+
+    /// The expected false-positive rate of this sub-filter holding `items` (for plots).
+    pub fn expected_fp(&self, items: u64) -> f64 {
+        match self {
+            SubParams::Bits(p) => super::fp::approx_fp(items as f64, p.bits, p.hashes),
+            SubParams::Sparse(p) => items as f64 / p.universe as f64,
+        }
+    }
+
+    /// The most words a sparse sub-filter's region in the body takes when it holds `items` (0
+    /// for a bit array, which is not in the body).
+    pub fn region_words(&self, items: u64) -> usize {
+        match self {
+            SubParams::Bits(_) => 0,
+            SubParams::Sparse(p) => sparse::max_region_len(&p.shape(items), items == p.capacity),
+        }
+    }
+
+    /// `f64` fields by their bits, for hashing and equality in the interner.
+    fn key(&self) -> [u64; 5] {
+        match *self {
+            SubParams::Bits(p) => [
+                p.capacity,
+                p.error_rate.to_bits(),
+                p.bits,
+                p.hashes as u64,
+                1 + p.layout as u64,
+            ],
+            SubParams::Sparse(p) => [p.capacity, p.error_rate.to_bits(), p.universe, 0, 0],
+        }
+    }
+}
+
+/// What every key created alike shares: the chain's parameters and its sub-filters'.
+#[derive(Clone, Debug)]
+pub struct ChainParams {
+    pub error_rate: f64,
+    /// 0: non-scaling.
+    pub expansion: u32,
+    pub layout: Layout,
+    pub subs: Vec<SubParams>,
+    /// From `subs`, for lookups that go through every sub-filter: the bit arrays' parameters,
+    /// and each sparse sub-filter's with its place in `subs`, in order.
+    bits: Vec<FilterParams>,
+    sparse: Vec<(usize, SparseParams)>,
+}
+
+impl ChainParams {
+    pub fn new(error_rate: f64, expansion: u32, layout: Layout, subs: Vec<SubParams>) -> Self {
+        let bits = subs
+            .iter()
+            .filter_map(|s| match s {
+                SubParams::Bits(p) => Some(*p),
+                SubParams::Sparse(_) => None,
+            })
+            .collect();
+        let sparse = subs
+            .iter()
+            .enumerate()
+            .filter_map(|(i, s)| match s {
+                SubParams::Sparse(p) => Some((i, *p)),
+                SubParams::Bits(_) => None,
+            })
+            .collect();
+        Self {
+            error_rate,
+            expansion,
+            layout,
+            subs,
+            bits,
+            sparse,
+        }
+    }
+
+    /// The bit arrays' parameters, oldest first.
+    #[inline]
+    pub fn bits(&self) -> &[FilterParams] {
+        &self.bits
+    }
+
+    /// The sparse sub-filters' parameters, each with its place in `subs`, oldest first.
+    #[inline]
+    pub fn sparse(&self) -> &[(usize, SparseParams)] {
+        &self.sparse
+    }
+}
+
+impl PartialEq for ChainParams {
+    fn eq(&self, other: &Self) -> bool {
+        self.error_rate.to_bits() == other.error_rate.to_bits()
+            && self.expansion == other.expansion
+            && self.layout == other.layout
+            && self.subs.len() == other.subs.len()
+            && self
+                .subs
+                .iter()
+                .zip(&other.subs)
+                .all(|(a, b)| a.key() == b.key())
+    }
+}
+
+impl Eq for ChainParams {}
+
+impl Hash for ChainParams {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        (self.error_rate.to_bits(), self.expansion, self.layout as u8).hash(state);
+        self.subs.iter().for_each(|s| s.key().hash(state));
+    }
+}
+
+static PARAMS: Interner<ChainParams> = Interner::new();
+
+/// The one shared copy of `params`.
+pub fn intern(params: ChainParams) -> Arc<ChainParams> {
+    PARAMS.intern(params)
+}
