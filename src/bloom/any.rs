@@ -24,7 +24,7 @@
 use super::chain::{Chain, ChainError};
 use super::codec;
 use super::filter::Layout;
-use super::redisbloom::chain::RbChain;
+use super::redisbloom::chain::RedisBloomChain;
 use super::redisbloom::scandump as rb_scandump;
 use crate::core::chunks::{chunk_start, iterator_after};
 use crate::core::decode::DecodeError;
@@ -225,7 +225,7 @@ impl BloomFilter for Chain {
 #[derive(Debug, PartialEq)]
 pub enum NewFilter {
     Own(Chain),
-    RedisBloom(RbChain),
+    RedisBloom(RedisBloomChain),
 }
 
 impl NewFilter {
@@ -271,8 +271,8 @@ mod tests {
     }
 
     /// A RedisBloom chain grown to five links through the trait's adds.
-    fn grown() -> RbChain {
-        let mut c = RbChain::reserve(0.01, 10, Some(2), u64::MAX).unwrap();
+    fn grown() -> RedisBloomChain {
+        let mut c = RedisBloomChain::reserve(0.01, 10, Some(2), u64::MAX).unwrap();
         let items: Vec<String> = (0..200).map(|i| format!("i{i}")).collect();
         let items: Vec<&[u8]> = items.iter().map(|i| i.as_bytes()).collect();
         let mut new = 0;

@@ -44,7 +44,7 @@ use super::errors::{
     NO_EXPANSION, NO_LAYOUT,
 };
 use super::filter::Layout;
-use crate::bloom::redisbloom::chain::RbChain;
+use crate::bloom::redisbloom::chain::RedisBloomChain;
 use crate::server::args::{is_keyword, parse_f64, parse_i64, set_once, Args};
 use crate::server::errors::{unknown_argument, CHUNK_LENGTH, INTERNAL, ITEM_EXISTS, NOT_FOUND};
 use crate::server::limits::{check_item_count, memory_limit};
@@ -239,7 +239,7 @@ fn reserve_key(ctx: &Context, args: &[RedisString]) -> RedisResult {
     options.parse(&mut Args::new(&args[4..]), false)?;
     let create = options.create()?;
     let mut key = Key::write(ctx, &args[1]);
-    if write_either::<Chain, RbChain>(&mut key)?.is_some() {
+    if write_either::<Chain, RedisBloomChain>(&mut key)?.is_some() {
         return Err(RedisError::Str(ITEM_EXISTS));
     }
     store(&mut key, create.build(memory_limit(ctx))?)?;
@@ -330,7 +330,7 @@ impl Env for Server<'_> {
 /// `WRONGTYPE` if it holds another type. lcbloom's type is looked up first, so its filters
 /// pay nothing for the others.
 fn read_filter(key: &Key) -> Result<Option<&dyn BloomFilter>, RedisError> {
-    Ok(match read_either::<Chain, RbChain>(key)? {
+    Ok(match read_either::<Chain, RedisBloomChain>(key)? {
         Some(Either::First(chain)) => Some(chain),
         Some(Either::Second(chain)) => Some(chain),
         None => None,
@@ -343,7 +343,7 @@ fn write_filter<R>(
     key: &mut Key,
     write: impl FnOnce(&mut dyn BloomFilter) -> R,
 ) -> Result<Option<R>, RedisError> {
-    Ok(match write_either::<Chain, RbChain>(key)? {
+    Ok(match write_either::<Chain, RedisBloomChain>(key)? {
         Some(Either::First(chain)) => Some(modify(chain, |c| write(c))),
         Some(Either::Second(chain)) => Some(modify(chain, |c| write(c))),
         None => None,

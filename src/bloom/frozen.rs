@@ -158,7 +158,7 @@ pub fn build(stream: ef::Shape, values: impl Iterator<Item = u64> + Clone) -> Op
         previous = Some(high);
     }
     let layout = Layout::new(stream, occupied_count);
-    let mut region = crate::core::alloc::zeroed_words(layout.words)?;
+    let mut region = crate::core::alloc::zeroed(layout.words)?;
     // Regions of sparse sub-filters are at most a few thousand words (`sparse::MAX_CAPACITY`).
     ef::set_sample(&mut region, 0, occupied_count);
     ef::set_sample(&mut region, 1, layout.words as u64);

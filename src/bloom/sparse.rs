@@ -284,7 +284,7 @@ pub fn add_all(
     }
     all.extend(old);
     let grown = Shape::new(all.len() as u64, universe);
-    let mut out = crate::core::alloc::zeroed_words(grown.region_words())?;
+    let mut out = crate::core::alloc::zeroed(grown.region_words())?;
     write(&mut out, &grown, all);
     Some((new, out, grown))
 }
@@ -366,7 +366,7 @@ pub fn region_of(stream: &[u64], shape: &Shape, full: bool) -> Option<Vec<u64>> 
     if full {
         return frozen::build(shape.stream, ef::iter(stream, 0, shape.stream));
     }
-    let mut region = crate::core::alloc::zeroed_words(shape.region_words())?;
+    let mut region = crate::core::alloc::zeroed(shape.region_words())?;
     load(&mut region, stream, shape);
     Some(region)
 }

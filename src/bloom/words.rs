@@ -13,9 +13,9 @@
 //! bytes larger is aligned by hand; the original pointer and size are kept to free it.
 //!
 //! Segments. jemalloc rounds a large allocation up to one of four size classes per doubling
-//! (… 256, 320, 384, 448, 512 MiB …), so one allocation of n bytes wastes up to a quarter of n:
-//! a 0.001 / 200M filter's 372.6 MiB of bits took 384 MiB, its blocked twin's 408.5 MiB took
-//! 448 MiB, and 257 MiB took 320 MiB. An array larger than `SEGMENT_BYTES` (16 MiB) is
+//! (… 256, 320, 384, 448, 512 MiB …), so one allocation of n bytes would waste up to a quarter
+//! of n: a 0.001 / 200M filter's 372.6 MiB of bits would take 384 MiB, its blocked twin's
+//! 408.5 MiB 448 MiB, and 257 MiB 320 MiB. An array larger than `SEGMENT_BYTES` (16 MiB) is
 //! therefore made of 16 MiB segments, each its own allocation (16 MiB is a size class: no
 //! rounding), and a last, shorter one, the only one rounded. The last segment is at most
 //! 16 MiB, whose classes are 2 MiB apart, so an array of any size wastes less than 2 MiB
@@ -32,7 +32,7 @@
 //! Access. Word i of a segmented array is word `i % S` of segment `i / S` (S = 2^21 words, a
 //! constant: a shift and a mask by immediates, and the table's entry). The probe loops
 //! (`filter.rs`, `blocked.rs`) are generic over `WordRead`/`WordWrite`, implemented by a slice
-//! (one allocation: the code as before) and by `Segments`; `BitArray` picks one per item.
+//! (one allocation) and by `Segments`; `BitArray` picks one per item.
 //! Byte ranges (`read_bytes`/`write_bytes`, the codec's data chunks) are split at segment ends,
 //! which are whole words, so the byte stream of an array is the same however it is held.
 //! Unit tests use 512-byte segments, so every array of theirs above 64 words is segmented.
@@ -684,9 +684,10 @@ mod tests {
             SEGMENT_BYTES as u64 + 8 + table_bytes(2)
         );
         assert_eq!(table_bytes(2), 16 + 48 + 32);
-        // A `Words` is no larger than before segments: a key's list of bit arrays is as small.
+        // A `Words` is as small as a slice and its allocation's record: a key's list of bit
+        // arrays stays small.
         assert_eq!(std::mem::size_of::<Words>(), 48);
-        // At most one segment: one allocation, as before segments.
+        // At most one segment: one allocation.
         let w = Words::zeroed(SEGMENT_WORDS, 8).unwrap();
         assert!(matches!(w.view(), View::One(s) if s.len() == SEGMENT_WORDS));
         assert_eq!(planned_bytes(SEGMENT_WORDS), SEGMENT_BYTES as u64);
@@ -697,7 +698,7 @@ mod tests {
         let planned = |bytes: u64| planned_bytes_in((bytes / 8) as usize, SERVER_SEGMENT_WORDS);
         // (bits of an array, its cost in one allocation, in 16 MiB segments): the 0.001 / 200M
         // filters (390,738,528 and 428,318,208 bytes of bits), 257 MiB, just over 16 MiB, and
-        // at most 16 MiB (one allocation, as before).
+        // at most 16 MiB (one allocation).
         for (bytes, old, now) in [
             (390_738_528u64, 384 * MIB, 373 * MIB + 192 + 640 + 32),
             (428_318_208, 448 * MIB, 410 * MIB + 224 + 640 + 32),

@@ -83,20 +83,31 @@ unsafe impl GlobalAlloc for ModuleAlloc {
     }
 }
 
-/// `len` zero words, allocated zeroed (calloc: the fresh pages of a large bitmap are not
+/// Element types for which all-zero bytes are a valid value.
+///
+/// # Safety
+/// Implement only for types whose every field is an integer (no references, no niches).
+pub unsafe trait Zeroable: Copy {}
+
+// SAFETY: integers; every bit pattern is a value.
+unsafe impl Zeroable for u8 {}
+// SAFETY: as above.
+unsafe impl Zeroable for u64 {}
+
+/// `len` zero values, allocated zeroed (calloc: the fresh pages of a large bitmap are not
 /// touched, where `resize` would write every byte) and fallibly: None if the allocator refuses.
-pub fn zeroed_words(len: usize) -> Option<Vec<u64>> {
+pub fn zeroed<T: Zeroable>(len: usize) -> Option<Vec<T>> {
     if len == 0 {
         return Some(Vec::new());
     }
-    let layout = Layout::array::<u64>(len).ok()?;
-    // SAFETY: the layout has a non-zero size.
-    let ptr = unsafe { std::alloc::alloc_zeroed(layout) }.cast::<u64>();
+    let layout = Layout::array::<T>(len).ok()?;
+    // SAFETY: the layout has a non-zero size (`Zeroable` types are integers).
+    let ptr = unsafe { std::alloc::alloc_zeroed(layout) }.cast::<T>();
     if ptr.is_null() {
         return None;
     }
-    // SAFETY: the global allocator made `ptr` with the layout of a Vec<u64> of capacity `len`,
-    // and its `len` zeroed words are initialised u64s.
+    // SAFETY: the global allocator made `ptr` with the layout of a Vec<T> of capacity `len`,
+    // and its `len` zeroed values are initialised Ts (`Zeroable`).
     Some(unsafe { Vec::from_raw_parts(ptr, len, len) })
 }
 

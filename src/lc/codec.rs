@@ -345,7 +345,7 @@ fn read_dense(r: &mut Reader, m: u64) -> Result<Vec<u64>, DecodeError> {
 }
 
 fn zeroed(words: u64) -> Result<Vec<u64>, DecodeError> {
-    crate::core::alloc::zeroed_words(words as usize).ok_or(DecodeError("out of memory"))
+    crate::core::alloc::zeroed(words as usize).ok_or(DecodeError("out of memory"))
 }
 
 /// Reading encoding version 1 (see "Version history").

@@ -16,7 +16,7 @@ use crate::common::fuzz::{mutate, Rng};
 use lcbloom::bloom::chain::Chain;
 use lcbloom::bloom::codec as bf;
 use lcbloom::bloom::filter::Layout;
-use lcbloom::bloom::redisbloom::chain::RbChain;
+use lcbloom::bloom::redisbloom::chain::RedisBloomChain;
 use lcbloom::bloom::redisbloom::{dump, scandump};
 use lcbloom::core::hashing::hash_item;
 use lcbloom::lc::codec as lc;
@@ -186,7 +186,7 @@ fn counter_loadchunk_sessions() {
 }
 
 /// RedisBloom chains of every shape its releases made: scaling, non-scaling, grown.
-fn rb_chains() -> Vec<RbChain> {
+fn rb_chains() -> Vec<RedisBloomChain> {
     [
         (0.01, 100, Some(2), 0),
         (0.1, 10, Some(2), 60),
@@ -196,7 +196,7 @@ fn rb_chains() -> Vec<RbChain> {
     ]
     .into_iter()
     .map(|(p, capacity, growth, adds)| {
-        let mut c = RbChain::reserve(p, capacity, growth, targets::LIMIT).unwrap();
+        let mut c = RedisBloomChain::reserve(p, capacity, growth, targets::LIMIT).unwrap();
         for i in 0..adds {
             let _ = c.add(&c.hash(&(i as u64).to_le_bytes()), targets::LIMIT);
         }

@@ -4,19 +4,19 @@
 //! into both identically. No lcbloom module is involved here (see rb_import.rs for that).
 
 use crate::common::redisbloom::{self as rb, Sample};
-use lcbloom::bloom::redisbloom::chain::RbChain;
+use lcbloom::bloom::redisbloom::chain::RedisBloomChain;
 use lcbloom::bloom::redisbloom::dump::{decode_value, encode_value};
 use lcbloom::bloom::redisbloom::scandump;
 use redis::{Connection, Value};
 
-fn core_answers(chain: &RbChain, items: &[Vec<u8>]) -> Vec<i64> {
+fn core_answers(chain: &RedisBloomChain, items: &[Vec<u8>]) -> Vec<i64> {
     items
         .iter()
         .map(|i| chain.contains(&chain.hash(i)) as i64)
         .collect()
 }
 
-fn info_of(chain: &RbChain) -> Vec<Value> {
+fn info_of(chain: &RedisBloomChain) -> Vec<Value> {
     let int = |v: u64| Value::Int(v as i64);
     let field = |s: &str| Value::SimpleString(s.to_string());
     vec![
@@ -35,7 +35,7 @@ fn info_of(chain: &RbChain) -> Vec<Value> {
 
 /// Every answer of RedisBloom for `key` against the decoded chain: members and non-members,
 /// BF.INFO, BF.CARD, BF.SCANDUMP. Returns the number of differing membership answers.
-fn compare(c: &mut Connection, key: &str, chain: &RbChain, items: &[Vec<u8>]) -> usize {
+fn compare(c: &mut Connection, key: &str, chain: &RedisBloomChain, items: &[Vec<u8>]) -> usize {
     let server = rb::mexists(c, key, items);
     let core = core_answers(chain, items);
     let info = rb::info(c, key);
@@ -54,7 +54,7 @@ fn compare(c: &mut Connection, key: &str, chain: &RbChain, items: &[Vec<u8>]) ->
 
 /// Adds the same items on both sides, requiring the same replies, then checks that
 /// RedisBloom's value decodes to exactly the core's chain (every bit and counter).
-fn grow_both(c: &mut Connection, key: &str, chain: &mut RbChain, items: &[Vec<u8>]) {
+fn grow_both(c: &mut Connection, key: &str, chain: &mut RedisBloomChain, items: &[Vec<u8>]) {
     for item in items {
         let server: redis::RedisResult<i64> = redis::cmd("BF.ADD").arg(key).arg(item).query(c);
         let core = chain.add(&chain.hash(item), u64::MAX);

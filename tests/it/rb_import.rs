@@ -257,8 +257,13 @@ fn restore_and_loadchunk_refuse_bad_redisbloom_data() {
     };
     assert!(err_text(restore(&mut c, "bad", &corrupt_value())).contains("Bad data format"));
     // Over max-memory-per-key: a 100,000-item filter's 120 KB array.
-    let big = lcbloom::bloom::redisbloom::chain::RbChain::reserve(0.01, 100_000, Some(2), u64::MAX)
-        .unwrap();
+    let big = lcbloom::bloom::redisbloom::chain::RedisBloomChain::reserve(
+        0.01,
+        100_000,
+        Some(2),
+        u64::MAX,
+    )
+    .unwrap();
     assert!(err_text(restore(&mut c, "big", &encode_value(&big))).contains("Bad data format"));
     assert!(server
         .log()

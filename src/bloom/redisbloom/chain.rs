@@ -7,7 +7,7 @@ use super::murmur::HashPair;
 use super::{scandump, DecodeError};
 use crate::bloom::any::{Added, BloomFilter, ChunkError, Env, Info};
 use crate::bloom::chain::ChainError;
-use crate::core::alloc::size_class;
+use crate::core::alloc::{self, size_class};
 use crate::core::defrag::Defrag;
 
 /// Most links a chain may have. RedisBloom 2.8.2 asserts (aborts the server) when it loads
@@ -16,32 +16,30 @@ pub const MAX_LINKS: usize = 999;
 
 /// A chain as RedisBloom holds it; `size` always equals the sum of the links' sizes.
 #[derive(Clone, Debug, PartialEq)]
-pub struct RbChain {
+pub struct RedisBloomChain {
     size: u64,
     options: u32,
     growth: u32,
     links: Vec<Link>,
 }
 
-/// A zeroed bit array, allocated fallibly.
+/// A zeroed bit array of `bytes` bytes, allocated fallibly.
 pub fn zeroed(bytes: u64) -> Result<Vec<u8>, ChainError> {
-    let bytes = usize::try_from(bytes).map_err(|_| ChainError::OutOfMemory)?;
-    let mut data = Vec::new();
-    data.try_reserve_exact(bytes)
-        .map_err(|_| ChainError::OutOfMemory)?;
-    data.resize(bytes, 0);
-    Ok(data)
+    usize::try_from(bytes)
+        .ok()
+        .and_then(alloc::zeroed)
+        .ok_or(ChainError::OutOfMemory)
 }
 
 /// Memory of a chain with `links` links and `data_bytes` of bit arrays.
 pub fn memory_bytes_for(links: u64, data_bytes: u64) -> Option<u64> {
     links
         .checked_mul(std::mem::size_of::<Link>() as u64)?
-        .checked_add(std::mem::size_of::<RbChain>() as u64)?
+        .checked_add(std::mem::size_of::<RedisBloomChain>() as u64)?
         .checked_add(data_bytes)
 }
 
-impl RbChain {
+impl RedisBloomChain {
     /// A chain made as RedisBloom 2.8.2's `BF.RESERVE` makes it (options FORCE64|NOROUND, and
     /// NO_SCALING when `growth` is None; the first link at half the error when scaling).
     pub fn reserve(
@@ -56,7 +54,7 @@ impl RbChain {
         };
         let params =
             LinkParams::init(capacity, first_error, options).ok_or(ChainError::CannotGrow)?;
-        let mut chain = RbChain {
+        let mut chain = RedisBloomChain {
             size: 0,
             options,
             growth,
@@ -79,7 +77,7 @@ impl RbChain {
                 .iter()
                 .try_fold(0u64, |sum, l| sum.checked_add(l.size))
         })?;
-        Ok(RbChain {
+        Ok(RedisBloomChain {
             size,
             options,
             growth,
@@ -155,7 +153,7 @@ impl RbChain {
             .iter()
             .map(|l| size_class(l.data.capacity() as u64))
             .sum::<u64>()
-            + size_class(std::mem::size_of::<RbChain>() as u64)
+            + size_class(std::mem::size_of::<RedisBloomChain>() as u64)
             + size_class(list)
     }
 
@@ -203,7 +201,7 @@ impl RbChain {
             data.copy_from_slice(&l.data);
             links.push(Link { data, ..*l });
         }
-        Ok(RbChain { links, ..*self })
+        Ok(RedisBloomChain { links, ..*self })
     }
 
     fn push_link(&mut self, params: LinkParams, limit: u64) -> Result<(), ChainError> {
@@ -230,7 +228,7 @@ impl RbChain {
 
 /// RedisBloom's answers: one item at a time (each add may grow the chain), its own scan-dump
 /// chunks, and its `BF.INFO` figures with `Size` by its own accounting.
-impl BloomFilter for RbChain {
+impl BloomFilter for RedisBloomChain {
     fn contains_all(&self, items: &[&[u8]], _: &dyn Env, found: &mut dyn FnMut(bool)) {
         items
             .iter()
@@ -326,7 +324,7 @@ pub fn check_chain_fields(
 mod tests {
     use super::*;
 
-    fn shapes(c: &RbChain) -> Vec<(u64, f64, u32, u64)> {
+    fn shapes(c: &RedisBloomChain) -> Vec<(u64, f64, u32, u64)> {
         c.links()
             .iter()
             .map(|l| {
@@ -340,7 +338,7 @@ mod tests {
             .collect()
     }
 
-    fn fill(c: &mut RbChain, n: u32) {
+    fn fill(c: &mut RedisBloomChain, n: u32) {
         for i in 0..n {
             c.add(&c.hash(format!("i{i}").as_bytes()), u64::MAX)
                 .unwrap();
@@ -350,7 +348,7 @@ mod tests {
     #[test]
     fn growth_matches_redisbloom_chains() {
         // redisbloom-format.md §3.5 (live DUMPs of RedisBloom 2.8.2).
-        let mut c = RbChain::reserve(0.01, 10, Some(2), u64::MAX).unwrap();
+        let mut c = RedisBloomChain::reserve(0.01, 10, Some(2), u64::MAX).unwrap();
         fill(&mut c, 300);
         assert_eq!(
             shapes(&c),
@@ -363,7 +361,7 @@ mod tests {
             ]
         );
         assert_eq!(c.capacity(), 310);
-        let mut c = RbChain::reserve(0.001, 10, Some(4), u64::MAX).unwrap();
+        let mut c = RedisBloomChain::reserve(0.001, 10, Some(4), u64::MAX).unwrap();
         fill(&mut c, 800);
         assert_eq!(
             shapes(&c),
@@ -374,7 +372,7 @@ mod tests {
                 (640, 6.25e-05, 14, 12928)
             ]
         );
-        let mut c = RbChain::reserve(0.01, 10, Some(1), u64::MAX).unwrap();
+        let mut c = RedisBloomChain::reserve(0.01, 10, Some(1), u64::MAX).unwrap();
         fill(&mut c, 55);
         assert_eq!(c.links().len(), 6);
         assert_eq!(c.links()[5].params.hashes, 13);
@@ -383,7 +381,7 @@ mod tests {
 
     #[test]
     fn probe_positions_match_the_spec_vectors() {
-        let mut c = RbChain::reserve(0.01, 100, Some(2), u64::MAX).unwrap();
+        let mut c = RedisBloomChain::reserve(0.01, 100, Some(2), u64::MAX).unwrap();
         for item in ["foo", "bar", "hello world"] {
             assert_eq!(c.add(&c.hash(item.as_bytes()), u64::MAX), Ok(true));
         }
@@ -400,7 +398,7 @@ mod tests {
         assert!(!c.contains(&c.hash(b"baz")));
         assert!(!c.contains(&c.hash(b"qux")));
 
-        let mut g = RbChain::reserve(0.01, 10, Some(2), u64::MAX).unwrap();
+        let mut g = RedisBloomChain::reserve(0.01, 10, Some(2), u64::MAX).unwrap();
         fill(&mut g, 50);
         assert_eq!(g.links().len(), 3);
         assert!(!g.contains(&g.hash(b"zz-not-here")));
@@ -427,7 +425,7 @@ mod tests {
         assert_eq!(probes(1920, 7), [1616, 1829, 122, 335, 548, 761, 974]);
         assert_eq!(probes(1102, 8), [4, 1037, 968, 899, 830, 761, 692, 623]);
         let h = HashPair::of(b"foo", true);
-        let c = RbChain::reserve(0.001, 1000, None, u64::MAX).unwrap();
+        let c = RedisBloomChain::reserve(0.001, 1000, None, u64::MAX).unwrap();
         let m = c.links()[0].params.modulus();
         assert_eq!(m, 14400);
         let got: Vec<u64> = (0..10).map(|i| h.probe(i) % m).collect();
@@ -439,7 +437,7 @@ mod tests {
 
     #[test]
     fn nonscaling_fills_up_and_present_items_change_nothing() {
-        let mut c = RbChain::reserve(0.01, 100, None, u64::MAX).unwrap();
+        let mut c = RedisBloomChain::reserve(0.01, 100, None, u64::MAX).unwrap();
         let mut added = 0;
         let mut full = false;
         for i in 0..200 {
@@ -464,7 +462,7 @@ mod tests {
 
     #[test]
     fn growth_respects_the_limit_and_leaves_the_chain_unchanged() {
-        let mut c = RbChain::reserve(0.01, 10, Some(2), u64::MAX).unwrap();
+        let mut c = RedisBloomChain::reserve(0.01, 10, Some(2), u64::MAX).unwrap();
         fill(&mut c, 10);
         let before = c.clone();
         let limit = memory_bytes_for(1, c.data_bytes()).unwrap() + 10;
@@ -488,7 +486,7 @@ mod tests {
     #[test]
     fn answers_the_same_after_defrag_moved_every_block() {
         use crate::core::defrag::tests::in_steps;
-        let mut c = RbChain::reserve(0.01, 10, Some(2), u64::MAX).unwrap();
+        let mut c = RedisBloomChain::reserve(0.01, 10, Some(2), u64::MAX).unwrap();
         fill(&mut c, 300);
         let before = c.clone();
         assert!(in_steps(&mut c, 1, |c, d| c.defrag(d)) > 3);

@@ -23,7 +23,7 @@
 //! lcbloom's own filter. Values arrive by RDB, `RESTORE` or a `BF.LOADCHUNK` of RedisBloom's
 //! header (`bloom/commands.rs`).
 
-use super::chain::RbChain;
+use super::chain::RedisBloomChain;
 use super::dump::TYPE_NAME;
 use super::rdb::{self, FieldReader, FieldWriter};
 use super::scandump;
@@ -36,8 +36,11 @@ use redis_module::{native_types::RedisType, raw};
 use std::ffi::CStr;
 use std::os::raw::c_int;
 
-pub static RB_TYPE: RedisType =
-    RedisType::new(TYPE_NAME, rdb::ENCVER as c_int, methods::<RbChain>());
+pub static RB_TYPE: RedisType = RedisType::new(
+    TYPE_NAME,
+    rdb::ENCVER as c_int,
+    methods::<RedisBloomChain>(),
+);
 
 const SHORT_READ: DecodeError = DecodeError("short read");
 
@@ -85,7 +88,7 @@ impl FieldWriter for Io {
 
 /// Calls `emit` with the header (iterator 1), then with each data chunk and the iterator
 /// `BF.SCANDUMP` returns with it.
-fn for_each_part(chain: &RbChain, mut emit: impl FnMut(u64, &[u8])) {
+fn for_each_part(chain: &RedisBloomChain, mut emit: impl FnMut(u64, &[u8])) {
     emit(1, &scandump::encode_header(chain));
     let mut iterator = 1;
     while let Some((next, chunk)) = scandump::chunk(chain, iterator) {
@@ -94,7 +97,7 @@ fn for_each_part(chain: &RbChain, mut emit: impl FnMut(u64, &[u8])) {
     }
 }
 
-impl StoredValue for RbChain {
+impl StoredValue for RedisBloomChain {
     const NAME: &'static str = "RedisBloom filter";
     const ENCVER: c_int = rdb::ENCVER as c_int;
     const OLDEST_ENCVER: c_int = 0;
@@ -113,7 +116,7 @@ impl StoredValue for RbChain {
     }
 
     fn memory_bytes(&self) -> u64 {
-        RbChain::memory_bytes(self)
+        RedisBloomChain::memory_bytes(self)
     }
 
     fn try_copy(&self) -> Result<Self, String> {
@@ -138,6 +141,6 @@ impl StoredValue for RbChain {
     }
 
     fn defrag(&mut self, d: &mut Defrag) {
-        RbChain::defrag(self, d)
+        RedisBloomChain::defrag(self, d)
     }
 }

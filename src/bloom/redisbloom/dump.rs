@@ -11,7 +11,7 @@
 //! these in a module's `rdb_load`; this codec exists so the same decoder can be fed bytes
 //! (tests, fuzzing, and checking what a RedisBloom server sent).
 
-use super::chain::RbChain;
+use super::chain::RedisBloomChain;
 use super::rdb::{self, FieldReader, FieldWriter};
 use super::{DecodeError, TOO_LARGE};
 use crate::core::chunks::Reader;
@@ -201,7 +201,7 @@ impl FieldWriter for DumpWriter {
 
 /// Decodes a DUMP value of type `MBbloom--` (encvers 0–4), with the rdb.rs validation and
 /// `limit`, requiring the EOF opcode right after the fields and nothing after it.
-pub fn decode_value(value: &[u8], limit: u64) -> Result<RbChain, DecodeError> {
+pub fn decode_value(value: &[u8], limit: u64) -> Result<RedisBloomChain, DecodeError> {
     let mut r = DumpReader::new(value);
     if r.byte()? != MODULE_TYPE || r.byte()? != 0x81 {
         return Err(BAD);
@@ -220,7 +220,7 @@ pub fn decode_value(value: &[u8], limit: u64) -> Result<RbChain, DecodeError> {
 }
 
 /// Encodes a chain as the DUMP value RedisBloom 2.8 writes (encver 4).
-pub fn encode_value(chain: &RbChain) -> Vec<u8> {
+pub fn encode_value(chain: &RedisBloomChain) -> Vec<u8> {
     let mut w = DumpWriter::default();
     w.out.push(MODULE_TYPE);
     w.out.push(0x81);
@@ -233,7 +233,7 @@ pub fn encode_value(chain: &RbChain) -> Vec<u8> {
 
 /// A DUMP value for an older encver (0–3), as the writers of that time laid it out: fields
 /// the version lacks are left out. Used to build legacy test payloads.
-pub fn encode_value_legacy(chain: &RbChain, encver: u32) -> Vec<u8> {
+pub fn encode_value_legacy(chain: &RedisBloomChain, encver: u32) -> Vec<u8> {
     struct Skip<'a> {
         w: &'a mut DumpWriter,
         encver: u32,
@@ -304,7 +304,10 @@ mod tests {
         let value = hex("07813016e5a289bef80402000201020502020207049a9999999999993f0206040bd81f7830b61e400240400200050800000000000000000200");
         let value = [value, vec![0]].concat();
         let chain = decode_value(&value, u64::MAX).unwrap();
-        assert_eq!(chain, RbChain::reserve(0.05, 7, Some(2), u64::MAX).unwrap());
+        assert_eq!(
+            chain,
+            RedisBloomChain::reserve(0.05, 7, Some(2), u64::MAX).unwrap()
+        );
         assert_eq!(encode_value(&chain), value);
         assert!(decode_value(&value[..value.len() - 1], u64::MAX).is_err());
         assert!(decode_value(&[value.clone(), vec![0]].concat(), u64::MAX).is_err());
@@ -312,7 +315,7 @@ mod tests {
 
     #[test]
     fn legacy_values_decode() {
-        let mut c = RbChain::reserve(0.01, 20, Some(2), u64::MAX).unwrap();
+        let mut c = RedisBloomChain::reserve(0.01, 20, Some(2), u64::MAX).unwrap();
         for i in 0..30 {
             c.add(&c.hash(format!("{i}").as_bytes()), u64::MAX).unwrap();
         }
@@ -345,7 +348,7 @@ mod tests {
         use proptest::prelude::*;
 
         /// A chain as RedisBloom makes one (any of the option sets it ever used), after adds.
-        fn arb_chain() -> impl Strategy<Value = RbChain> {
+        fn arb_chain() -> impl Strategy<Value = RedisBloomChain> {
             (
                 prop::sample::select(vec![0.5, 0.1, 0.01, 0.001]),
                 1u64..200,
@@ -361,7 +364,8 @@ mod tests {
                         size: 0,
                         data: zeroed(params.bytes).unwrap(),
                     };
-                    let mut c = RbChain::from_parts(0, options, growth, vec![link]).unwrap();
+                    let mut c =
+                        RedisBloomChain::from_parts(0, options, growth, vec![link]).unwrap();
                     for i in 0..adds {
                         if c.add(&c.hash(&i.to_le_bytes()), 1 << 24).is_err() {
                             break;
@@ -419,7 +423,7 @@ mod tests {
 
             #[test]
             fn arbitrary_values_never_panic(bytes in prop::collection::vec(any::<u8>(), 0..400)) {
-                let mut value = encode_value(&RbChain::reserve(0.1, 3, Some(2), u64::MAX).unwrap());
+                let mut value = encode_value(&RedisBloomChain::reserve(0.1, 3, Some(2), u64::MAX).unwrap());
                 let cut = bytes.len().min(value.len());
                 value[..cut].copy_from_slice(&bytes[..cut]);
                 let _ = decode_value(&value, 1 << 20);

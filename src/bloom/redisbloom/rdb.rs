@@ -2,7 +2,7 @@
 //! field reader/writer: the type adapter maps it to `RedisModule_Load*`/`Save*`, the DUMP
 //! codec (`dump.rs`) to bytes. Field order and presence are in the header of `mod.rs`.
 
-use super::chain::{memory_bytes_for, RbChain, BAD_LINK_COUNT, MAX_LINKS};
+use super::chain::{memory_bytes_for, RedisBloomChain, BAD_LINK_COUNT, MAX_LINKS};
 use super::link::{Link, LinkParams, MAX_HASHES};
 use super::{DecodeError, TOO_LARGE};
 
@@ -34,7 +34,11 @@ fn narrow<T: TryFrom<u64>>(value: u64) -> Result<T, DecodeError> {
 /// Reads a chain written with `encver`, validating every field, and never letting the chain's
 /// memory exceed `limit` (checked before each bit array is read, and again once its length is
 /// known).
-pub fn decode(r: &mut impl FieldReader, encver: u32, limit: u64) -> Result<RbChain, DecodeError> {
+pub fn decode(
+    r: &mut impl FieldReader,
+    encver: u32,
+    limit: u64,
+) -> Result<RedisBloomChain, DecodeError> {
     if encver > ENCVER {
         return Err(DecodeError("bad RedisBloom data: unknown encoding version"));
     }
@@ -102,11 +106,11 @@ pub fn decode(r: &mut impl FieldReader, encver: u32, limit: u64) -> Result<RbCha
             data,
         });
     }
-    RbChain::from_parts(size, options, growth, links)
+    RedisBloomChain::from_parts(size, options, growth, links)
 }
 
 /// Writes the chain as encver 4 (what RedisBloom 2.8 writes and reads).
-pub fn encode(chain: &RbChain, w: &mut impl FieldWriter) {
+pub fn encode(chain: &RedisBloomChain, w: &mut impl FieldWriter) {
     w.unsigned(chain.size());
     w.unsigned(chain.links().len() as u64);
     w.unsigned(chain.options() as u64);
@@ -173,8 +177,8 @@ pub mod tests {
         }
     }
 
-    fn sample() -> RbChain {
-        let mut c = RbChain::reserve(0.01, 10, Some(2), u64::MAX).unwrap();
+    fn sample() -> RedisBloomChain {
+        let mut c = RedisBloomChain::reserve(0.01, 10, Some(2), u64::MAX).unwrap();
         for i in 0..45 {
             c.add(&c.hash(format!("i{i}").as_bytes()), u64::MAX)
                 .unwrap();
@@ -182,13 +186,13 @@ pub mod tests {
         c
     }
 
-    fn fields(c: &RbChain) -> Vec<Field> {
+    fn fields(c: &RedisBloomChain) -> Vec<Field> {
         let mut out = Vec::new();
         encode(c, &mut out);
         out
     }
 
-    fn read(f: Vec<Field>, encver: u32, limit: u64) -> Result<RbChain, DecodeError> {
+    fn read(f: Vec<Field>, encver: u32, limit: u64) -> Result<RedisBloomChain, DecodeError> {
         decode(&mut Fields(f.into()), encver, limit)
     }
 
@@ -200,7 +204,7 @@ pub mod tests {
 
     /// Drops the fields an older encver does not have: options (< 2), growth (< 4), and
     /// bits/n2 per link (< 1).
-    pub fn legacy_fields(c: &RbChain, encver: u32) -> Vec<Field> {
+    pub fn legacy_fields(c: &RedisBloomChain, encver: u32) -> Vec<Field> {
         let f = fields(c);
         let mut out = vec![f[0].clone(), f[1].clone()];
         if encver >= 2 {

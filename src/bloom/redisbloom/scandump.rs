@@ -10,7 +10,7 @@
 //! (`bloom/commands.rs` tells them apart, with [`looks_like_header`]). That is how a
 //! RedisBloom AOF rewrite or `BF.SCANDUMP` stream loads into lcbloom.
 
-use super::chain::{check_chain_fields, memory_bytes_for, zeroed, RbChain};
+use super::chain::{check_chain_fields, memory_bytes_for, zeroed, RedisBloomChain};
 use super::link::{Link, LinkParams};
 use super::{DecodeError, BAD_DATA, OUT_OF_MEMORY, TOO_LARGE};
 use crate::core::chunks::{Reader, Writer, CHUNK_BYTES};
@@ -21,7 +21,7 @@ const NO_LINK: DecodeError = DecodeError("invalid offset - no link found");
 const TOO_BIG: DecodeError = DecodeError("invalid chunk - Too big for current filter");
 
 /// The header chunk (iterator 1): a packed little-endian struct, 20 + 53·nfilters bytes.
-pub fn encode_header(chain: &RbChain) -> Vec<u8> {
+pub fn encode_header(chain: &RedisBloomChain) -> Vec<u8> {
     let mut out = Vec::with_capacity(FIXED + PER_LINK * chain.links().len());
     out.put_u64(chain.size());
     out.put_u32(chain.links().len() as u32);
@@ -51,7 +51,7 @@ pub fn looks_like_header(header: &[u8]) -> bool {
 
 /// A zero-filled chain from a header, validated as an RDB value is (plus RedisBloom's own
 /// LOADCHUNK checks) and refused over `limit` bytes before anything is allocated.
-pub fn decode_header(header: &[u8], limit: u64) -> Result<RbChain, DecodeError> {
+pub fn decode_header(header: &[u8], limit: u64) -> Result<RedisBloomChain, DecodeError> {
     if !looks_like_header(header) {
         return Err(BAD_DATA);
     }
@@ -94,11 +94,11 @@ pub fn decode_header(header: &[u8], limit: u64) -> Result<RbChain, DecodeError> 
             data,
         });
     }
-    RbChain::from_parts(size, options, growth, links)
+    RedisBloomChain::from_parts(size, options, growth, links)
 }
 
 /// The link holding stream position `pos`, and the offset in it.
-fn locate(chain: &RbChain, pos: u64) -> Option<(usize, u64)> {
+fn locate(chain: &RedisBloomChain, pos: u64) -> Option<(usize, u64)> {
     let mut start = 0u64;
     for (j, link) in chain.links().iter().enumerate() {
         if pos < start + link.params.bytes {
@@ -111,7 +111,7 @@ fn locate(chain: &RbChain, pos: u64) -> Option<(usize, u64)> {
 
 /// The data chunk at iterator `it` (≥ 1) and the iterator to return with it; None past the
 /// end (the reply is then `[0, ""]`).
-pub fn chunk(chain: &RbChain, it: u64) -> Option<(u64, &[u8])> {
+pub fn chunk(chain: &RedisBloomChain, it: u64) -> Option<(u64, &[u8])> {
     let (j, offset) = locate(chain, it.checked_sub(1)?)?;
     let data = &chain.links()[j].data;
     let len = (data.len() as u64 - offset).min(CHUNK_BYTES);
@@ -120,7 +120,7 @@ pub fn chunk(chain: &RbChain, it: u64) -> Option<(u64, &[u8])> {
 
 /// `BF.LOADCHUNK` of a data chunk into an existing chain, with RedisBloom's rules and texts:
 /// it must satisfy `it ≥ len`, start inside a link and fit in it. Nothing changes on error.
-pub fn load_chunk(chain: &mut RbChain, it: i64, data: &[u8]) -> Result<(), DecodeError> {
+pub fn load_chunk(chain: &mut RedisBloomChain, it: i64, data: &[u8]) -> Result<(), DecodeError> {
     let start = u64::try_from(it)
         .ok()
         .and_then(|it| it.checked_sub(data.len() as u64))
@@ -154,13 +154,13 @@ mod tests {
     fn header_matches_redisbloom_bytes() {
         // `BF.RESERVE k 0.05 7` on RedisBloom 2.8.2 (redisbloom-format.md §4.1).
         let want = hex("0000000000000000 01000000 05000000 02000000 0800000000000000 4000000000000000 0000000000000000 9a9999999999993f 0bd81f7830b61e40 06000000 0700000000000000 00");
-        let c = RbChain::reserve(0.05, 7, Some(2), u64::MAX).unwrap();
+        let c = RedisBloomChain::reserve(0.05, 7, Some(2), u64::MAX).unwrap();
         assert_eq!(encode_header(&c), want);
         assert_eq!(decode_header(&want, u64::MAX), Ok(c));
     }
 
-    fn grown() -> RbChain {
-        let mut c = RbChain::reserve(0.01, 10, Some(2), u64::MAX).unwrap();
+    fn grown() -> RedisBloomChain {
+        let mut c = RedisBloomChain::reserve(0.01, 10, Some(2), u64::MAX).unwrap();
         for i in 0..200 {
             c.add(&c.hash(format!("i{i}").as_bytes()), u64::MAX)
                 .unwrap();

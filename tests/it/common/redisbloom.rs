@@ -4,7 +4,7 @@
 
 use super::fuzz::{crc64, dump_payload, split_dump, Rng};
 use super::{wait_aof_rewrite, Server};
-use lcbloom::bloom::redisbloom::chain::{zeroed, RbChain};
+use lcbloom::bloom::redisbloom::chain::{zeroed, RedisBloomChain};
 use lcbloom::bloom::redisbloom::dump::encode_value_legacy;
 use lcbloom::bloom::redisbloom::link::{Link, LinkParams, NOROUND};
 use redis::{Connection, Value};
@@ -226,14 +226,14 @@ pub fn differing(a: &mut Connection, b: &mut Connection, key: &str, items: &[Vec
 
 /// A chain as a legacy RedisBloom made it: first link `init(capacity, 0.005, options)`, then
 /// `adds` items `old0`, `old1` ...
-pub fn legacy_chain(options: u32, capacity: u64, adds: u32) -> RbChain {
+pub fn legacy_chain(options: u32, capacity: u64, adds: u32) -> RedisBloomChain {
     let params = LinkParams::init(capacity, 0.005, options).unwrap();
     let link = Link {
         params,
         size: 0,
         data: zeroed(params.bytes).unwrap(),
     };
-    let mut chain = RbChain::from_parts(0, options, 2, vec![link]).unwrap();
+    let mut chain = RedisBloomChain::from_parts(0, options, 2, vec![link]).unwrap();
     for i in 0..adds {
         chain
             .add(&chain.hash(format!("old{i}").as_bytes()), u64::MAX)
