@@ -1,0 +1,123 @@
+#!/usr/bin/env python3
+"""Persistence benchmark: how long each path that copies a whole Bloom filter takes, lcbloom
+against RedisBloom, on the same redis-server binary.
+
+A filter reserved at 0.001 / 200,000,000 (about 400 MB of bits on either side) is filled with
+N items (PERSIST_FILLS, default "0,2000000"; the full 200,000,000 takes long to fill and is
+the fill where compression no longer helps), then each path is timed from the client, rounds
+alternating between the two modules (PERSIST_ROUNDS, default 3; the median is reported):
+
+- DUMP: the `DUMP` reply (the server serialises and LZF-compresses the value; the server is
+  blocked meanwhile);
+- RESTORE: `RESTORE` of that payload under another key (blocking);
+- BGSAVE: from `BGSAVE` until `LASTSAVE` changes (the fork serialises; the server is not
+  blocked but for the fork);
+- DEBUG RELOAD: save and load the RDB (blocking: this is what a restart costs);
+- full sync: a second redis-server with the same module becomes a replica and is timed until
+  its link is up and the key has arrived (the master's fork and transfer, the replica's load).
+
+Usage: LCBLOOM_MODULE=... PEER_MODULE=/path/to/redisbloom.so bench/persistence_bench.py
+Run it under `flock /work/bench.lock` on a shared machine, and name the CPU with the figures.
+Prints a markdown table (seconds per path, and RedisBloom's time ÷ lcbloom's).
+"""
+import os
+import statistics
+import sys
+import time
+
+import redis
+
+from server_bench import OUR_MODULE, PEER_MODULE, Server, fill, log
+
+FILLS = [int(x) for x in os.environ.get("PERSIST_FILLS", "0,2000000").split(",")]
+ROUNDS = int(os.environ.get("PERSIST_ROUNDS", "3"))
+PATHS = ["DUMP", "RESTORE", "BGSAVE", "DEBUG RELOAD", "full sync"]
+
+
+def timed(action):
+    start = time.perf_counter()
+    action()
+    return time.perf_counter() - start
+
+
+def wait_for(predicate, timeout=600):
+    deadline = time.time() + timeout
+    while not predicate():
+        if time.time() > deadline:
+            raise RuntimeError("timed out")
+        time.sleep(0.01)
+
+
+def bgsave(c):
+    before = c.lastsave()
+    c.bgsave()
+    wait_for(lambda: c.lastsave() != before and c.info("persistence")["rdb_bgsave_in_progress"] == 0)
+
+
+def full_sync(master, module):
+    replica = Server("replica", module)
+    try:
+        r = replica.client
+        r.execute_command("REPLICAOF", "127.0.0.1", master.port)
+
+        def synced():
+            try:
+                info = r.info("replication")
+                return info.get("master_link_status") == "up" and r.exists("bf")
+            except redis.exceptions.BusyLoadingError:
+                return False
+
+        wait_for(synced)
+    finally:
+        replica.close()
+
+
+def measure(server, module, payload):
+    c = server.client
+    out = {"DUMP": timed(lambda: c.dump("bf"))}
+    out["RESTORE"] = timed(lambda: c.restore("copy", 0, payload))
+    c.delete("copy")
+    out["BGSAVE"] = timed(lambda: bgsave(c))
+    out["DEBUG RELOAD"] = timed(lambda: c.execute_command("DEBUG", "RELOAD"))
+    out["full sync"] = timed(lambda: full_sync(server, module))
+    return out
+
+
+def main():
+    if not PEER_MODULE:
+        sys.exit("set PEER_MODULE to RedisBloom's module")
+    sides = {"lcbloom": OUR_MODULE, "RedisBloom": PEER_MODULE}
+    rows = []
+    for n in FILLS:
+        servers = {}
+        try:
+            for name, module in sides.items():
+                s = Server(name, module)
+                s.client.execute_command("BF.RESERVE", "bf", "0.001", "200000000")
+                log(f"{name}: filling {n} items")
+                fill(s, "BF.MADD", "bf", "item:", n)
+                servers[name] = s
+            times = {name: {p: [] for p in PATHS} for name in sides}
+            for round_ in range(ROUNDS):
+                for name, s in servers.items():
+                    payload = s.client.dump("bf")
+                    for path, secs in measure(s, sides[name], payload).items():
+                        times[name][path].append(secs)
+                    log(f"round {round_ + 1} {name}: done")
+            for path in PATHS:
+                ours = statistics.median(times["lcbloom"][path])
+                peer = statistics.median(times["RedisBloom"][path])
+                rows.append((n, path, ours, peer))
+        finally:
+            for s in servers.values():
+                s.close()
+    cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
+    print(f"Persistence of a 0.001 / 200M filter, {cpu}, median of {ROUNDS} alternating rounds\n")
+    print("| items | path | lcbloom s | RedisBloom s | RedisBloom ÷ lcbloom |")
+    print("|---|---|---|---|---|")
+    for n, path, ours, peer in rows:
+        print(f"| {n:,} | {path} | {ours:.2f} | {peer:.2f} | {peer / ours:.2f} |")
+
+
+if __name__ == "__main__":
+    main()
