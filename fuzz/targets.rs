@@ -155,15 +155,16 @@ pub fn rb_loadchunk(data: &[u8]) {
 }
 
 /// A `BF.LOADCHUNK` session on a missing key, as `BF.LOADCHUNK` runs it: the header in either
-/// format (`any::from_header`: lcbloom's, else RedisBloom's), then chunks in the format of
+/// format (`load::from_header`: lcbloom's, else RedisBloom's), then chunks in the format of
 /// `rb_loadchunk` (4-byte iterator), each loaded by the filter's own rules. An accepted header
 /// re-encodes to itself; refused chunks change nothing.
 pub fn bf_any_loadchunk(data: &[u8]) {
-    use lcbloom::bloom::any::{self, BloomFilter};
+    use lcbloom::bloom::any::BloomFilter;
+    use lcbloom::bloom::load;
     let Some((header, records)) = session(data) else {
         return;
     };
-    let Ok(mut filter) = any::from_header(header, LIMIT) else {
+    let Ok(mut filter) = load::from_header(header, LIMIT) else {
         return;
     };
     let filter = filter.as_filter_mut();

@@ -15,7 +15,7 @@
 //! * `card`: `BF.CARD`.
 //! * `scandump`/`load_chunk`: `BF.SCANDUMP`'s parts after the key was found, and
 //!   `BF.LOADCHUNK` into an existing filter. A header on a missing key makes a new filter of
-//!   the kind its format says ([`from_header`], where the formats are told apart).
+//!   the kind its format says (`load::from_header`, where the formats are told apart).
 //!
 //! What a filter needs from the server it asks through [`Env`], only when it needs it (reading
 //! the memory limit or the clock costs a call into Redis; a chain with room for the items asks
@@ -24,8 +24,6 @@
 use super::chain::{Chain, ChainError};
 use super::codec;
 use super::filter::Layout;
-use super::redisbloom::chain::RedisBloomChain;
-use super::redisbloom::scandump as rb_scandump;
 use crate::core::chunks::{chunk_start, iterator_after};
 use crate::core::decode::DecodeError;
 use crate::core::hashing::{hash_item, ItemHash};
@@ -221,44 +219,14 @@ impl BloomFilter for Chain {
     }
 }
 
-/// A filter made by a `BF.LOADCHUNK` header on a missing key.
-#[derive(Debug, PartialEq)]
-pub enum NewFilter {
-    Own(Chain),
-    RedisBloom(RedisBloomChain),
-}
-
-impl NewFilter {
-    pub fn as_filter_mut(&mut self) -> &mut dyn BloomFilter {
-        match self {
-            NewFilter::Own(chain) => chain,
-            NewFilter::RedisBloom(chain) => chain,
-        }
-    }
-}
-
-/// A zero-filled filter from a `BF.LOADCHUNK` header, within `limit` bytes: lcbloom's format
-/// (its magic `LCBF`) is tried first; bytes it refuses that have the shape of RedisBloom's
-/// header (`rb_scandump::looks_like_header`) make a RedisBloom chain, which is how a RedisBloom
-/// AOF rewrite or `BF.SCANDUMP` stream loads. The error is that of the format the bytes look
-/// like.
-pub fn from_header(header: &[u8], limit: u64) -> Result<NewFilter, DecodeError> {
-    match codec::decode_header(header, limit) {
-        Ok(own) => Ok(NewFilter::Own(own.into_chain()?)),
-        Err(_) if rb_scandump::looks_like_header(header) => {
-            rb_scandump::decode_header(header, limit).map(NewFilter::RedisBloom)
-        }
-        Err(e) => Err(e),
-    }
-}
-
 #[cfg(test)]
-mod tests {
+pub mod tests {
     use super::*;
-    use crate::bloom::codec::TOO_LARGE;
+    use crate::bloom::load::from_header;
+    use crate::bloom::redisbloom::chain::RedisBloomChain;
 
     /// The server as a test sees it: no memory limit, time stands still.
-    struct Unlimited;
+    pub struct Unlimited;
 
     impl Env for Unlimited {
         fn memory_limit(&self) -> u64 {
@@ -271,7 +239,7 @@ mod tests {
     }
 
     /// A RedisBloom chain grown to five links through the trait's adds.
-    fn grown() -> RedisBloomChain {
+    pub fn grown() -> RedisBloomChain {
         let mut c = RedisBloomChain::reserve(0.01, 10, Some(2), u64::MAX).unwrap();
         let items: Vec<String> = (0..200).map(|i| format!("i{i}")).collect();
         let items: Vec<&[u8]> = items.iter().map(|i| i.as_bytes()).collect();
@@ -281,37 +249,6 @@ mod tests {
         });
         assert_eq!((new, c.links().len()), (c.size(), 5));
         c
-    }
-
-    #[test]
-    fn either_format_of_header_makes_its_own_kind_of_filter() {
-        let header = rb_scandump::encode_header(&grown());
-        let empty = rb_scandump::decode_header(&header, u64::MAX).unwrap();
-        assert_eq!(
-            from_header(&header, u64::MAX),
-            Ok(NewFilter::RedisBloom(empty))
-        );
-        let own = Chain::new(0.01, 100, 2, u64::MAX).unwrap();
-        let own_header = codec::encode_header(&own);
-        assert!(matches!(
-            from_header(&own_header, u64::MAX),
-            Ok(NewFilter::Own(_))
-        ));
-        // A RedisBloom-shaped header that RedisBloom's checks refuse gets RedisBloom's error;
-        // anything else gets lcbloom's.
-        let mut bad = header.clone();
-        bad[0] ^= 1;
-        assert_eq!(
-            from_header(&bad, u64::MAX),
-            Err(DecodeError(
-                "bad RedisBloom data: item count does not match the filters"
-            ))
-        );
-        assert_eq!(
-            from_header(&own_header[..40], u64::MAX),
-            Err(DecodeError("received bad data"))
-        );
-        assert_eq!(from_header(&header, 100), Err(TOO_LARGE));
     }
 
     /// Every part `BF.SCANDUMP` gives, header first.

@@ -35,7 +35,7 @@
 //! write that changed something fires a keyspace event of class `d` (module types) named
 //! after the command (`bf.reserve`, `bf.add`, `bf.madd`, `bf.insert`, `bf.loadchunk`).
 
-use super::any::{from_header, Added, BloomFilter, ChunkError, Env, Field, NewFilter};
+use super::any::{Added, BloomFilter, ChunkError, Env, Field};
 use super::chain::Chain;
 use super::config::{self, MAX_EXPANSION};
 use super::errors::{
@@ -44,6 +44,7 @@ use super::errors::{
     NO_EXPANSION, NO_LAYOUT,
 };
 use super::filter::Layout;
+use super::load::{from_header, NewFilter};
 use crate::bloom::redisbloom::chain::RedisBloomChain;
 use crate::server::args::{is_keyword, parse_f64, parse_i64, set_once, Args};
 use crate::server::errors::{unknown_argument, CHUNK_LENGTH, INTERNAL, ITEM_EXISTS, NOT_FOUND};
@@ -581,7 +582,7 @@ fn load_chunk(
 }
 
 /// A zero-filled filter under an empty key from a `BF.LOADCHUNK` header, of the kind its
-/// format says (`any::from_header`), within `limit` bytes.
+/// format says (`load::from_header`), within `limit` bytes.
 fn create_from_header(key: &mut Key, header: &[u8], limit: u64) -> Result<(), RedisError> {
     match from_header(header, limit)? {
         NewFilter::Own(chain) => store(key, chain).map(drop),
