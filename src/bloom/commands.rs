@@ -364,10 +364,24 @@ fn add_items(
     check_item_count(ctx, items.len())?;
     let mut key = Key::write(ctx, name);
     let env = Server(ctx);
-    let bytes: Vec<&[u8]> = items.iter().map(RedisString::as_slice).collect();
-    let mut results = Vec::with_capacity(items.len());
+    // BF.ADD's one item needs no lists: no allocation on the most frequent write.
+    let (one, many): ([&[u8]; 1], Vec<&[u8]>);
+    let bytes: &[&[u8]] = match items {
+        [item] => {
+            one = [item.as_slice()];
+            &one
+        }
+        _ => {
+            many = items.iter().map(RedisString::as_slice).collect();
+            &many
+        }
+    };
+    let (mut results, mut last) = (Vec::new(), None);
     let mut add = |filter: &mut dyn BloomFilter| {
-        filter.add_all(&bytes, &env, &mut |r| results.push(r));
+        filter.add_all(bytes, &env, &mut |r| match multi {
+            true => results.push(r),
+            false => last = Some(r),
+        });
     };
     let created = match write_filter(&mut key, &mut add)? {
         Some(()) => None,
@@ -378,11 +392,12 @@ fn add_items(
             Some(create)
         }
     };
-    let changed = results.iter().any(|r| r.is_ok_and(Added::changed));
-    let done = results.iter().take_while(|r| r.is_ok()).count();
+    let outcomes = results.iter().chain(&last);
+    let changed = outcomes.clone().any(|r| r.is_ok_and(Added::changed));
+    let done = outcomes.take_while(|r| r.is_ok()).count();
     finish_add(ctx, event, name, items, done, changed, created);
     if !multi {
-        let added = results.pop().ok_or(RedisError::Str(INTERNAL))?;
+        let added = last.ok_or(RedisError::Str(INTERNAL))?;
         return Ok(RedisValue::Bool(added?.is_new()));
     }
     raw::reply_with_array(ctx.ctx, results.len() as std::os::raw::c_long);
