@@ -41,30 +41,56 @@ pub struct Body {
 /// A sparse sub-filter as the body holds it.
 pub struct SetView<'a> {
     pub params: &'a SparseParams,
-    pub items: u64,
+    /// The shape of its set (of `params.shape(items)`), worked out once per view: a lookup
+    /// needs it to find the region and again to read it.
+    shape: Shape,
+    full: bool,
     /// Its region: index and stream while it fills, the frozen form when full.
     pub region: &'a [u64],
 }
 
 impl SetView<'_> {
-    fn shape(&self) -> Shape {
-        self.params.shape(self.items)
-    }
-
-    fn full(&self) -> bool {
-        self.items == self.params.capacity
-    }
-
     /// Whether the set holds the item's fingerprint.
     #[inline(always)]
     pub fn holds(&self, hash: &ItemHash) -> bool {
         let v = sparse::fingerprint(hash, self.params.universe);
-        sparse::holds(self.region, &self.shape(), self.full(), v)
+        sparse::holds(self.region, &self.shape, self.full, v)
     }
 
     /// Its stream (its encoding), or None if the memory could not be had.
     pub fn stream(&self) -> Option<Vec<u64>> {
-        sparse::stream_of(self.region, &self.shape(), self.full())
+        sparse::stream_of(self.region, &self.shape, self.full)
+    }
+}
+
+/// The sparse sub-filters of a body, oldest first ([`Body::sets`]). A type of its own rather
+/// than a closure's map so that its step inlines into the lookups that walk it: a chain's
+/// lookup is compiled for POPCNT, and a step called apart would be compiled without it.
+pub struct Sets<'a> {
+    /// The sub-filters' item counts (and the data after them).
+    items: &'a [u64],
+    /// The regions not yet visited.
+    regions: &'a [u64],
+    params: std::slice::Iter<'a, (usize, SparseParams)>,
+}
+
+impl<'a> Iterator for Sets<'a> {
+    type Item = SetView<'a>;
+
+    #[inline(always)]
+    fn next(&mut self) -> Option<SetView<'a>> {
+        let (i, p) = self.params.next()?;
+        let items = self.items[*i];
+        let (shape, full) = (p.shape(items), items == p.capacity);
+        let len = sparse::region_len(self.regions, &shape, full);
+        let (region, rest) = self.regions.split_at(len);
+        self.regions = rest;
+        Some(SetView {
+            params: p,
+            shape,
+            full,
+            region,
+        })
     }
 }
 
@@ -159,20 +185,13 @@ impl Body {
 
     /// The sparse sub-filters, oldest first.
     #[inline(always)]
-    pub fn sets<'a>(&'a self, params: &'a ChainParams) -> impl Iterator<Item = SetView<'a>> {
+    pub fn sets<'a>(&'a self, params: &'a ChainParams) -> Sets<'a> {
         let data = self.data();
-        let mut regions = &data[params.subs.len()..];
-        params.sparse().iter().map(move |(i, p)| {
-            let items = data[*i];
-            let len = sparse::region_len(regions, &p.shape(items), items == p.capacity);
-            let (region, rest) = regions.split_at(len);
-            regions = rest;
-            SetView {
-                params: p,
-                items,
-                region,
-            }
-        })
+        Sets {
+            items: data,
+            regions: &data[params.subs.len()..],
+            params: params.sparse().iter(),
+        }
     }
 
     /// Where the region of the newest sub-filter, a sparse set of `n` items that is not full,

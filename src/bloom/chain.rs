@@ -389,17 +389,20 @@ impl Chain {
                 .filter(|(p, _)| p.bytes() >= PREFETCH_MIN_BYTES)
                 .for_each(|(p, b)| b.prefetch_probes(p, hash, 2));
         }
+        // Plain loops, not `any`: its fold is a function of its own, compiled without POPCNT.
         let arrays = params.bits().len() - last_out(last_is_bits);
-        if self
-            .body
-            .arrays(params)
-            .take(arrays)
-            .any(|(p, b)| b.contains(p, hash))
-        {
-            return true;
+        for (p, b) in self.body.arrays(params).take(arrays) {
+            if b.contains(p, hash) {
+                return true;
+            }
         }
         let sets = params.sparse().len() - last_out(!last_is_bits);
-        self.body.sets(params).take(sets).any(|s| s.holds(hash))
+        for set in self.body.sets(params).take(sets) {
+            if set.holds(hash) {
+                return true;
+            }
+        }
+        false
     }
 
     /// Whether the item is (probably) present.
