@@ -116,8 +116,25 @@ impl From<DecodeError> for ChunkError {
 
 /// A Bloom filter as the `BF.*` commands serve it (see the top of this file).
 pub trait BloomFilter {
+    /// Whether the filter (probably) holds the item: `contains_all` of one item, which
+    /// `BF.EXISTS` calls without the slice and the callback.
+    fn contains_one(&self, item: &[u8], env: &dyn Env) -> bool {
+        let mut found = false;
+        self.contains_all(&[item], env, &mut |f| found = f);
+        found
+    }
+
     /// Looks the items up in order, passing each answer to `found`.
     fn contains_all(&self, items: &[&[u8]], env: &dyn Env, found: &mut dyn FnMut(bool));
+
+    /// Adds the item: `add_all` of one item, which `BF.ADD` calls without the slice and the
+    /// callback.
+    fn add_one(&mut self, item: &[u8], env: &dyn Env) -> Result<Added, ChainError> {
+        // add_all reports exactly one result for one item.
+        let mut result = Ok(Added::Present);
+        self.add_all(&[item], env, &mut |r| result = r);
+        result
+    }
 
     /// Adds the items in order, passing each result to `done`, and stops after the first
     /// error (later items are not processed). An error changes nothing.
@@ -142,13 +159,22 @@ pub trait BloomFilter {
 }
 
 impl BloomFilter for Chain {
-    fn contains_all(&self, items: &[&[u8]], _: &dyn Env, found: &mut dyn FnMut(bool)) {
+    fn contains_one(&self, item: &[u8], _: &dyn Env) -> bool {
+        self.contains(&hash_item(item))
+    }
+
+    fn contains_all(&self, items: &[&[u8]], env: &dyn Env, found: &mut dyn FnMut(bool)) {
         if let [item] = items {
-            return found(self.contains(&hash_item(item)));
+            return found(self.contains_one(item, env));
         }
         // Hashed first so that the chain can prefetch ahead of its probes.
         let hashes: Vec<ItemHash> = items.iter().map(|i| hash_item(i)).collect();
         self.contains_batch(&hashes, found);
+    }
+
+    fn add_one(&mut self, item: &[u8], env: &dyn Env) -> Result<Added, ChainError> {
+        let limit = self.limit_for(1, env);
+        self.add(&hash_item(item), limit).map(Added::new_or_present)
     }
 
     fn add_all(
@@ -157,18 +183,12 @@ impl BloomFilter for Chain {
         env: &dyn Env,
         done: &mut dyn FnMut(Result<Added, ChainError>),
     ) {
-        // The limit only matters when a sub-filter is added: skip asking for the writes that
-        // cannot scale.
-        let limit = match self.can_hold(items.len() as u64) {
-            true => u64::MAX,
-            false => env.memory_limit(),
-        };
-        let mut report = |r: Result<bool, ChainError>| done(r.map(Added::new_or_present));
         if let [item] = items {
-            return report(self.add(&hash_item(item), limit));
+            return done(self.add_one(item, env));
         }
+        let limit = self.limit_for(items.len() as u64, env);
         let hashes: Vec<ItemHash> = items.iter().map(|i| hash_item(i)).collect();
-        self.add_batch(&hashes, limit, report);
+        self.add_batch(&hashes, limit, |r| done(r.map(Added::new_or_present)));
     }
 
     fn info(&self, _: &dyn Env) -> Info {
@@ -216,6 +236,18 @@ impl BloomFilter for Chain {
         }
         let offset = chunk_start(iterator, data.len()).ok_or(ChunkError::Length)?;
         Ok(codec::write_data(self, offset, data)?)
+    }
+}
+
+impl Chain {
+    /// The memory limit for adding `n` items. It only matters when a sub-filter is added:
+    /// the writes that cannot scale skip asking the server for it.
+    #[inline]
+    fn limit_for(&self, n: u64, env: &dyn Env) -> u64 {
+        match self.can_hold(n) {
+            true => u64::MAX,
+            false => env.memory_limit(),
+        }
     }
 }
 

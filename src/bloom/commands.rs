@@ -365,23 +365,13 @@ fn add_items(
     let mut key = Key::write(ctx, name);
     let env = Server(ctx);
     // BF.ADD's one item needs no lists: no allocation on the most frequent write.
-    let (one, many): ([&[u8]; 1], Vec<&[u8]>);
-    let bytes: &[&[u8]] = match items {
-        [item] => {
-            one = [item.as_slice()];
-            &one
-        }
-        _ => {
-            many = items.iter().map(RedisString::as_slice).collect();
-            &many
-        }
-    };
     let (mut results, mut last) = (Vec::new(), None);
-    let mut add = |filter: &mut dyn BloomFilter| {
-        filter.add_all(bytes, &env, &mut |r| match multi {
-            true => results.push(r),
-            false => last = Some(r),
-        });
+    let mut add = |filter: &mut dyn BloomFilter| match (multi, items) {
+        (false, [item]) => last = Some(filter.add_one(item.as_slice(), &env)),
+        _ => {
+            let bytes: Vec<&[u8]> = items.iter().map(RedisString::as_slice).collect();
+            filter.add_all(&bytes, &env, &mut |r| results.push(r));
+        }
     };
     let created = match write_filter(&mut key, &mut add)? {
         Some(()) => None,
@@ -454,10 +444,10 @@ pub fn exists(ctx: &Context, args: &[RedisString]) -> RedisResult {
         return Err(RedisError::WrongArity);
     }
     let key = Key::read(ctx, &args[1]);
-    let mut found = false;
-    if let Some(filter) = read_filter(&key)? {
-        filter.contains_all(&[args[2].as_slice()], &Server(ctx), &mut |f| found = f);
-    }
+    let found = match read_filter(&key)? {
+        Some(filter) => filter.contains_one(args[2].as_slice(), &Server(ctx)),
+        None => false,
+    };
     Ok(RedisValue::Bool(found))
 }
 

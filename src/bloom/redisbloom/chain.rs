@@ -229,6 +229,10 @@ impl RedisBloomChain {
 /// RedisBloom's answers: one item at a time (each add may grow the chain), its own scan-dump
 /// chunks, and its `BF.INFO` figures with `Size` by its own accounting.
 impl BloomFilter for RedisBloomChain {
+    fn contains_one(&self, item: &[u8], _: &dyn Env) -> bool {
+        self.contains(&self.hash(item))
+    }
+
     fn contains_all(&self, items: &[&[u8]], _: &dyn Env, found: &mut dyn FnMut(bool)) {
         items
             .iter()
