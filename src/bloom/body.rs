@@ -298,13 +298,17 @@ impl Body {
     /// The data words.
     #[inline]
     fn data(&self) -> &[u64] {
-        &self.block.words()[HEAD..HEAD + self.len()]
+        // SAFETY: `zeroed` and `resize` keep HEAD + len within the block.
+        let words = unsafe { self.block.prefix(HEAD + self.len()) };
+        &words[HEAD..]
     }
 
     #[inline]
     fn data_mut(&mut self) -> &mut [u64] {
         let len = self.len();
-        &mut self.block.words_mut()[HEAD..HEAD + len]
+        // SAFETY: as in `data`.
+        let words = unsafe { self.block.prefix_mut(HEAD + len) };
+        &mut words[HEAD..]
     }
 
     /// Makes the `old` data words at `at` `new` words long: the words after them move, the
@@ -345,7 +349,9 @@ impl Body {
 
     fn bits_box(&self) -> Option<NonNull<Vec<BitArray>>> {
         // Word 1 is 0 or the exposed address of the bit arrays' box.
-        let address = self.block.words()[1] as usize;
+        // SAFETY: a body's block always holds its HEAD words.
+        let head = unsafe { self.block.prefix(HEAD) };
+        let address = head[1] as usize;
         NonNull::new(std::ptr::with_exposed_provenance_mut(address))
     }
 

@@ -121,6 +121,34 @@ impl Block {
         }
     }
 
+    /// The first `len` words, without reading the block's size from its class: for an owner
+    /// that keeps its own length in the header, on its lookup paths.
+    ///
+    /// # Safety
+    /// `len` ≤ the block's words (`bytes() / 8`).
+    #[inline(always)]
+    pub unsafe fn prefix(&self, len: usize) -> &[u64] {
+        match self.0 {
+            // SAFETY: the caller keeps `len` within the allocation, whose words are all
+            // initialised (as in `words`).
+            Some(p) => unsafe { std::slice::from_raw_parts(p.as_ptr(), len) },
+            None => &[],
+        }
+    }
+
+    /// `prefix`, mutable.
+    ///
+    /// # Safety
+    /// As for `prefix`.
+    #[inline(always)]
+    pub unsafe fn prefix_mut(&mut self, len: usize) -> &mut [u64] {
+        match self.0 {
+            // SAFETY: as in `prefix`, borrowed mutably through `&mut self`.
+            Some(p) => unsafe { std::slice::from_raw_parts_mut(p.as_ptr(), len) },
+            None => &mut [],
+        }
+    }
+
     /// The header without its class bits (0 for none).
     #[inline]
     pub fn head(&self) -> u64 {
