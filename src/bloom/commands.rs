@@ -370,6 +370,7 @@ fn add_items(
         (false, [item]) => last = Some(filter.add_one(item.as_slice(), &env)),
         _ => {
             let bytes: Vec<&[u8]> = items.iter().map(RedisString::as_slice).collect();
+            results.reserve_exact(items.len());
             filter.add_all(&bytes, &env, &mut |r| results.push(r));
         }
     };
