@@ -51,6 +51,7 @@
 pub mod chain;
 pub mod datatype;
 pub mod dump;
+pub mod filter;
 pub mod link;
 pub mod murmur;
 pub mod rdb;
