@@ -243,12 +243,13 @@ pub fn find(words: &[u64], base: u64, shape: Shape, x: u64) -> Probe {
 #[inline(always)]
 pub fn find_from(words: &[u64], base: u64, shape: Shape, x: u64, start: u64) -> Probe {
     let (l, k) = (shape.l, shape.k);
-    let lo = x & low_mask(l);
+    let (hi, lo) = (x >> l, x & low_mask(l));
     let upper = base + shape.upper();
-    let len = k + shape.buckets;
-    // Ones before `start` in the upper bits: all but the `hi` zeros.
-    let (mut pos, mut rank) = (start, start.saturating_sub(x >> l).min(k));
-    while rank < k && pos < len && bit(words, upper + pos) {
+    // Ones before `start` in the upper bits: all but the `hi` zeros. Value `rank`'s one is
+    // then upper bit hi + rank, inside the upper bits (k + buckets long) while rank < k,
+    // since x is below the universe (hi < buckets).
+    let mut rank = start.saturating_sub(hi).min(k);
+    while rank < k && bit(words, upper + hi + rank) {
         let v = read_bits(words, base + rank * l as u64, l);
         if v >= lo {
             return Probe {
@@ -257,7 +258,6 @@ pub fn find_from(words: &[u64], base: u64, shape: Shape, x: u64, start: u64) -> 
             };
         }
         rank += 1;
-        pos += 1;
     }
     Probe { found: false, rank }
 }
