@@ -3,7 +3,7 @@
 A messaging service keeps, per message, how many distinct recipients a message was delivered to,
 read by, or failed for. Most messages go to small groups (counts must be exact), a few to up to
 50,000 recipients (≤ 1% error is fine). Each counter is `LC.RESERVE key 0.01 50000`: exact up to
-~250 recipients, about 2 KB once large. Messages of one class share a hash tag ({class:...}) so
+~250 recipients, at most about 7 KB once large (at any number of recipients). Messages of one class share a hash tag ({class:...}) so
 their union (`LC.COUNT` over several keys: distinct readers across the class) works in a cluster.
 `std err` is the counter's own estimate of its standard error (`LC.INFO`): 0 while it is exact.
 """

@@ -31,6 +31,27 @@
 //! Decoding a kind 1–3 body gives the mode the counter's set bits call for (sparse up to
 //! `sparse_limit(m)`, else dense).
 //!
+//! # Format, encoding version 3 (sketches)
+//!
+//! A counter past its exact set (levels.rs) is written with version 3 and the same header
+//! (capacity, error rate and m keep sizing its geometry); exact sets and bitmaps keep their
+//! version-2 bytes.
+//!
+//! ```text
+//! 2       1        body kind: 4 tokens, 5 registers
+//! ..      body:
+//!   both:       1 byte p, the precision (levels::precision_for of the error rate)
+//!   4 tokens:   varint k (1 ..= token_limit(p)), then the Elias–Fano stream of the k token
+//!               values index·256 + level, below 2^(p+8), each level in 1 ..= max_level(p)
+//!   5 registers: the 2^p registers of 27 bits (levels.rs, "Registers"), packed: register i
+//!               at stream bits 27·i .. 27·i + 26, low bit first (27·2^p/8 bytes)
+//!   both, last: the running estimate and its variance, IEEE-754 binary64 little-endian,
+//!               finite and ≥ 0
+//! ```
+//!
+//! `μ` (the unset weight) follows from the indicators and is recomputed on load. A register's
+//! highest level is at most max_level(p), and its window holds no level below 1.
+//!
 //! # Validation
 //!
 //! `decode` checks everything before allocating or indexing: versions, ranges, the bitmap
@@ -60,13 +81,18 @@
 //!     the smallest kind by those sizes. Still read: an exact set becomes the fingerprints of
 //!     its hashes (the state the same items give in version 2), a bitmap the same bits.
 //! 2 — fingerprints and Elias–Fano streams; the counter's sparse mode.
+//! 3 — sketches (kinds 4 and 5) for counters past their exact set; versions 1 and 2 still
+//!     written for exact sets (2) and read for bitmaps saved by earlier builds.
 
-use super::counter::{bitmap_bytes, exact_limit, Counter, LcError, SetBits};
+use super::counter::{bitmap_bytes, exact_limit, Counter, LcError, Mode, SetBits};
 use crate::core::decode::DecodeError;
 use crate::core::ef::{self, Shape};
 use crate::core::hashing::{reduce, HASH_SCHEME};
 
+/// The version written for exact sets and bitmaps (whose bytes version 3 leaves as they were).
 pub const ENCODING_VERSION: u8 = 2;
+/// The version written for sketches.
+pub const SKETCH_VERSION: u8 = 3;
 pub use crate::core::chunks::CHUNK_BYTES;
 use crate::core::chunks::{bytes_into_words, words_to_bytes, Reader, Writer};
 
@@ -74,10 +100,17 @@ const KIND_EXACT: u8 = 0;
 const KIND_DENSE: u8 = 1;
 const KIND_SET: u8 = 2;
 const KIND_ZEROS: u8 = 3;
+const KIND_TOKENS: u8 = 4;
+const KIND_REGISTERS: u8 = 5;
 
 /// Version, scheme, kind, capacity, error rate and m: everything before the body.
 fn put_header(out: &mut Vec<u8>, kind: u8, counter: &Counter) {
-    out.extend_from_slice(&[ENCODING_VERSION, HASH_SCHEME, kind]);
+    let version = if kind >= KIND_TOKENS {
+        SKETCH_VERSION
+    } else {
+        ENCODING_VERSION
+    };
+    out.extend_from_slice(&[version, HASH_SCHEME, kind]);
     out.put_varint(counter.capacity());
     out.extend_from_slice(&counter.error_rate().to_le_bytes());
     out.put_varint(counter.bits());
@@ -98,6 +131,11 @@ fn smallest(m: u64, ones: u64) -> (u64, u8) {
 
 /// The body kind and length of `counter`'s encoding.
 fn body(counter: &Counter) -> (u64, u8) {
+    match counter.mode() {
+        Mode::Tokens => return (sketch::body_len(counter), KIND_TOKENS),
+        Mode::Registers => return (sketch::body_len(counter), KIND_REGISTERS),
+        _ => {}
+    }
     match counter.stream() {
         Some((_, _, shape)) if counter.is_exact() => (
             varint_len(shape.k) as u64 + shape.bits().div_ceil(8),
@@ -113,6 +151,8 @@ pub fn encode(counter: &Counter) -> Vec<u8> {
     put_header(&mut out, kind, counter);
     let m = counter.bits();
     match kind {
+        KIND_TOKENS => sketch::put_tokens(&mut out, counter),
+        KIND_REGISTERS => sketch::put_registers(&mut out, counter),
         KIND_DENSE => match counter.bitmap_words() {
             Some(words) => words_to_bytes(words, 0, m.div_ceil(8) as usize, &mut out),
             None => {
@@ -149,7 +189,7 @@ fn put_positions(out: &mut Vec<u8>, m: u64, count: u64, positions: impl Iterator
 }
 
 /// `bits` bits of `words` from bit `base` on, as bytes.
-fn put_stream(out: &mut Vec<u8>, words: &[u64], base: u64, bits: u64) {
+pub(super) fn put_stream(out: &mut Vec<u8>, words: &[u64], base: u64, bits: u64) {
     let mut at = 0;
     while at < bits {
         let width = (bits - at).min(8) as u32;
@@ -217,7 +257,7 @@ fn decode_error(e: LcError) -> DecodeError {
 pub fn decode(bytes: &[u8], max_bytes: u64) -> Result<Counter, DecodeError> {
     let mut r = Reader::new(bytes, DecodeError("truncated"));
     let version = r.byte()?;
-    if version != ENCODING_VERSION && version != 1 {
+    if !(1..=SKETCH_VERSION).contains(&version) {
         return Err(DecodeError("unknown encoding version"));
     }
     if r.byte()? != HASH_SCHEME {
@@ -237,6 +277,15 @@ pub fn decode(bytes: &[u8], max_bytes: u64) -> Result<Counter, DecodeError> {
         return Err(DecodeError("bitmap size out of range"));
     }
     let counter = match (version, kind) {
+        (SKETCH_VERSION, KIND_TOKENS) => {
+            sketch::read_tokens(&mut r, Counter::empty(capacity, error_rate, m))?
+        }
+        (SKETCH_VERSION, KIND_REGISTERS) => {
+            sketch::read_registers(&mut r, Counter::empty(capacity, error_rate, m), max_bytes)?
+        }
+        (SKETCH_VERSION, _) | (_, KIND_TOKENS | KIND_REGISTERS) => {
+            return Err(DecodeError("unknown body kind"))
+        }
         (1, KIND_EXACT) => {
             let hashes = v1::read_hashes(&mut r, m)?;
             // Fingerprints are monotonic in the hash: sorted, maybe repeated.
@@ -312,7 +361,11 @@ pub fn decode(bytes: &[u8], max_bytes: u64) -> Result<Counter, DecodeError> {
 }
 
 /// An Elias–Fano stream of `k` values below `universe`, validated, as words from bit 0.
-fn read_stream(r: &mut Reader, k: u64, universe: u64) -> Result<(Vec<u64>, Shape), DecodeError> {
+pub(super) fn read_stream(
+    r: &mut Reader,
+    k: u64,
+    universe: u64,
+) -> Result<(Vec<u64>, Shape), DecodeError> {
     let shape = Shape::new(k, universe);
     let len = shape.bits().div_ceil(8);
     if len > r.remaining() as u64 {
@@ -348,10 +401,11 @@ fn zeroed(words: u64) -> Result<Vec<u64>, DecodeError> {
     crate::core::alloc::zeroed(words as usize).ok_or(DecodeError("out of memory"))
 }
 
+mod sketch;
 /// Reading encoding version 1 (see "Version history").
 mod v1;
 
-fn varint_len(v: u64) -> usize {
+pub(super) fn varint_len(v: u64) -> usize {
     (64 - (v | 1).leading_zeros() as usize).div_ceil(7)
 }
 
@@ -363,7 +417,15 @@ mod tests {
 
     const NO_LIMIT: u64 = u64::MAX;
 
+    /// What a counter saved by an earlier version with these items loads as (exact or bitmap).
     fn filled(error_rate: f64, capacity: u64, items: u64) -> Counter {
+        let hash = |i: u64| crate::core::hashing::hash_item(format!("item:{i}").as_bytes()).h1;
+        let hashes: Vec<u64> = (0..items).map(hash).collect();
+        Counter::saved_bitmap(capacity, error_rate, &hashes)
+    }
+
+    /// A counter fed these items by adds (exact, then a sketch).
+    fn grown(error_rate: f64, capacity: u64, items: u64) -> Counter {
         let mut c = Counter::reserve(error_rate, capacity, NO_LIMIT).unwrap();
         for i in 0..items {
             c.add(format!("item:{i}").as_bytes()).unwrap();
@@ -518,6 +580,34 @@ mod tests {
     }
 
     #[test]
+    fn sketches_round_trip_in_version_3() {
+        for (rate, capacity, items, mode) in [
+            (0.01, 50_000, 268, Mode::Tokens),
+            (0.01, 50_000, 2_000, Mode::Tokens),
+            (0.01, 50_000, 20_000, Mode::Registers),
+            (0.02, 1_000, 300_000, Mode::Registers),
+            (0.3, 10, 100, Mode::Registers),
+        ] {
+            let c = grown(rate, capacity, items);
+            assert_eq!(c.mode(), mode, "{rate} {items}");
+            let bytes = encode(&c);
+            assert_eq!(bytes[0], SKETCH_VERSION);
+            let back = decode(&bytes, NO_LIMIT).unwrap();
+            assert_eq!(back, c);
+            assert_eq!(back.count(), c.count());
+            assert_eq!(encode(&back), bytes);
+            let (rebuilt, commands) = replay(&c, 1_000);
+            assert_eq!((rebuilt, commands), (c.clone(), 1));
+        }
+        // A registers counter over the memory limit is refused.
+        let c = grown(0.01, 50_000, 20_000);
+        assert_eq!(
+            decode(&encode(&c), 6_000),
+            Err(DecodeError("bitmap size out of range"))
+        );
+    }
+
+    #[test]
     fn round_trips_every_kind() {
         for items in [0, 1, 267, 268, 1_000, 4_600, 12_000, 50_000, 400_000] {
             let c = filled(0.01, 50_000, items);
@@ -586,11 +676,6 @@ mod tests {
     #[test]
     fn version_1_values_merge_across_modes() {
         let h = |i: u64| crate::core::hashing::hash_item(format!("item:{i}").as_bytes()).h1;
-        let more = |c: &mut Counter, from: u64, n: u64| {
-            for i in from..from + n {
-                c.add(format!("item:{i}").as_bytes()).unwrap();
-            }
-        };
         for (old_items, new_items) in [(40, 30), (200, 100), (1_000, 10), (20, 6_000)] {
             let now = filled(0.01, 50_000, old_items);
             let hashes = now.is_exact().then(|| {
@@ -599,12 +684,20 @@ mod tests {
                 hashes
             });
             let loaded = decode(&encode_v1(&now, hashes.as_deref()), NO_LIMIT).unwrap();
-            let mut other = Counter::reserve(0.01, 50_000, NO_LIMIT).unwrap();
-            more(&mut other, 1_000_000, new_items);
-            let mut all = filled(0.01, 50_000, old_items);
-            more(&mut all, 1_000_000, new_items);
+            let hash = |i: u64| h(i);
+            let new: Vec<u64> = (1_000_000..1_000_000 + new_items).map(hash).collect();
+            let other = Counter::saved_bitmap(50_000, 0.01, &new);
+            let mut every: Vec<u64> = (0..old_items).map(hash).collect();
+            every.extend(&new);
+            let all = Counter::saved_bitmap(50_000, 0.01, &every);
             for (mut dest, source) in [(loaded.clone(), &other), (other.clone(), &loaded)] {
                 dest.absorb(source).unwrap();
+                if dest.is_sketch() {
+                    // Two exact sets past the exact limit: now the sketch of their items.
+                    let rel = dest.count() as f64 / (old_items + new_items) as f64 - 1.0;
+                    assert!(rel.abs() < 0.01, "{rel}");
+                    continue;
+                }
                 let positions: Vec<u64> = dest.positions().collect();
                 assert_eq!(positions, all.positions().collect::<Vec<_>>());
                 if all.is_exact() {
@@ -613,7 +706,11 @@ mod tests {
             }
             assert_eq!(
                 Counter::union_count(&[&loaded, &other]).unwrap(),
-                all.count()
+                if loaded.is_exact() && other.is_exact() {
+                    old_items + new_items
+                } else {
+                    all.count()
+                }
             );
         }
     }
@@ -663,9 +760,21 @@ mod tests {
             1u64..2_000,
             1u64..10_000,
             proptest::collection::vec(any::<u64>(), 0..3_000),
+            any::<bool>(),
+            prop_oneof![Just(0.05), Just(0.3), Just(0.02)],
         )
-            .prop_map(|(m, capacity, hashes)| {
-                let mut c = Counter::empty(capacity, 0.05, m);
+            .prop_map(|(m, capacity, hashes, bitmap, rate)| {
+                let mut c = Counter::empty(capacity, rate, m);
+                if bitmap {
+                    // A bitmap saved by an earlier version.
+                    let mut positions: Vec<u64> = hashes.iter().map(|&h| reduce(h, m)).collect();
+                    positions.sort_unstable();
+                    positions.dedup();
+                    let count = positions.len() as u64;
+                    let sorted = Box::new(positions.into_iter());
+                    let bits = SetBits::Positions { count, sorted };
+                    return Counter::from_bits(capacity, rate, m, bits, NO_LIMIT).unwrap();
+                }
                 for h in hashes {
                     c.add_hash(h).unwrap();
                 }

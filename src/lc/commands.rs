@@ -14,7 +14,8 @@ use super::codec;
 use super::config;
 use super::counter::{Counter, LcError};
 use super::errors::{
-    bad_counter_chunk, bad_counter_encoding, LC_CAPACITY, LC_CHUNK_ITERATOR, LC_ERROR_RATE,
+    bad_counter_chunk, bad_counter_encoding, union_refused, LC_CAPACITY, LC_CHUNK_ITERATOR,
+    LC_ERROR_RATE,
 };
 use crate::core::chunks::chunk_start;
 use crate::server::args::{parse_in_range, parse_rate};
@@ -122,12 +123,16 @@ fn distinct(names: &[RedisString]) -> Vec<&RedisString> {
     names.iter().filter(|n| seen.insert(n.as_slice())).collect()
 }
 
-/// The counters stored at `keys` (missing keys skipped); WRONGTYPE for another type.
-fn read_counters(keys: &[Key]) -> Result<Vec<&Counter>, RedisError> {
+/// The counters stored at `keys`, with the names the keys were opened by (missing keys
+/// skipped); WRONGTYPE for another type.
+fn read_counters<'a>(
+    names: &[&'a RedisString],
+    keys: &'a [Key],
+) -> Result<Vec<(&'a [u8], &'a Counter)>, RedisError> {
     let mut counters = Vec::with_capacity(keys.len());
-    for key in keys {
+    for (name, key) in names.iter().zip(keys) {
         if let Some(counter) = read::<Counter>(key)? {
-            counters.push(counter);
+            counters.push((name.as_slice(), counter));
         }
     }
     Ok(counters)
@@ -145,12 +150,11 @@ pub fn count(ctx: &Context, args: &[RedisString]) -> RedisResult {
         return Ok(RedisValue::Integer(n as i64));
     }
     check_item_count(ctx, args.len() - 1)?;
-    let keys: Vec<Key> = distinct(&args[1..])
-        .into_iter()
-        .map(|k| Key::read(ctx, k))
-        .collect();
-    let counters = read_counters(&keys)?;
-    let n = Counter::union_count(&counters)?;
+    let names = distinct(&args[1..]);
+    let keys: Vec<Key> = names.iter().map(|k| Key::read(ctx, k)).collect();
+    let named = read_counters(&names, &keys)?;
+    let counters: Vec<&Counter> = named.iter().map(|(_, c)| *c).collect();
+    let n = Counter::union_count(&counters).map_err(|e| union_refused(e, &named))?;
     Ok(RedisValue::Integer(n as i64))
 }
 
@@ -174,20 +178,22 @@ pub fn merge(ctx: &Context, args: &[RedisString]) -> RedisResult {
         .filter(|k| k.as_slice() != dest_name.as_slice())
         .collect();
     let source_keys: Vec<Key> = source_names.iter().map(|k| Key::read(ctx, k)).collect();
-    let sources = read_counters(&source_keys)?;
+    let named = read_counters(&source_names, &source_keys)?;
+    let sources: Vec<&Counter> = named.iter().map(|(_, c)| *c).collect();
     let Some(dest) = dest else {
         let Some(mut union) = Counter::empty_for_union(&sources) else {
             return OK;
         };
         for source in &sources {
-            union.absorb(source)?;
+            union.absorb(source).map_err(|e| union_refused(e, &named))?;
         }
         store(&mut dest_key, union)?;
         finish_write(ctx, c"lc.merge", dest_name, Applied::Whole);
         return OK;
     };
-    for source in &sources {
-        dest.check_absorbable(source)?;
+    for (name, source) in &named {
+        dest.check_absorbable(source)
+            .map_err(|e| union_refused(e, &[(dest_name.as_slice(), &*dest), (name, source)]))?;
     }
     // Each source is absorbed whole or not at all (Counter::absorb_within); the limit binds
     // only the switch to the bitmap. A merge stopped part-way propagates as the merge of the

@@ -82,6 +82,7 @@ use super::geometry::{
 };
 pub use super::header::Mode;
 use super::header::{Header, DENSE_ESTIMATE};
+use super::levels::set_levels;
 use crate::core::alloc::size_class;
 use crate::core::block::Block;
 use crate::core::defrag::Defrag;
@@ -99,6 +100,8 @@ pub enum LcError {
     IncompatibleSizes { dest: u64, source: u64 },
     /// The allocator refused memory.
     OutOfMemory,
+    /// A bitmap (saved by an earlier version) and a sketch cannot be combined.
+    SavedBitmap,
 }
 
 impl std::fmt::Display for LcError {
@@ -115,6 +118,11 @@ impl std::fmt::Display for LcError {
                  one whose size divides its own; reserve them with the same parameters)"
             ),
             LcError::OutOfMemory => write!(f, "out of memory"),
+            LcError::SavedBitmap => write!(
+                f,
+                "a counter saved as a bitmap by an earlier version cannot be combined with a \
+                 newer counter: rebuild it by adding its items to a new key"
+            ),
         }
     }
 }
@@ -256,7 +264,19 @@ impl Counter {
             Mode::Exact => Box::new(self.fingerprint_positions()),
             Mode::Sparse => Box::new(self.sparse_positions()),
             Mode::Dense => Box::new(self.dense_positions(false)),
+            Mode::Tokens | Mode::Registers => Box::new(std::iter::empty()),
         }
+    }
+
+    /// Whether this counter is a bitmap (sparse or dense): only counters saved by earlier
+    /// versions are, and new adds keep them so.
+    pub fn is_bitmap(&self) -> bool {
+        matches!(self.mode(), Mode::Sparse | Mode::Dense)
+    }
+
+    /// Whether this counter is a sketch (tokens or registers).
+    pub fn is_sketch(&self) -> bool {
+        matches!(self.mode(), Mode::Tokens | Mode::Registers)
     }
 
     /// The positions of the zero bits (sparse and dense modes), in order.
@@ -282,6 +302,9 @@ impl Counter {
             Mode::Exact => self.positions().count() as u64,
             Mode::Sparse => header.count,
             Mode::Dense => self.geometry.m - header.count,
+            // The sketch's indicators known to be set.
+            Mode::Tokens => header.count,
+            Mode::Registers => self.registers().map(|r| set_levels(r).count() as u64).sum(),
         }
     }
 
@@ -294,20 +317,29 @@ impl Counter {
             Mode::Exact => header.count,
             Mode::Sparse => estimate(self.geometry.m, self.geometry.m - header.count),
             Mode::Dense => self.block.words()[DENSE_ESTIMATE],
+            Mode::Tokens | Mode::Registers => self.running().estimate.round() as u64,
         }
     }
 
     /// Estimated standard error of `count()/n` at the current load (0 in exact mode).
     pub fn standard_error(&self) -> f64 {
-        if self.is_exact() {
-            return 0.0;
+        match self.mode() {
+            Mode::Exact => 0.0,
+            Mode::Sparse | Mode::Dense => standard_error(self.geometry.m, self.count()),
+            Mode::Tokens | Mode::Registers => {
+                let running = self.running();
+                if running.estimate > 0.0 {
+                    running.variance.sqrt() / running.estimate
+                } else {
+                    0.0
+                }
+            }
         }
-        standard_error(self.geometry.m, self.count())
     }
 
     /// Whether the bitmap is nearly full (see "Saturation").
     pub fn saturated(&self) -> bool {
-        !self.is_exact() && self.geometry.m - self.bits_set() < SATURATION_ZEROS
+        self.is_bitmap() && self.geometry.m - self.bits_set() < SATURATION_ZEROS
     }
 
     /// Visits the counter's block for defragmentation (`core::defrag`); the shared geometry is
@@ -341,25 +373,31 @@ impl Counter {
         let g = &self.geometry;
         let header = self.header();
         match header.mode {
-            Mode::Exact => g.exact_limit.max(g.sparse_limit) - header.count,
+            // Leaving exact mode lists at most as many tokens as items; past the token limit
+            // (or straight away when the exact set is the larger) come the registers.
+            Mode::Exact if g.exact_limit < g.token_limit => g.token_limit - header.count,
+            Mode::Exact => g.exact_limit - header.count,
             Mode::Sparse => g.sparse_limit.saturating_sub(header.count),
-            Mode::Dense => u64::MAX,
+            Mode::Tokens => g.token_limit.saturating_sub(header.count),
+            Mode::Dense | Mode::Registers => u64::MAX,
         }
     }
 
     /// Adds one `h1`; true if it changed the counter (a new fingerprint in exact mode, including
-    /// the one that leaves it; a bit flipped 0→1 otherwise).
+    /// the one that leaves it; a bit flipped 0→1 in a bitmap; a new indicator in a sketch).
     pub fn add_hash(&mut self, h: u64) -> Result<bool, LcError> {
         self.add_hash_within(h, u64::MAX)
     }
 
     #[inline]
-    fn add_hash_within(&mut self, h: u64, limit: u64) -> Result<bool, LcError> {
+    pub(super) fn add_hash_within(&mut self, h: u64, limit: u64) -> Result<bool, LcError> {
         let m = self.geometry.m;
         match self.mode() {
+            Mode::Registers => Ok(self.add_register(h)),
+            Mode::Tokens => self.add_token(h, limit),
             Mode::Dense => Ok(self.set_dense(reduce(h, m))),
             Mode::Sparse => self.add_position(reduce(h, m), limit),
-            Mode::Exact => self.add_fingerprint(reduce(h, self.geometry.universe()), limit),
+            Mode::Exact => self.add_fingerprint(h, limit),
         }
     }
 
@@ -400,9 +438,12 @@ impl Counter {
         Ok(counter)
     }
 
-    /// Whether `other` can be absorbed into a counter of this size.
+    /// Whether `other` can be absorbed into this counter.
     pub fn check_absorbable(&self, other: &Counter) -> Result<(), LcError> {
-        if !other.is_exact() && !other.bits().is_multiple_of(self.bits()) {
+        if (self.is_bitmap() && other.is_sketch()) || (self.is_sketch() && other.is_bitmap()) {
+            return Err(LcError::SavedBitmap);
+        }
+        if other.is_bitmap() && !other.bits().is_multiple_of(self.bits()) {
             return Err(LcError::IncompatibleSizes {
                 dest: self.bits(),
                 source: other.bits(),
@@ -431,6 +472,9 @@ impl Counter {
     /// at all, so a merge that stops part-way has absorbed exactly the sources before.
     pub fn absorb_within(&mut self, other: &Counter, limit: u64) -> Result<bool, LcError> {
         self.check_absorbable(other)?;
+        if !self.is_bitmap() && !other.is_bitmap() {
+            return self.absorb_sketch(other, limit);
+        }
         let entries = |c: &Counter| match c.mode() {
             Mode::Dense => c.bits_set(),
             _ => c.header().count,
@@ -439,25 +483,11 @@ impl Counter {
         {
             self.check_dense_within(limit)?;
         }
-        let same = other.bits() == self.bits();
-        if same && self.is_exact() && other.is_exact() {
-            // As adding the items: exact while the union fits, then their positions.
-            let q = self.geometry.q;
-            let mut changed = false;
-            for f in other.fingerprints().into_iter().flatten() {
-                changed |= match self.mode() {
-                    Mode::Exact => self.add_fingerprint(f, u64::MAX)?,
-                    Mode::Sparse => self.add_position(f / q, u64::MAX)?,
-                    Mode::Dense => self.set_dense(f / q),
-                };
-            }
-            return Ok(changed);
-        }
-        // Into positions: another size's fingerprints through their hash intervals (see
+        // A bitmap and an exact set, or two bitmaps: into positions: another size's fingerprints through their hash intervals (see
         // "Unions"), bitmaps folded.
         let m = self.bits();
         let source: Box<dyn Iterator<Item = u64>> = match other.fingerprints() {
-            Some(fps) if !same => {
+            Some(fps) if other.bits() != self.bits() => {
                 let u = u128::from(other.geometry.universe());
                 Box::new(fps.map(move |f| {
                     let start = ((u128::from(f) << 64).div_ceil(u)) as u64;
@@ -511,20 +541,22 @@ impl Counter {
     }
 
     /// An empty counter with the geometry a union of `sources` gets: that of the smallest
-    /// non-exact counter among them (the only size every other bitmap may fold into), or of the
-    /// first source when all are exact. `None` when there is no source.
+    /// bitmap among them (the only size every other bitmap may fold into), else of the first
+    /// source (a sketch union takes the smallest precision as it absorbs). `None` when there
+    /// is no source.
     pub fn empty_for_union(sources: &[&Counter]) -> Option<Counter> {
         let model = sources
             .iter()
-            .filter(|c| !c.is_exact())
+            .filter(|c| c.is_bitmap())
             .min_by_key(|c| c.bits())
             .or_else(|| sources.first())?;
         Some(model.empty_like())
     }
 
     /// The number of distinct items in the union of `counters` (0 for none). Exact when every
-    /// counter is exact with the same size; otherwise estimated in the smallest bitmap, into
-    /// which every other must fold.
+    /// counter is exact with the same size; the sketch union's estimate when none is a bitmap
+    /// (union.rs); otherwise estimated in the smallest bitmap, into which every other must
+    /// fold.
     pub fn union_count(counters: &[&Counter]) -> Result<u64, LcError> {
         match counters {
             [] => Ok(0),
@@ -542,6 +574,9 @@ impl Counter {
                 all.dedup();
                 Ok(all.len() as u64)
             }
+            _ if !counters.iter().any(|c| c.is_bitmap()) => {
+                Ok(Counter::sketch_union_count(counters))
+            }
             _ => {
                 let mut union = Counter::empty_for_union(counters).ok_or(LcError::OutOfMemory)?;
                 for c in counters {
@@ -553,6 +588,35 @@ impl Counter {
                 Ok(union.count())
             }
         }
+    }
+}
+
+#[cfg(test)]
+impl Counter {
+    /// The state encoding version 2 gave the items of these hashes: exact up to the limit,
+    /// else the bitmap of their positions. What counters saved by earlier versions load as.
+    pub(crate) fn saved_bitmap(capacity: u64, error_rate: f64, hashes: &[u64]) -> Counter {
+        let g = Counter::reserve(error_rate, capacity, u64::MAX)
+            .unwrap()
+            .geometry;
+        let sorted = |values: Vec<u64>| {
+            let mut values = values;
+            values.sort_unstable();
+            values.dedup();
+            values
+        };
+        let fps = sorted(hashes.iter().map(|&h| reduce(h, g.universe())).collect());
+        let k = fps.len() as u64;
+        if k <= g.exact_limit {
+            return Counter::from_fingerprints(capacity, error_rate, g.m, k, fps.into_iter())
+                .unwrap();
+        }
+        let positions = sorted(hashes.iter().map(|&h| reduce(h, g.m)).collect());
+        let bits = SetBits::Positions {
+            count: positions.len() as u64,
+            sorted: Box::new(positions.into_iter()),
+        };
+        Counter::from_bits(capacity, error_rate, g.m, bits, u64::MAX).unwrap()
     }
 }
 
@@ -578,6 +642,7 @@ pub fn bit_positions(words: &[u64], zeros: bool, m: u64) -> impl Iterator<Item =
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::lc::geometry::registers_words;
     use proptest::prelude::*;
 
     #[test]
@@ -619,9 +684,14 @@ mod tests {
         c
     }
 
+    /// What a counter saved by an earlier version with these items loads as.
+    fn saved(capacity: u64, items: u64) -> Counter {
+        let hashes: Vec<u64> = (0..items).map(|i| hash_item(&item(i)).h1).collect();
+        Counter::saved_bitmap(capacity, 0.01, &hashes)
+    }
+
     /// Bytes per counter with the defaults (box and block), by number of items: what keeps a
-    /// small key below a HyperLogLog's (`cargo test --release --lib memory_by_size --
-    /// --nocapture` prints them).
+    /// small key below a HyperLogLog's.
     #[test]
     fn memory_by_size() {
         let expected = [
@@ -631,28 +701,59 @@ mod tests {
             (30, 144, Mode::Exact),
             (100, 400, Mode::Exact),
             (250, 1_040, Mode::Exact),
-            (268, 336, Mode::Sparse),
-            (1_000, 784, Mode::Sparse),
-            (4_000, 2_064, Mode::Sparse),
-            (5_000, 2_576, Mode::Dense),
-            (50_000, 2_576, Mode::Dense),
+            (268, 528, Mode::Tokens),
+            (1_000, 1_552, Mode::Tokens),
+            (3_000, 3_600, Mode::Tokens),
+            (5_000, 7_184, Mode::Registers),
+            (200_000, 7_184, Mode::Registers),
         ];
-        for (n, bytes, mode) in expected {
-            let c = filled(50_000, n);
+        let counters: Vec<Counter> = expected.iter().map(|e| filled(50_000, e.0)).collect();
+        for (c, (n, _, _)) in counters.iter().zip(expected) {
             println!("{n} items: {} bytes, {:?}", c.memory_bytes(), c.mode());
+        }
+        for (c, (n, bytes, mode)) in counters.into_iter().zip(expected) {
             assert_eq!((c.memory_bytes(), c.mode()), (bytes, mode), "{n} items");
         }
     }
 
     #[test]
-    fn the_switch_to_dense_respects_a_lowered_limit() {
-        let mut c = Counter::reserve(0.01, 100_000, u64::MAX).unwrap();
-        let room = c.room_before_dense();
+    fn the_switch_to_registers_respects_a_lowered_limit() {
+        let mut c = Counter::reserve(0.01, 50_000, u64::MAX).unwrap();
         let mut i = 0;
-        while i < room {
-            assert!(c.add_within(&i.to_le_bytes(), 1024).is_ok());
+        while c.mode() != Mode::Tokens || c.header().count < c.geometry().token_limit {
+            assert!(c.room_before_dense() > 0);
+            assert!(c.add_within(&item(i), 1024).is_ok(), "{i}");
             i += 1;
         }
+        assert_eq!(c.room_before_dense(), 0);
+        let full = c.clone();
+        let bytes = registers_words(11) * 8;
+        loop {
+            let before = c.clone();
+            match c.add_within(&item(i), 1024) {
+                Ok(changed) => assert!(!changed, "an add that sets no indicator"),
+                Err(e) => {
+                    assert_eq!(e, LcError::TooLarge { bytes, limit: 1024 });
+                    assert_eq!(c, before, "a refused add changes nothing");
+                    break;
+                }
+            }
+            i += 1;
+        }
+        assert_eq!(c, full);
+        assert!(c.add_within(&item(i), bytes).unwrap());
+        assert_eq!(c.mode(), Mode::Registers);
+    }
+
+    /// A bitmap saved by an earlier version still turns dense within the limit.
+    #[test]
+    fn the_switch_to_dense_respects_a_lowered_limit() {
+        let hashes: Vec<u64> = (0..500u64)
+            .map(|i| hash_item(&i.to_le_bytes()).h1)
+            .collect();
+        let mut c = Counter::saved_bitmap(100_000, 0.01, &hashes);
+        assert_eq!(c.mode(), Mode::Sparse);
+        let mut i = 500u64;
         // Fill the sparse form to its limit with the limit still lowered: no add needs it.
         while c.bits_set() < c.geometry().sparse_limit() {
             assert!(c.add_within(&i.to_le_bytes(), 1024).is_ok());
@@ -676,9 +777,7 @@ mod tests {
         }
         assert_eq!(c, full);
         // A merge that could need the switch is refused whole, before anything moves.
-        let mut other = Counter::reserve(0.01, 100_000, u64::MAX).unwrap();
-        other.add(b"x").unwrap();
-        other.add(b"y").unwrap();
+        let other = Counter::saved_bitmap(100_000, 0.01, &[1, 2]);
         let mut dest = full.clone();
         assert!(dest.absorb_within(&other, 1024).is_err());
         assert_eq!(dest, full);
@@ -686,7 +785,7 @@ mod tests {
     }
 
     #[test]
-    fn exact_up_to_the_limit_then_sparse_then_dense() {
+    fn exact_up_to_the_limit_then_tokens_then_registers() {
         let mut c = Counter::reserve(0.01, 50_000, u64::MAX).unwrap();
         assert_eq!(exact_limit(c.bits()), 267);
         for i in 0..267 {
@@ -696,17 +795,37 @@ mod tests {
         }
         assert!(c.is_exact());
         assert!(c.add(&item(267)).unwrap());
-        assert_eq!(c.mode(), Mode::Sparse);
-        assert!((265..=271).contains(&c.count()), "{}", c.count());
-        assert!(c.standard_error() > 0.0);
+        assert_eq!(c.mode(), Mode::Tokens);
+        // The running estimate starts at the exact count and takes one step.
+        assert_eq!(c.count(), 268);
+        assert!(c.standard_error() > 0.0 && c.standard_error() < 0.001);
         assert!(!c.saturated());
         let mut i = 268;
-        while c.mode() == Mode::Sparse {
+        while c.mode() == Mode::Tokens {
             c.add(&item(i)).unwrap();
             i += 1;
         }
-        assert_eq!(c.bits_set(), c.geometry().sparse_limit() + 1);
-        assert_eq!(c.mode(), Mode::Dense);
+        assert_eq!(c.mode(), Mode::Registers);
+        let n = i as f64;
+        assert!(
+            (c.count() as f64 / n - 1.0).abs() < 0.03,
+            "{} for {n}",
+            c.count()
+        );
+    }
+
+    /// New counters never saturate: fed far past their capacity they keep their error.
+    #[test]
+    fn counters_reserved_small_do_not_saturate() {
+        let mut c = Counter::reserve(0.01, 100, u64::MAX).unwrap();
+        for i in 0..300_000 {
+            c.add(&item(i)).unwrap();
+        }
+        assert!(!c.saturated());
+        let rel = c.count() as f64 / 300_000.0 - 1.0;
+        assert!(rel.abs() < 0.03, "{rel}");
+        let se = c.standard_error();
+        assert!(se > 0.004 && se < 0.01, "{se}");
     }
 
     #[test]
@@ -721,7 +840,7 @@ mod tests {
 
     #[test]
     fn saturation_gives_a_finite_count() {
-        let mut c = Counter::reserve(0.01, 100, u64::MAX).unwrap();
+        let mut c = saved(100, 200);
         let m = c.bits();
         let mut i = 0;
         while !c.saturated() {
@@ -738,6 +857,24 @@ mod tests {
         assert!(c.standard_error().is_finite());
     }
 
+    /// A sketch's indicators: its tokens, or its registers.
+    fn indicators(c: &Counter) -> (Mode, Vec<u64>) {
+        match c.mode() {
+            Mode::Registers => (c.mode(), c.registers().map(u64::from).collect()),
+            _ => (c.mode(), c.tokens().collect()),
+        }
+    }
+
+    /// A counter that is a sketch from its first item (`m < 64`: no exact set), so that its
+    /// indicators are those of its items' own hashes.
+    fn sketch_of(rate: f64, hashes: impl Iterator<Item = u64>) -> Counter {
+        let mut c = Counter::empty(1, rate, 63);
+        for h in hashes {
+            c.add_hash(h).unwrap();
+        }
+        c
+    }
+
     #[test]
     fn union_of_overlapping_counters() {
         let mut a = Counter::reserve(0.01, 50_000, u64::MAX).unwrap();
@@ -752,77 +889,131 @@ mod tests {
         assert_eq!(Counter::union_count(&[&a, &b]).unwrap(), 300);
         let mut u = a.clone();
         assert!(u.absorb(&b).unwrap());
-        assert_eq!(u.mode(), Mode::Sparse);
-        assert_eq!(u, filled(50_000, 300));
+        assert_eq!(u.mode(), Mode::Tokens);
+        assert_eq!(u.count(), 300);
+        assert_eq!(indicators(&u), indicators(&filled(50_000, 300)));
         assert!(!u.absorb(&b).unwrap());
     }
 
-    /// Every pair of modes (and the same items added directly) gives the same union.
+    /// Every pair of modes gives the union of the indicators, in either order, and a count
+    /// within the error of adding everything.
     #[test]
-    fn unions_across_modes_equal_adding_everything() {
+    fn unions_across_modes_are_the_union_of_the_indicators() {
         for (na, nb) in [
             (10, 20),
             (10, 250),
             (200, 3_000),
             (50, 20_000),
             (5_000, 300),
+            (30_000, 40_000),
         ] {
-            let a = filled(50_000, na);
-            let mut b = Counter::reserve(0.01, 50_000, u64::MAX).unwrap();
-            for i in 0..nb {
-                b.add(&item(1_000_000 + i)).unwrap();
-            }
-            let mut all = a.clone();
-            for i in 0..nb {
-                all.add(&item(1_000_000 + i)).unwrap();
-            }
-            for (x, y) in [(&a, &b), (&b, &a)] {
-                let mut u = x.clone();
-                u.absorb(y).unwrap();
-                if na + nb <= 267 {
-                    assert_eq!(u, all, "{na}+{nb}");
-                } else {
-                    // Absorbing leaves exact mode; the positions are those of adding all.
-                    assert_eq!(
-                        u.positions().collect::<Vec<_>>(),
-                        all.positions().collect::<Vec<_>>(),
-                        "{na}+{nb}"
-                    );
-                    assert_eq!(u.count(), all.count());
-                }
-                assert_eq!(Counter::union_count(&[x, y]).unwrap(), all.count());
-            }
+            let a = sketch_of(0.01, (0..na).map(|i| hash_item(&item(i)).h1));
+            let b = sketch_of(0.01, (0..nb).map(|i| hash_item(&item(1_000_000 + i)).h1));
+            let all = sketch_of(
+                0.01,
+                (0..na)
+                    .map(|i| hash_item(&item(i)).h1)
+                    .chain((0..nb).map(|i| hash_item(&item(1_000_000 + i)).h1)),
+            );
+            let (mut ab, mut ba) = (a.clone(), b.clone());
+            ab.absorb(&b).unwrap();
+            ba.absorb(&a).unwrap();
+            assert_eq!(indicators(&ab), indicators(&all), "{na}+{nb}");
+            assert_eq!(ab, ba, "{na}+{nb}");
+            let union = Counter::union_count(&[&a, &b]).unwrap();
+            assert_eq!(union, ab.count());
+            let n = (na + nb) as f64;
+            assert!((union as f64 / n - 1.0).abs() < 0.03, "{na}+{nb}: {union}");
         }
     }
 
+    /// Counters of every capacity, error rate and mode combine, at the coarsest precision.
     #[test]
-    fn folding_equals_a_counter_of_the_small_size() {
-        let small = Counter::empty(1000, 0.01, 5_000);
-        let big = Counter::empty(1000, 0.01, 15_000);
-        let (mut s, mut b) = (small.clone(), big.clone());
-        for i in 0..5_000 {
-            s.add(&item(i)).unwrap();
-            b.add(&item(i)).unwrap();
-        }
-        let mut folded = small.clone();
-        folded.absorb(&b).unwrap();
-        assert_eq!(folded, s);
-        assert_eq!(Counter::union_count(&[&b, &s]).unwrap(), s.count());
-        // Sparse and exact sources fold too.
-        for n in [10, 300] {
-            let (mut s, mut b) = (small.clone(), big.clone());
-            for i in 0..n {
-                s.add(&item(i)).unwrap();
-                b.add(&item(i)).unwrap();
+    fn any_two_counters_combine() {
+        let make = |rate: f64, capacity: u64, from: u64, n: u64| {
+            let mut c = Counter::reserve(rate, capacity, u64::MAX).unwrap();
+            for i in from..from + n {
+                c.add(&item(i)).unwrap();
             }
-            let mut folded = small.clone();
-            folded.absorb(&b).unwrap();
-            assert_eq!(
-                folded.positions().collect::<Vec<_>>(),
-                s.positions().collect::<Vec<_>>()
-            );
+            c
+        };
+        let cases = [
+            make(0.01, 1_000, 0, 100_000),
+            make(0.01, 50_000, 50_000, 100_000),
+            make(0.02, 100, 0, 30),
+            make(0.005, 1_000_000, 120_000, 5_000),
+            make(0.01, 50_000, 0, 250),
+        ];
+        for a in &cases {
+            for b in &cases {
+                let (ra, rb) = (a.error_rate(), b.error_rate());
+                let mut u = a.clone();
+                u.absorb(b).unwrap();
+                assert_eq!(
+                    u.geometry().precision,
+                    a.geometry().precision.min(b.geometry().precision)
+                );
+                let count = Counter::union_count(&[a, b]).unwrap();
+                // The same union; a destination the source adds nothing to keeps its
+                // running estimate, a changed one the ML estimate.
+                let close = (count as f64 - u.count() as f64).abs() <= 0.02 * count as f64 + 1.0;
+                assert!(close, "{ra} {rb}: {count} {}", u.count());
+                let floor = a.count().max(b.count()) as f64 * 0.97;
+                assert!(
+                    count as f64 >= floor,
+                    "{ra} {rb}: {count} {} {}",
+                    a.count(),
+                    b.count()
+                );
+            }
         }
-        // The other way round needs bits that do not exist.
+        // Disjoint and overlapping unions against the truth, across sizes and rates.
+        let total = Counter::union_count(&[&cases[0], &cases[1], &cases[3]]).unwrap();
+        assert!((total as f64 / 150_000.0 - 1.0).abs() < 0.03, "{total}");
+    }
+
+    #[test]
+    fn bitmaps_saved_by_earlier_versions_refuse_sketches_clearly() {
+        let old = saved(50_000, 1_000);
+        assert!(old.is_bitmap());
+        let new = filled(50_000, 1_000);
+        assert!(new.is_sketch());
+        assert_eq!(
+            Counter::union_count(&[&old, &new]),
+            Err(LcError::SavedBitmap)
+        );
+        let mut dest = new.clone();
+        assert_eq!(dest.absorb(&old), Err(LcError::SavedBitmap));
+        assert_eq!(dest, new);
+        // An exact counter still merges into a bitmap, as it did.
+        let mut old2 = old.clone();
+        let mut exact = Counter::reserve(0.01, 50_000, u64::MAX).unwrap();
+        exact.add(b"not among the saved items").unwrap();
+        assert!(old2.absorb(&exact).unwrap());
+    }
+
+    /// A bitmap of `m` bits holding these items' positions (as earlier versions saved it).
+    fn bitmap_m(m: u64, items: std::ops::Range<u64>) -> Counter {
+        let mut positions: Vec<u64> = items.map(|i| reduce(hash_item(&item(i)).h1, m)).collect();
+        positions.sort_unstable();
+        positions.dedup();
+        let bits = SetBits::Positions {
+            count: positions.len() as u64,
+            sorted: Box::new(positions.into_iter()),
+        };
+        Counter::from_bits(1000, 0.01, m, bits, u64::MAX).unwrap()
+    }
+
+    #[test]
+    fn saved_bitmaps_fold_into_a_bitmap_of_a_divisor_size() {
+        let s = bitmap_m(5_000, 0..5_000);
+        let b = bitmap_m(15_000, 0..5_000);
+        let mut folded = Counter::empty(1000, 0.01, 5_000);
+        folded.absorb(&s).unwrap();
+        let mut folded_b = s.clone();
+        folded_b.absorb(&b).unwrap();
+        assert_eq!(folded_b, s);
+        assert_eq!(Counter::union_count(&[&b, &s]).unwrap(), s.count());
         let mut bb = b.clone();
         assert_eq!(
             bb.absorb(&s),
@@ -832,99 +1023,55 @@ mod tests {
             })
         );
         assert_eq!(bb, b);
-        let odd = Counter::reserve(0.01, 10_000, u64::MAX).unwrap();
-        let mut odd_full = odd.clone();
-        for i in 0..1_000 {
-            odd_full.add(&item(i)).unwrap();
-        }
-        assert!(matches!(
-            Counter::union_count(&[&odd_full, &s]),
-            Err(LcError::IncompatibleSizes { .. })
-        ));
-    }
-
-    #[test]
-    fn exact_counters_of_another_size_merge_as_positions() {
-        let mut src = Counter::reserve(0.01, 3_000, u64::MAX).unwrap();
-        for i in 0..40 {
-            src.add(&item(i)).unwrap();
-        }
-        assert!(src.is_exact());
-        let mut dest = filled(50_000, 20);
-        assert!(dest.absorb(&src).unwrap());
-        assert_eq!(dest.mode(), Mode::Sparse);
-        let direct = filled(50_000, 40);
-        assert_eq!(
-            dest.positions().collect::<Vec<_>>(),
-            direct.positions().collect::<Vec<_>>()
-        );
-        assert_eq!(
-            Counter::union_count(&[&filled(50_000, 20), &src]).unwrap(),
-            direct.positions().count() as u64 // sparse estimate of 40 distinct bits ≈ 40
-        );
     }
 
     proptest! {
+        /// A sketch's indicators are a function of the set of items (any order of adds), and
+        /// its registers are the registers of its tokens.
         #[test]
-        fn every_state_is_what_adding_the_set_gives(
-            hashes in proptest::collection::vec(any::<u64>(), 0..600),
-            m in 64u64..20_000,
+        fn sketch_indicators_depend_on_the_set_only(
+            hashes in proptest::collection::vec(any::<u64>(), 0..3_000),
+            rate in prop_oneof![Just(0.3), Just(0.05), Just(0.01)],
         ) {
-            let mut lc = Counter::empty(1, 0.5, m);
-            let mut direct_bits = std::collections::BTreeSet::new();
-            let mut fps = std::collections::BTreeSet::new();
+            let c = sketch_of(rate, hashes.iter().copied());
+            let reversed = sketch_of(rate, hashes.iter().rev().copied());
+            prop_assert_eq!(indicators(&c), indicators(&reversed));
+            let p = c.geometry().precision;
+            let mut registers = vec![0u32; 1 << p];
             for &h in &hashes {
-                lc.add_hash(h).unwrap();
-                direct_bits.insert(reduce(h, m));
-                fps.insert(reduce(h, Geometry::interned(1, 0.5, m).universe()));
+                let (i, k) = crate::lc::levels::token(h, p);
+                registers[i as usize] = crate::lc::levels::update(registers[i as usize], k);
             }
-            let g = lc.geometry().clone();
-            if fps.len() as u64 <= g.exact_limit {
-                prop_assert!(lc.is_exact());
-                prop_assert_eq!(lc.count(), fps.len() as u64);
-                prop_assert_eq!(lc.fingerprints().unwrap().collect::<Vec<_>>(),
-                    fps.iter().copied().collect::<Vec<_>>());
-                prop_assert_eq!(lc.bits_set(), direct_bits.len() as u64);
-            } else {
-                let k = direct_bits.len() as u64;
-                let sorted = Box::new(direct_bits.iter().copied());
-                let bits = SetBits::Positions { count: k, sorted };
-                let expected = Counter::from_bits(1, 0.5, m, bits, u64::MAX).unwrap();
-                prop_assert_eq!(lc.mode(), if k <= g.sparse_limit { Mode::Sparse } else { Mode::Dense });
-                prop_assert_eq!(&lc, &expected);
-                // The dense mode's stored estimate is the estimate of its zero bits.
-                prop_assert_eq!(lc.count(), estimate(m, m - k));
+            let from_tokens: Vec<u64> = registers.iter().map(|&r| u64::from(r)).collect();
+            if c.mode() == Mode::Registers {
+                prop_assert_eq!(indicators(&c).1, from_tokens);
             }
-            // The order of adds does not matter.
-            let mut reversed = Counter::empty(1, 0.5, m);
-            for &h in hashes.iter().rev() {
-                reversed.add_hash(h).unwrap();
-            }
-            prop_assert_eq!(&reversed, &lc);
+            // μ kept by the adds is μ of the state.
+            let mu: u128 = match c.mode() {
+                Mode::Registers => c.registers().map(|r| crate::lc::levels::unset_weight(r, p)).sum(),
+                _ => (1u128 << 64) - c.tokens()
+                    .map(|t| u128::from(crate::lc::levels::weight(t & 0xff, p))).sum::<u128>(),
+            };
+            prop_assert_eq!(c.running().mu, mu);
         }
 
         #[test]
         fn union_is_order_independent(
-            a in proptest::collection::vec(any::<u64>(), 0..200),
-            b in proptest::collection::vec(any::<u64>(), 0..200),
+            a in proptest::collection::vec(any::<u64>(), 0..2_000),
+            b in proptest::collection::vec(any::<u64>(), 0..2_000),
         ) {
-            let mut x = Counter::empty(1, 0.5, 6_400);
-            let mut y = x.clone();
-            let mut all = x.clone();
-            for &h in &a { x.add_hash(h).unwrap(); all.add_hash(h).unwrap(); }
-            for &h in &b { y.add_hash(h).unwrap(); all.add_hash(h).unwrap(); }
+            let x = sketch_of(0.05, a.iter().copied());
+            let y = sketch_of(0.05, b.iter().copied());
+            let all = sketch_of(0.05, a.iter().chain(&b).copied());
             let mut xy = x.clone();
             xy.absorb(&y).unwrap();
             let mut yx = y.clone();
             yx.absorb(&x).unwrap();
-            prop_assert_eq!(&xy, &yx);
-            prop_assert_eq!(xy.positions().collect::<Vec<_>>(), all.positions().collect::<Vec<_>>());
-            if !xy.is_exact() {
-                prop_assert_eq!(xy.count(), estimate(6_400, 6_400 - xy.bits_set()));
-            }
-            if all.is_exact() {
-                prop_assert_eq!(&xy, &all);
-            }
+            prop_assert_eq!(indicators(&xy), indicators(&all));
+            prop_assert_eq!(indicators(&yx), indicators(&all));
+            prop_assert_eq!(Counter::union_count(&[&y, &x]).unwrap(),
+                Counter::union_count(&[&x, &y]).unwrap());
+
         }
     }
 
@@ -975,6 +1122,54 @@ mod tests {
             assert_eq!(c.count(), before.count());
             c.add(b"one more").unwrap();
             assert!(c.count() >= before.count());
+        }
+    }
+}
+
+#[cfg(test)]
+mod accuracy_at_every_size {
+    use super::*;
+
+    /// RMSE of count/n − 1 over `counters` counters reserved at `rate`/`capacity`, each fed
+    /// `n` distinct strings.
+    fn rmse(rate: f64, capacity: u64, n: u64, counters: u64, seed: u64) -> f64 {
+        let mut rng = seed;
+        let mut sum_sq = 0.0;
+        for _ in 0..counters {
+            let mut c = Counter::reserve(rate, capacity, u64::MAX).unwrap();
+            rng = rng
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            for i in 0..n {
+                c.add(format!("{rng:016x}:{i}").as_bytes()).unwrap();
+            }
+            assert!(!c.saturated());
+            sum_sq += (c.count() as f64 / n as f64 - 1.0).powi(2);
+        }
+        (sum_sq / counters as f64).sqrt()
+    }
+
+    /// Default counters (0.01/50,000) and counters reserved small (0.01/1,000): RMSE ≤ 1% at
+    /// n = 10^3 … 10^7 (100 counters a size, 20 at 10^7). About a minute:
+    /// `cargo test --release --lib accuracy_at_every_size -- --ignored --nocapture`.
+    #[test]
+    #[ignore = "about 400M adds"]
+    fn rmse_within_the_error_rate_at_every_size() {
+        for (capacity, n, counters) in [
+            (50_000, 1_000, 100),
+            (50_000, 50_000, 100),
+            (50_000, 100_000, 100),
+            (50_000, 200_000, 100),
+            (50_000, 2_000_000, 100),
+            (50_000, 10_000_000, 20),
+            (1_000, 100_000, 100),
+        ] {
+            let e = rmse(0.01, capacity, n, counters, n ^ capacity);
+            println!(
+                "0.01/{capacity}, n = {n}: RMSE {:.3}% over {counters}",
+                e * 100.0
+            );
+            assert!(e <= 0.01, "0.01/{capacity} at {n}: {e}");
         }
     }
 }

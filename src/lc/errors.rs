@@ -1,8 +1,8 @@
 //! The `LC.*` commands' own reply texts, and the counter's errors as replies.
 
-use super::counter::LcError;
+use super::counter::{Counter, LcError};
 use crate::core::decode::DecodeError;
-use crate::server::errors::reply;
+use crate::server::errors::{quoted, reply};
 use redis_module::RedisError;
 
 pub const LC_ERROR_RATE: &str = "ERR error rate must be a number strictly between 0 and 1";
@@ -17,6 +17,40 @@ pub fn bad_counter_encoding(e: DecodeError) -> RedisError {
 /// A counter bitmap piece `LC.LOADCHUNK` refused.
 pub fn bad_counter_chunk(e: DecodeError) -> RedisError {
     RedisError::String(format!("ERR invalid chunk: {e}"))
+}
+
+/// A union refused because bitmaps saved by earlier versions take part (`LcError::SavedBitmap`:
+/// with a sketch; `IncompatibleSizes`: with a bitmap whose size does not divide theirs), named
+/// by key with how to rebuild them; any other error as it is. `named`: the counters of the
+/// union with their keys.
+pub fn union_refused(e: LcError, named: &[(&[u8], &Counter)]) -> RedisError {
+    let what = match e {
+        LcError::SavedBitmap => "cannot combine a counter saved as a bitmap by an earlier \
+                                 version with a newer counter"
+            .to_string(),
+        LcError::IncompatibleSizes { dest, source } => format!(
+            "cannot combine counters of {dest} and {source} bits (bitmaps saved by an earlier \
+             version fold only into one whose size divides their own)"
+        ),
+        e => return e.into(),
+    };
+    let bitmaps: Vec<String> = named
+        .iter()
+        .filter(|(_, c)| c.is_bitmap())
+        .map(|(name, _)| format!("'{}'", quoted(name)))
+        .collect();
+    let listed = match bitmaps.len() {
+        0..=3 => bitmaps.join(", "),
+        n => format!("{} and {} more", bitmaps[..3].join(", "), n - 3),
+    };
+    let (their, keys) = match bitmaps.len() {
+        1 => ("its", "a new key"),
+        _ => ("their", "new keys"),
+    };
+    RedisError::String(format!(
+        "ERR {what}: rebuild {listed} by adding {their} items to {keys} with LC.ADD (a new \
+         counter combines with every other)"
+    ))
 }
 
 impl From<LcError> for RedisError {

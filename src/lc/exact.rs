@@ -2,9 +2,12 @@
 //! from bit `header::STREAM` of the block (counter.rs, "Three modes"). A fingerprint divided
 //! by `q = U/m` is the item's bit position, so leaving exact mode needs nothing but the set.
 
-use super::counter::{Counter, LcError, SetBits};
+use super::counter::{Counter, LcError};
 use super::header::{Mode, STREAM};
+use super::levels::weight;
+use super::tokens::{token_value, Running};
 use crate::core::ef;
+use crate::core::hashing::reduce;
 
 impl Counter {
     /// The exact mode's fingerprints, in order.
@@ -19,27 +22,56 @@ impl Counter {
         dedup(ef::iter(self.block.words(), STREAM, self.shape()).map(move |f| f / q))
     }
 
-    /// Adds fingerprint `f` (exact mode); past the exact limit the counter turns into the
-    /// positions of its fingerprints and `f`'s, the dense bitmap refused beyond `limit` bytes.
-    pub(super) fn add_fingerprint(&mut self, f: u64, limit: u64) -> Result<bool, LcError> {
+    /// Adds the item of hash `h` (exact mode); past the exact limit the counter turns into a
+    /// sketch (tokens, or registers refused beyond `limit` bytes), then takes the item.
+    pub(super) fn add_fingerprint(&mut self, h: u64, limit: u64) -> Result<bool, LcError> {
+        let f = reduce(h, self.geometry.universe());
         let Some((shape, rank)) = self.absent(f) else {
             return Ok(false);
         };
         if shape.k < self.geometry.exact_limit {
             self.insert(Mode::Exact, shape, rank, f)?;
-        } else {
-            let mut positions: Vec<u64> = self.positions().collect();
-            let p = f / self.geometry.q;
-            if let Err(at) = positions.binary_search(&p) {
-                positions.insert(at, p);
-            }
-            let bits = SetBits::Positions {
-                count: positions.len() as u64,
-                sorted: Box::new(positions.into_iter()),
-            };
-            self.block = self.bits_block(bits, limit)?;
+            return Ok(true);
         }
+        let mut sketch = self.try_clone()?;
+        sketch.leave_exact(limit)?;
+        sketch.add_hash_within(h, limit)?;
+        *self = sketch;
         Ok(true)
+    }
+
+    /// The tokens at precision `p` of the items the fingerprints stand for (sorted, distinct):
+    /// fingerprint `f` stands for the hashes `[f·2^64/U, (f+1)·2^64/U)`, whose start gives the
+    /// item's token unless a token boundary falls inside (about `2^(p+24)/U` per item).
+    pub(super) fn exact_tokens(&self, p: u32) -> Vec<u64> {
+        let u = u128::from(self.geometry.universe());
+        let mut tokens: Vec<u64> = self
+            .fingerprints()
+            .into_iter()
+            .flatten()
+            .map(|f| token_value(((u128::from(f) << 64).div_ceil(u)) as u64, p))
+            .collect();
+        tokens.sort_unstable();
+        tokens.dedup();
+        tokens
+    }
+
+    /// Turns an exact counter into the sketch of its items, its running estimate their exact
+    /// number; registers refused beyond `limit` bytes.
+    pub(super) fn leave_exact(&mut self, limit: u64) -> Result<(), LcError> {
+        let p = self.geometry.precision;
+        let tokens = self.exact_tokens(p);
+        let set: u128 = tokens
+            .iter()
+            .map(|&t| u128::from(weight(t & 0xff, p)))
+            .sum();
+        let running = Running {
+            estimate: self.header().count as f64,
+            variance: 0.0,
+            mu: (1u128 << 64) - set,
+        };
+        self.block = self.sketch_block(p, tokens, running, limit)?;
+        Ok(())
     }
 
     /// A counter in exact mode holding these fingerprints (sorted, distinct, below `U`, at most

@@ -31,7 +31,8 @@
 //! The limits of the exact and sparse modes (counter.rs, "Three modes") follow from `m` alone;
 //! [`Geometry`] holds them, interned: one copy per parameter set.
 
-use super::header::{DENSE_BITMAP, STREAM};
+use super::header::{DENSE_BITMAP, SKETCH_REGISTERS, SKETCH_STREAM, STREAM};
+use super::levels::{precision_for, MAX_PRECISION, MIN_PRECISION, REGISTER_BITS};
 use crate::core::alloc::size_class;
 use crate::core::ef::Shape;
 use crate::core::intern::Interner;
@@ -135,6 +136,10 @@ pub struct Geometry {
     pub q: u64,
     pub exact_limit: u64,
     pub sparse_limit: u64,
+    /// The sketch's precision `p` (levels.rs: `2^p` registers), from the error rate.
+    pub precision: u32,
+    /// The most tokens a sketch lists before it turns into registers.
+    pub token_limit: u64,
 }
 
 static GEOMETRIES: Interner<Geometry> = Interner::new();
@@ -156,6 +161,8 @@ impl Geometry {
             q: (pairs * INVERSE_MISCOUNT).div_ceil(m).max(1),
             exact_limit,
             sparse_limit: sparse_limit(m),
+            precision: precision_for(error_rate),
+            token_limit: token_limit(precision_for(error_rate)),
         }
     }
 
@@ -208,6 +215,46 @@ pub fn sparse_limit(m: u64) -> u64 {
     m
 }
 
+/// The universe of a sketch's tokens at precision `p`: `index·256 + level`.
+pub fn token_universe(p: u32) -> u64 {
+    1 << (p + 8)
+}
+
+/// Words of a sketch block of `2^p` registers.
+pub fn registers_words(p: u32) -> u64 {
+    SKETCH_REGISTERS as u64 + (REGISTER_BITS << p).div_ceil(64)
+}
+
+/// Words of a sketch block listing tokens in this shape.
+pub fn tokens_words(shape: Shape) -> u64 {
+    (SKETCH_STREAM + shape.bits()).div_ceil(64)
+}
+
+/// The most tokens listed at precision `p`: every list up to that many is in a smaller size
+/// class than the registers and within `SPARSE_MAX_BYTES` (which bounds an add's work, as
+/// for the sparse mode). Warning: part of the encoding (a saved token list is at most this
+/// long, longer ones are registers); `limits_of_the_sketch_encoding` pins it.
+pub fn token_limit(p: u32) -> u64 {
+    static LIMITS: std::sync::OnceLock<Vec<u64>> = std::sync::OnceLock::new();
+    LIMITS.get_or_init(|| (0..=MAX_PRECISION).map(search_token_limit).collect())[p as usize]
+}
+
+fn search_token_limit(p: u32) -> u64 {
+    if p < MIN_PRECISION {
+        return 0;
+    }
+    let registers = size_class(registers_words(p) * 8);
+    let fits = |k: u64| {
+        let bytes = size_class(tokens_words(Shape::new(k, token_universe(p))) * 8);
+        bytes < registers && bytes <= SPARSE_MAX_BYTES
+    };
+    let mut k = 0;
+    while fits(k + 1) {
+        k += 1;
+    }
+    k
+}
+
 /// Estimated standard error of `n̂/n` for an estimate of `n` over `m` bits (see "The estimator").
 pub fn standard_error(m: u64, n: u64) -> f64 {
     if n == 0 {
@@ -223,6 +270,21 @@ mod tests {
     use super::*;
     use crate::core::hashing::reduce;
     use proptest::prelude::*;
+
+    /// The sketch's limits that saved payloads depend on (codec.rs, version 3): changing any
+    /// of them needs a new encoding version.
+    #[test]
+    fn limits_of_the_sketch_encoding() {
+        let limits: Vec<u64> = (MIN_PRECISION..=MAX_PRECISION).map(token_limit).collect();
+        assert_eq!(
+            limits,
+            [
+                36, 82, 173, 393, 832, 1_417, 2_880, 3_544, 3_150, 2_835, 2_577, 2_362, 2_180,
+                2_026, 1_900, 1_788, 1_688
+            ]
+        );
+        assert_eq!(registers_words(11), 5 + 864);
+    }
 
     const PAPER_TABLE: [(u64, u64); 8] = [
         (100, 5_034),

@@ -1,10 +1,17 @@
 //! The header word of a counter's block, and where the rest of the block starts.
 //!
 //! ```text
-//! bit 0–1    mode: 0 exact, 1 sparse, 2 dense
+//! bit 0–1    mode: 0 exact, 1 sparse, 2 dense, 3 sketch
 //! bit 2–9    the block's size-class index (block.rs's; never touched here)
 //! bit 10…    count: fingerprints (exact), set bits (sparse), zero bits (dense)
+//!            sketch: bit 10 is 0 for tokens, 1 for registers; tokens' count from bit 11
 //! ```
+//!
+//! A sketch block (levels.rs) keeps its running estimate in word [`SKETCH_ESTIMATE`] (an
+//! `f64`), that estimate's variance in [`SKETCH_VARIANCE`], and the unset weight `μ` (a
+//! `u128` in units of `2^−64`) in words [`SKETCH_MU`] and the next; its token stream starts
+//! at bit [`SKETCH_STREAM`], its registers (packed, registers.rs) at word
+//! [`SKETCH_REGISTERS`].
 //!
 //! Exact and sparse blocks hold an Elias–Fano stream from bit [`STREAM`] of the block (so
 //! from bit 26 of the header word on), which leaves their count 16 bits: an exact set holds at
@@ -27,6 +34,13 @@ pub const STREAM: u64 = 26;
 pub const DENSE_ESTIMATE: usize = 1;
 /// The dense block's first bitmap word.
 pub const DENSE_BITMAP: usize = 2;
+/// Sketch blocks: the running estimate, its variance, `μ` (two words), then the tokens or
+/// registers.
+pub const SKETCH_ESTIMATE: usize = 1;
+pub const SKETCH_VARIANCE: usize = 2;
+pub const SKETCH_MU: usize = 3;
+pub const SKETCH_REGISTERS: usize = 5;
+pub const SKETCH_STREAM: u64 = SKETCH_REGISTERS as u64 * 64;
 const STREAM_COUNT_MASK: u64 = (1 << STREAM) - 1;
 const _: () = assert!(EXACT_MAX < 1 << (STREAM - COUNT_SHIFT as u64));
 const _: () = assert!(SPARSE_MAX_BYTES * 8 < 1 << (STREAM - COUNT_SHIFT as u64));
@@ -36,6 +50,10 @@ pub enum Mode {
     Exact,
     Sparse,
     Dense,
+    /// The sketch's set indicators, listed (levels.rs).
+    Tokens,
+    /// The sketch's registers (levels.rs).
+    Registers,
 }
 
 impl Mode {
@@ -45,6 +63,8 @@ impl Mode {
             Mode::Exact => "exact",
             Mode::Sparse => "sparse",
             Mode::Dense => "dense",
+            Mode::Tokens => "tokens",
+            Mode::Registers => "registers",
         }
     }
 
@@ -53,6 +73,8 @@ impl Mode {
             Mode::Exact => 0,
             Mode::Sparse => 1,
             Mode::Dense => 2,
+            Mode::Tokens => 3,
+            Mode::Registers => 3 | 1 << COUNT_SHIFT,
         }
     }
 }
@@ -71,9 +93,17 @@ impl Header {
         match head & MODE_BITS {
             0 => Header::stream(Mode::Exact, head),
             1 => Header::stream(Mode::Sparse, head),
-            _ => Header {
+            2 => Header {
                 mode: Mode::Dense,
                 count: head >> COUNT_SHIFT,
+            },
+            _ if head >> COUNT_SHIFT & 1 == 1 => Header {
+                mode: Mode::Registers,
+                count: 0,
+            },
+            _ => Header {
+                mode: Mode::Tokens,
+                count: head >> (COUNT_SHIFT + 1),
             },
         }
     }
@@ -93,11 +123,15 @@ impl Header {
 
     /// Writes this header into `block`, keeping the stream bits that share its word.
     pub fn write(self, block: &mut Block) {
-        let stream = match self.mode {
-            Mode::Dense => 0,
-            _ => block.head() & !STREAM_COUNT_MASK,
+        let head = match self.mode {
+            Mode::Dense => self.count << COUNT_SHIFT,
+            Mode::Tokens => self.count << (COUNT_SHIFT + 1),
+            Mode::Registers => 0,
+            Mode::Exact | Mode::Sparse => {
+                (block.head() & !STREAM_COUNT_MASK) | (self.count << COUNT_SHIFT)
+            }
         };
-        block.set_head(stream | self.mode.bits() | (self.count << COUNT_SHIFT));
+        block.set_head(head | self.mode.bits());
     }
 }
 
@@ -130,6 +164,19 @@ mod tests {
             header.write(&mut block);
             assert_eq!(Header::of(&block), header);
             assert_eq!(block.head() >> STREAM, 0b1011, "stream bits kept");
+        }
+        for header in [
+            Header {
+                mode: Mode::Tokens,
+                count: 70_000,
+            },
+            Header {
+                mode: Mode::Registers,
+                count: 0,
+            },
+        ] {
+            header.write(&mut block);
+            assert_eq!(Header::of(&block), header);
         }
         let dense = Header {
             mode: Mode::Dense,

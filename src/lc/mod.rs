@@ -1,5 +1,6 @@
 //! The linear counter wing: a pure core (`counter`, with its `geometry`, its block's `header`
-//! and one file per mode: `exact`, `sparse`, `dense`; its one allocation, a
+//! and one file per mode: `exact`, `tokens`, `registers`, and `sparse`, `dense` for bitmaps
+//! saved by earlier versions; the sketch's `levels` and `union`; its one allocation, a
 //! `crate::core::block`; its encoding, `codec`; its streams are `crate::core::ef`'s) and its
 //! Redis adapters (`commands`, `datatype`).
 pub mod codec;
@@ -12,6 +13,10 @@ pub mod errors;
 mod exact;
 pub mod geometry;
 mod header;
+pub mod levels;
+mod registers;
 mod sparse;
 pub mod stats;
 pub mod table;
+mod tokens;
+mod union;

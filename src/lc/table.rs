@@ -42,7 +42,7 @@ pub static COMMANDS: &[CommandInfo] = &[
         flags: "write deny-oom",
         summary: c"Adds items to a linear counter, creating the counter if needed",
         since: SINCE,
-        complexity: c"O(1) per item in dense mode, O(s) per item in exact and sparse mode (s <= 8192 fingerprints or 4 KiB)",
+        complexity: c"O(1) per item in registers mode, O(s) per item in exact and tokens mode (s <= 8192 fingerprints or 4 KiB of tokens)",
         keys: &[key_at(1, ADD)],
         args: &[key(c"key", 0), string(c"item").optional().multiple()],
     },

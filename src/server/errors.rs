@@ -24,13 +24,17 @@ pub fn reply(e: impl std::fmt::Display) -> RedisError {
 /// client as they are, and a client fails to parse an error line that is not valid UTF-8
 /// (found by tests/it/hostile.rs).
 pub fn unknown_argument(arg: &[u8]) -> RedisError {
-    let text: String = arg
-        .iter()
+    RedisError::String(format!("ERR unknown argument '{}'", quoted(arg)))
+}
+
+/// A client's bytes (an argument, a key name) for an error reply: at most 64 of them, as
+/// escaped ASCII (see `unknown_argument`).
+pub fn quoted(arg: &[u8]) -> String {
+    arg.iter()
         .take(64)
         .flat_map(|b| std::ascii::escape_default(*b))
         .map(char::from)
-        .collect();
-    RedisError::String(format!("ERR unknown argument '{text}'"))
+        .collect()
 }
 
 pub fn given_twice(option: &str) -> RedisError {

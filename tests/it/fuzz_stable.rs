@@ -68,6 +68,10 @@ fn counters() -> Vec<Counter> {
         (0.01, 50_000, 6_000),
         (0.01, 50_000, 50_000),
         (0.01, 1_000_000, 3_000),
+        // Sketches at the ends of the precisions and past the largest token list.
+        (0.5, 10, 20_000),
+        (0.0005, 100, 3_000),
+        (0.02, 1_000, 200_000),
     ] {
         let mut c = Counter::reserve(rate, capacity, targets::LIMIT).unwrap();
         for i in 0..items {

@@ -207,9 +207,9 @@ fn seed_values(c: &mut redis::Connection) -> Vec<&'static str> {
         ],
     );
     ok(c, &["LC.RESERVE", "s:lc-exact", "0.01", "1000"]);
-    ok(c, &["LC.RESERVE", "s:lc-sparse", "0.01", "50000"]);
-    ok(c, &["LC.RESERVE", "s:lc-dense", "0.05", "2000"]);
-    ok(c, &["LC.RESERVE", "s:lc-full", "0.1", "100"]);
+    ok(c, &["LC.RESERVE", "s:lc-tokens", "0.01", "50000"]);
+    ok(c, &["LC.RESERVE", "s:lc-registers", "0.05", "2000"]);
+    ok(c, &["LC.RESERVE", "s:lc-coarse", "0.1", "100"]);
     let mut items = vec!["MADD".to_string()];
     items.extend((0..150).map(|i| format!("i{i}")));
     for (key, n) in [
@@ -219,9 +219,9 @@ fn seed_values(c: &mut redis::Connection) -> Vec<&'static str> {
         ("s:bf-bits", 100),
         ("s:bf-blocked", 100),
         ("s:lc-exact", 10),
-        ("s:lc-sparse", 400),
-        ("s:lc-dense", 1000),
-        ("s:lc-full", 3000),
+        ("s:lc-tokens", 400),
+        ("s:lc-registers", 1000),
+        ("s:lc-coarse", 3000),
     ] {
         let items: Vec<String> = (0..n).map(|i| format!("i{i}")).collect();
         let cmd = if key.starts_with("s:bf") {
@@ -241,9 +241,9 @@ fn seed_values(c: &mut redis::Connection) -> Vec<&'static str> {
         "s:bf-bits",
         "s:bf-blocked",
         "s:lc-exact",
-        "s:lc-sparse",
-        "s:lc-dense",
-        "s:lc-full",
+        "s:lc-tokens",
+        "s:lc-registers",
+        "s:lc-coarse",
     ]
 }
 

@@ -80,14 +80,14 @@ fn rdb_reload_restart_dump_restore_and_copy() {
             .unwrap();
         assert_eq!(ok, 1);
         assert_eq!(digest(&mut c, &copied), digest(&mut c, key), "COPY {key}");
-        // The copy is deep: adding to it leaves the original alone ("over" and "small" are
-        // saturated: nothing changes them any more).
+        // The copy is deep: adding to it leaves the original alone (counters never saturate:
+        // new items change every one of them).
         let added: i64 = redis::cmd("LC.ADD")
             .arg(&copied)
             .arg(items("new", 500))
             .query(&mut c)
             .unwrap();
-        assert_eq!(added > 0, key != "over" && key != "small", "{key}");
+        assert!(added > 0, "{key}");
         assert_eq!(
             digest(&mut c, &copied) != digest(&mut c, key),
             added > 0,

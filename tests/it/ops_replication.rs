@@ -116,17 +116,17 @@ fn lc_writes_stopped_part_way_propagate_only_what_was_done() {
     for key in ["add", "dest", "exact:src", "sparse:src"] {
         ok(&mut m, &["LC.RESERVE", key, "0.01", "100000"]);
     }
-    // The same counter in process (same hashing) says where the dense switch falls: "add"
-    // and "dest" get 400 set bits short of it, and what 1,000 new items would apply.
+    // The same counter in process (same hashing) says where the switch to registers falls:
+    // "add" and "dest" get 400 tokens short of it, and what 1,000 new items would apply.
     let mut model = Counter::reserve(0.01, 100_000, u64::MAX).unwrap();
     assert!(model.bits() / 8 > 2048);
-    let limit = model.geometry().sparse_limit();
+    let limit = model.geometry().token_limit;
     let mut old = 0;
     while model.bits_set() < limit - 400 {
         model.add(format!("old{old}").as_bytes()).unwrap();
         old += 1;
     }
-    assert_eq!(model.mode(), Mode::Sparse);
+    assert_eq!(model.mode(), Mode::Tokens);
     add_many(&mut m, "LC.ADD", "add", "old", old);
     add_many(&mut m, "LC.ADD", "dest", "old", old);
     add_many(&mut m, "LC.ADD", "exact:src", "s", 300);
@@ -147,7 +147,7 @@ fn lc_writes_stopped_part_way_propagate_only_what_was_done() {
         &["CONFIG", "SET", "lcbloom.max-memory-per-key", "2048"],
     );
 
-    // LC.ADD: 1,000 new items, the sparse form has room for 400 new bits.
+    // LC.ADD: 1,000 new items, the token list has room for 400 more.
     let e = err_text(
         redis::cmd("LC.ADD")
             .arg("add")
@@ -157,7 +157,7 @@ fn lc_writes_stopped_part_way_propagate_only_what_was_done() {
     assert!(e.contains("max-memory-per-key"), "{e}");
     assert_eq!(count(&mut m, "add"), applied.count() as i64);
 
-    // LC.MERGE: the exact source fits the destination's sparse form, the 1,500-item one
+    // LC.MERGE: the exact source fits the destination's token list, the 1,500-item one
     // could take it past the switch; the first is absorbed, the second refused.
     let mut merged = model.clone();
     let mut source = Counter::reserve(0.01, 100_000, u64::MAX).unwrap();

@@ -29,6 +29,10 @@ pub const FIXTURES: &[&str] = &[
     // Encoding version 2 of linear counters (fingerprints, sparse mode, Elias–Fano streams):
     // every counter case again.
     "golden-2026-11-23-lc2.txt",
+    // Linear counters past their exact set as sketches (counter encoding version 3: a token
+    // list, then registers): every counter case that is now a sketch (exact sets keep their
+    // version-2 bytes).
+    "golden-2026-11-23-lc3.txt",
     // Bloom encoding version 3: sub-filters of small capacity are sparse sets of fingerprints,
     // whole in the header. Every Bloom case again, and a chain of sparse sets followed by a
     // bit array.

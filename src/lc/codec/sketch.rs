@@ -1,0 +1,150 @@
+//! The bodies of a sketch (encoding version 3, codec.rs): kind 4, the listed tokens; kind 5,
+//! the registers. Both start with the precision and end with the running estimate and its
+//! variance, which a sketch's history made (levels.rs, "Estimators") and its indicators alone
+//! do not give; `μ` follows from the indicators and is recomputed.
+
+use super::{put_stream, read_stream};
+use crate::core::chunks::{bytes_into_words, Reader, Writer};
+use crate::core::decode::DecodeError;
+use crate::core::ef;
+use crate::lc::counter::Counter;
+use crate::lc::geometry::{registers_words, token_limit, token_universe};
+use crate::lc::header::{Mode, SKETCH_REGISTERS, SKETCH_STREAM};
+use crate::lc::levels::{max_level, weight, REGISTER_BITS, WINDOW};
+use crate::lc::registers::{read_register, registers_block};
+use crate::lc::tokens::{tokens_block, Running};
+
+/// Body length of a tokens or registers counter.
+pub fn body_len(counter: &Counter) -> u64 {
+    let (precision, tail) = (1, 16);
+    match counter.mode() == Mode::Tokens {
+        true => {
+            let shape = counter.tokens_shape();
+            precision + super::varint_len(shape.k) as u64 + shape.bits().div_ceil(8) + tail
+        }
+        false => precision + registers_bytes(counter.geometry().precision) + tail,
+    }
+}
+
+/// Bytes of `2^p` packed registers.
+fn registers_bytes(p: u32) -> u64 {
+    (REGISTER_BITS << p).div_ceil(8)
+}
+
+pub fn put_tokens(out: &mut Vec<u8>, counter: &Counter) {
+    let shape = counter.tokens_shape();
+    out.push(counter.geometry().precision as u8);
+    out.put_varint(shape.k);
+    put_stream(out, counter.block.words(), SKETCH_STREAM, shape.bits());
+    put_running(out, counter.running());
+}
+
+pub fn put_registers(out: &mut Vec<u8>, counter: &Counter) {
+    let p = counter.geometry().precision;
+    out.push(p as u8);
+    let bits = REGISTER_BITS << p;
+    put_stream(
+        out,
+        counter.block.words(),
+        SKETCH_REGISTERS as u64 * 64,
+        bits,
+    );
+    put_running(out, counter.running());
+}
+
+/// The precision byte: this build derives a counter's precision from its error rate
+/// (`levels::precision_for`), and the byte must say the same.
+fn read_precision(r: &mut Reader, counter: &Counter) -> Result<u32, DecodeError> {
+    let p = counter.geometry().precision;
+    if u32::from(r.byte()?) != p {
+        return Err(DecodeError(
+            "sketch precision does not match the error rate",
+        ));
+    }
+    Ok(p)
+}
+
+fn put_running(out: &mut Vec<u8>, running: Running) {
+    out.put_f64(running.estimate);
+    out.put_f64(running.variance);
+}
+
+/// The estimate and its variance: finite, not negative.
+fn read_running(r: &mut Reader) -> Result<(f64, f64), DecodeError> {
+    let estimate = r.f64()?;
+    let variance = r.f64()?;
+    let fine = |x: f64| x.is_finite() && x >= 0.0;
+    if !fine(estimate) || !fine(variance) {
+        return Err(DecodeError("sketch estimate out of range"));
+    }
+    Ok((estimate, variance))
+}
+
+pub fn read_tokens(r: &mut Reader, mut counter: Counter) -> Result<Counter, DecodeError> {
+    let p = read_precision(r, &counter)?;
+    let k = r.varint()?;
+    if k == 0 || k > token_limit(p) {
+        return Err(DecodeError("token count out of range"));
+    }
+    let (words, shape) = read_stream(r, k, token_universe(p))?;
+    let mut set = 0u128;
+    for t in ef::iter(&words, 0, shape) {
+        let level = t & 0xff;
+        if level == 0 || level > max_level(p) {
+            return Err(DecodeError("token level out of range"));
+        }
+        set += u128::from(weight(level, p));
+    }
+    let (estimate, variance) = read_running(r)?;
+    let mut block =
+        tokens_block(p, k, ef::iter(&words, 0, shape)).map_err(|_| DecodeError("out of memory"))?;
+    Running {
+        estimate,
+        variance,
+        mu: (1u128 << 64) - set,
+    }
+    .write(block.words_mut());
+    counter.block = block;
+    Ok(counter)
+}
+
+pub fn read_registers(
+    r: &mut Reader,
+    mut counter: Counter,
+    max_bytes: u64,
+) -> Result<Counter, DecodeError> {
+    let p = read_precision(r, &counter)?;
+    if registers_words(p) * 8 > max_bytes {
+        return Err(DecodeError("bitmap size out of range"));
+    }
+    let len = registers_bytes(p);
+    if r.remaining() < len as usize {
+        return Err(DecodeError("truncated"));
+    }
+    let n = 1usize << p;
+    let mut words = Vec::new();
+    let mut registers = Vec::new();
+    let word_count = len.div_ceil(8) as usize + 1;
+    words
+        .try_reserve_exact(word_count)
+        .and_then(|_| registers.try_reserve_exact(n))
+        .map_err(|_| DecodeError("out of memory"))?;
+    words.resize(word_count, 0);
+    bytes_into_words(&mut words, 0, r.take(len as usize)?);
+    for i in 0..n as u64 {
+        let reg = read_register(&words, i);
+        let top = u64::from(reg >> WINDOW);
+        let window = u64::from(reg) & ((1 << WINDOW) - 1);
+        // Levels 1 ..= max; window bit i − 1 stands for level top − i ≥ 1.
+        let lowest_window = top.saturating_sub(1).min(WINDOW);
+        if top > max_level(p) || window >> lowest_window != 0 {
+            return Err(DecodeError("register out of range"));
+        }
+        registers.push(reg);
+    }
+    let (estimate, variance) = read_running(r)?;
+    let block = registers_block(p, &registers, estimate, variance)
+        .map_err(|_| DecodeError("out of memory"))?;
+    counter.block = block;
+    Ok(counter)
+}

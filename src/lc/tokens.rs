@@ -1,0 +1,145 @@
+//! Tokens mode: a sketch's set indicators listed (levels.rs), each as `index·256 + level`,
+//! Elias–Fano coded over `2^(p+8)` from bit `header::SKETCH_STREAM` of the block; the running
+//! estimate, its variance and `μ` before it. A counter leaving exact mode comes here, with
+//! its exact count as the running estimate, and turns into registers past `token_limit`.
+
+use super::counter::{Counter, LcError};
+use super::geometry::{registers_words, token_universe, tokens_words};
+use super::header::{Header, Mode, SKETCH_ESTIMATE, SKETCH_MU, SKETCH_STREAM, SKETCH_VARIANCE};
+use super::levels::{martingale_step, token, update, weight};
+use crate::core::block::Block;
+use crate::core::ef::{self, Shape};
+
+/// A sketch's running state: estimate, its variance, and `μ` (units of `2^−64`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Running {
+    pub estimate: f64,
+    pub variance: f64,
+    pub mu: u128,
+}
+
+impl Running {
+    pub fn read(words: &[u64]) -> Running {
+        Running {
+            estimate: f64::from_bits(words[SKETCH_ESTIMATE]),
+            variance: f64::from_bits(words[SKETCH_VARIANCE]),
+            mu: u128::from(words[SKETCH_MU]) | u128::from(words[SKETCH_MU + 1]) << 64,
+        }
+    }
+
+    pub fn write(self, words: &mut [u64]) {
+        words[SKETCH_ESTIMATE] = self.estimate.to_bits();
+        words[SKETCH_VARIANCE] = self.variance.to_bits();
+        words[SKETCH_MU] = self.mu as u64;
+        words[SKETCH_MU + 1] = (self.mu >> 64) as u64;
+    }
+
+    /// After an add that changed an indicator of weight `gone` out of the unset ones.
+    #[inline]
+    pub fn step(&mut self, gone: u128) {
+        let (de, dv) = martingale_step(self.mu);
+        self.estimate += de;
+        self.variance += dv;
+        self.mu -= gone;
+    }
+}
+
+/// The token of `h` at precision `p` as a stream value.
+#[inline]
+pub fn token_value(h: u64, p: u32) -> u64 {
+    let (index, level) = token(h, p);
+    index << 8 | level
+}
+
+impl Counter {
+    pub(super) fn tokens_shape(&self) -> Shape {
+        let p = self.geometry.precision;
+        Shape::new(self.header().count, token_universe(p))
+    }
+
+    /// The listed tokens, in order (tokens mode).
+    pub fn tokens(&self) -> ef::Iter<'_> {
+        ef::iter(self.block.words(), SKETCH_STREAM, self.tokens_shape())
+    }
+
+    pub(super) fn running(&self) -> Running {
+        Running::read(self.block.words())
+    }
+
+    /// Adds `h` in tokens mode; past the token limit the sketch turns into registers, refused
+    /// (nothing changed) when they would take more than `limit` bytes.
+    pub(super) fn add_token(&mut self, h: u64, limit: u64) -> Result<bool, LcError> {
+        let p = self.geometry.precision;
+        let t = token_value(h, p);
+        let shape = self.tokens_shape();
+        let probe = ef::find(self.block.words(), SKETCH_STREAM, shape, t);
+        if probe.found {
+            return Ok(false);
+        }
+        let mut running = self.running();
+        running.step(u128::from(weight(t & 0xff, p)));
+        if shape.k < self.geometry.token_limit {
+            let next = Shape::new(shape.k + 1, token_universe(p));
+            if next.l == shape.l {
+                self.block
+                    .resize(tokens_words(next))
+                    .map_err(|_| LcError::OutOfMemory)?;
+                ef::insert(self.block.words_mut(), SKETCH_STREAM, shape, probe.rank, t);
+            } else {
+                let old = self.tokens();
+                let values = old.clone().take(probe.rank as usize);
+                let values = values.chain(std::iter::once(t));
+                let values = values.chain(old.skip(probe.rank as usize));
+                self.block = tokens_block(p, next.k, values)?;
+            }
+            Header {
+                mode: Mode::Tokens,
+                count: next.k,
+            }
+            .write(&mut self.block);
+            running.write(self.block.words_mut());
+        } else {
+            self.check_registers_within(limit)?;
+            let tokens = self.tokens().chain(std::iter::once(t));
+            let block = registers_from_tokens(p, tokens, running)?;
+            self.block = block;
+        }
+        Ok(true)
+    }
+
+    pub(super) fn check_registers_within(&self, limit: u64) -> Result<(), LcError> {
+        let bytes = registers_words(self.geometry.precision) * 8;
+        if bytes > limit {
+            return Err(LcError::TooLarge { bytes, limit });
+        }
+        Ok(())
+    }
+}
+
+/// A tokens block of `k` sorted distinct token values (running state left zero).
+pub fn tokens_block(p: u32, k: u64, values: impl Iterator<Item = u64>) -> Result<Block, LcError> {
+    let shape = Shape::new(k, token_universe(p));
+    let mut block = Block::zeroed(tokens_words(shape)).ok_or(LcError::OutOfMemory)?;
+    ef::write(block.words_mut(), SKETCH_STREAM, shape, values);
+    Header {
+        mode: Mode::Tokens,
+        count: k,
+    }
+    .write(&mut block);
+    Ok(block)
+}
+
+/// A registers block holding the indicators of these tokens, with this running state
+/// (its `μ` recomputed from the registers).
+pub fn registers_from_tokens(
+    p: u32,
+    tokens: impl Iterator<Item = u64>,
+    running: Running,
+) -> Result<Block, LcError> {
+    let mut registers = vec![0u32; 1 << p];
+    for t in tokens {
+        let r = &mut registers[(t >> 8) as usize];
+        *r = update(*r, t & 0xff);
+    }
+    super::registers::registers_block(p, &registers, running.estimate, running.variance)
+}

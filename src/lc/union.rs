@@ -1,0 +1,259 @@
+//! Unions of sketches (levels.rs) and exact sets: every pair combines, whatever its capacity,
+//! error rate or mode. Both sides are seen as indicators at the smaller of their precisions
+//! (a larger one reduced: levels.rs, "Items as tokens"), the union is the set of both sides'
+//! indicators, and its estimate is the maximum-likelihood one (its running estimate restarts
+//! from there). Reducing tokens is exact; reducing registers takes the levels their windows
+//! have forgotten as set (each is more than 2^4 times as likely to be hit as the highest level).
+
+use super::counter::{Counter, LcError};
+use super::geometry::token_limit;
+use super::header::Mode;
+use super::levels::{
+    ml_estimate, reduced_level, set_levels, union, unset_weight, update, weight, SetCounts, WINDOW,
+};
+use super::registers::registers_block;
+use super::tokens::{registers_from_tokens, tokens_block, Running};
+use crate::core::block::Block;
+
+/// Indicator `(index, level)` of precision `from` seen at precision `to ≤ from`.
+#[inline]
+fn reduce_indicator(mut index: u64, mut level: u64, from: u32, to: u32) -> (u64, u64) {
+    for _ in to..from {
+        level = reduced_level(level, index & 1);
+        index >>= 1;
+    }
+    (index, level)
+}
+
+/// How many token lists' worth of tokens a many-key count sorts at most (see
+/// `sketch_union_count`).
+const SORTED_UNION: u64 = 8;
+
+/// The indicators of a union being built at one precision.
+enum Indicators {
+    Tokens(Vec<u64>),
+    Registers(Vec<u32>),
+}
+
+impl Counter {
+    /// A tokens block of `tokens` (sorted, distinct) at precision `p`, or registers past the
+    /// token limit (refused beyond `limit` bytes), with this running state.
+    pub(super) fn sketch_block(
+        &self,
+        p: u32,
+        tokens: Vec<u64>,
+        running: Running,
+        limit: u64,
+    ) -> Result<Block, LcError> {
+        let k = tokens.len() as u64;
+        if k <= token_limit(p) {
+            let mut block = tokens_block(p, k, tokens.into_iter())?;
+            running.write(block.words_mut());
+            Ok(block)
+        } else {
+            self.check_registers_within(limit)?;
+            registers_from_tokens(p, tokens.into_iter(), running)
+        }
+    }
+
+    /// This counter's tokens at precision `p ≤` its own (exact and tokens modes), sorted.
+    fn tokens_at(&self, p: u32) -> Vec<u64> {
+        let own = self.geometry.precision;
+        if self.is_exact() {
+            return self.exact_tokens(p);
+        }
+        let mut tokens: Vec<u64> = self
+            .tokens()
+            .map(|t| {
+                let (i, k) = reduce_indicator(t >> 8, t & 0xff, own, p);
+                i << 8 | k
+            })
+            .collect();
+        if p < own {
+            tokens.sort_unstable();
+            tokens.dedup();
+        }
+        tokens
+    }
+
+    /// Adds this counter's indicators to `registers` (`2^p` of them, `p ≤` its precision).
+    fn add_to_registers(&self, p: u32, registers: &mut [u32]) {
+        let own = self.geometry.precision;
+        if self.mode() != Mode::Registers {
+            for t in self.tokens_at(p) {
+                let r = &mut registers[(t >> 8) as usize];
+                *r = update(*r, t & 0xff);
+            }
+        } else if own == p {
+            for (out, r) in registers.iter_mut().zip(self.registers()) {
+                *out = union(*out, r);
+            }
+        } else {
+            for (i, r) in self.registers().enumerate() {
+                // Levels below the window are forgotten, not unset: 20 or more below the
+                // highest (almost five halvings), each is over 2^4 times as likely to be hit,
+                // and at the smaller precision some of them land in the window.
+                let top = u64::from(r >> WINDOW);
+                let forgotten = 1..top.saturating_sub(WINDOW);
+                for k in set_levels(r).chain(forgotten) {
+                    let (j, level) = reduce_indicator(i as u64, k, own, p);
+                    let out = &mut registers[j as usize];
+                    *out = update(*out, level);
+                }
+            }
+        }
+    }
+
+    /// The union of `counters` (exact, tokens or registers) as indicators at their smallest
+    /// precision `p`: the token list while it fits one, else registers.
+    fn union_indicators(counters: &[&Counter], p: u32) -> Indicators {
+        if counters.iter().all(|c| c.mode() != Mode::Registers) {
+            let mut tokens: Vec<u64> = counters.iter().flat_map(|c| c.tokens_at(p)).collect();
+            tokens.sort_unstable();
+            tokens.dedup();
+            if tokens.len() as u64 <= token_limit(p) {
+                return Indicators::Tokens(tokens);
+            }
+            let mut registers = vec![0u32; 1 << p];
+            for t in tokens {
+                let r = &mut registers[(t >> 8) as usize];
+                *r = update(*r, t & 0xff);
+            }
+            return Indicators::Registers(registers);
+        }
+        Counter::union_registers(counters, p)
+    }
+
+    /// The union of `counters` as registers at precision `p`: one pass over each, no sort.
+    fn union_registers(counters: &[&Counter], p: u32) -> Indicators {
+        let mut registers = vec![0u32; 1 << p];
+        for c in counters {
+            c.add_to_registers(p, &mut registers);
+        }
+        Indicators::Registers(registers)
+    }
+
+    /// The maximum-likelihood estimate and variance of a union's indicators.
+    fn estimate_of(indicators: &Indicators, p: u32) -> (f64, f64) {
+        let mut counts = SetCounts::new(p);
+        let mut mu = 0u128;
+        match indicators {
+            Indicators::Tokens(tokens) => {
+                mu = 1 << 64;
+                for &t in tokens {
+                    counts.add(t & 0xff);
+                    mu -= u128::from(weight(t & 0xff, p));
+                }
+            }
+            Indicators::Registers(registers) => {
+                for &r in registers {
+                    set_levels(r).for_each(|k| counts.add(k));
+                    mu += unset_weight(r, p);
+                }
+            }
+        }
+        ml_estimate(&counts, mu, p)
+    }
+
+    /// The number of distinct items in the union of exact and sketch counters.
+    pub(super) fn sketch_union_count(counters: &[&Counter]) -> u64 {
+        let Some(p) = counters.iter().map(|c| c.geometry.precision).min() else {
+            return 0;
+        };
+        // Counters listing more than `SORTED_UNION` token lists' worth of tokens in all go to
+        // registers straight away: their union is a token list only when they overlap that
+        // much, and then its registers forget a few of its low levels, which moves the
+        // estimate by far less than its error.
+        let listed: u64 = counters.iter().map(|c| c.header().count).sum();
+        let indicators = if listed > SORTED_UNION * token_limit(p) {
+            Counter::union_registers(counters, p)
+        } else {
+            Counter::union_indicators(counters, p)
+        };
+        Counter::estimate_of(&indicators, p).0.round() as u64
+    }
+
+    /// Makes this counter (exact or sketch) the union of itself and `other` (exact or sketch),
+    /// at the smaller precision of the two, whose geometry it takes; true if it changed.
+    /// Registers refused beyond `limit` bytes, nothing changed.
+    pub(super) fn absorb_sketch(&mut self, other: &Counter, limit: u64) -> Result<bool, LcError> {
+        let same = *self.geometry == *other.geometry;
+        if same && self.is_exact() && other.is_exact() {
+            return self.absorb_exact(other, limit);
+        }
+        let geometry = if other.geometry.precision < self.geometry.precision {
+            other.geometry.clone()
+        } else {
+            self.geometry.clone()
+        };
+        let p = geometry.precision;
+        let indicators = Counter::union_indicators(&[self, other], p);
+        let unchanged = p == self.geometry.precision
+            && match (&indicators, self.mode()) {
+                (Indicators::Tokens(t), Mode::Tokens) => t.len() as u64 == self.header().count,
+                (Indicators::Registers(r), Mode::Registers) => {
+                    r.iter().copied().eq(self.registers())
+                }
+                _ => false,
+            };
+        if unchanged {
+            return Ok(false);
+        }
+        let (estimate, variance) = Counter::estimate_of(&indicators, p);
+        let mut union = Counter {
+            geometry,
+            block: Block::none(),
+        };
+        union.block = match indicators {
+            Indicators::Tokens(tokens) => {
+                let set: u128 = tokens
+                    .iter()
+                    .map(|&t| u128::from(weight(t & 0xff, p)))
+                    .sum();
+                let running = Running {
+                    estimate,
+                    variance,
+                    mu: (1u128 << 64) - set,
+                };
+                union.sketch_block(p, tokens, running, limit)?
+            }
+            Indicators::Registers(registers) => {
+                union.check_registers_within(limit)?;
+                registers_block(p, &registers, estimate, variance)?
+            }
+        };
+        *self = union;
+        Ok(true)
+    }
+
+    /// Two exact counters of the same geometry: exact while the union fits, else its sketch
+    /// with the union's exact size as running estimate.
+    fn absorb_exact(&mut self, other: &Counter, limit: u64) -> Result<bool, LcError> {
+        let mut all: Vec<u64> = self.fingerprints().into_iter().flatten().collect();
+        let before = all.len();
+        all.extend(other.fingerprints().into_iter().flatten());
+        all.sort_unstable();
+        all.dedup();
+        if all.len() == before {
+            return Ok(false);
+        }
+        let k = all.len() as u64;
+        let g = &self.geometry;
+        let mut union = Counter::from_fingerprints(
+            g.capacity,
+            g.error_rate(),
+            g.m,
+            k.min(g.exact_limit),
+            all.iter().copied().take(g.exact_limit as usize),
+        )?;
+        if k > g.exact_limit {
+            // Every fingerprint, past the limit: the exact set only serves to list them.
+            let mut listed = union.try_clone()?;
+            listed.block = Counter::stream_block(Mode::Exact, g.universe(), k, all.into_iter())?;
+            listed.leave_exact(limit)?;
+            union = listed;
+        }
+        *self = union;
+        Ok(true)
+    }
+}
