@@ -18,11 +18,12 @@ use std::fmt::Write as _;
 use lcbloom::bloom::chain::Chain;
 use lcbloom::core::hashing::hash_item;
 use lcbloom::lc::counter::Counter;
+use lcbloom::lc::levels::ml_relative_error;
 use xxhash_rust::xxh3::xxh3_64_with_seed;
 
-const COUNTERS: u64 = 500;
+const COUNTERS: u64 = 100;
 const LC_CAPACITY: u64 = 50_000;
-const LC_MAX_N: u64 = 150_000;
+const LC_MAX_N: u64 = 1_000_000;
 const BF_CAPACITY: u64 = 20_000;
 const QUERIES: u64 = 500_000;
 
@@ -134,10 +135,8 @@ fn lc_error_plot() -> String {
     let points = checkpoints();
     let mut lc_sq = vec![0.0; points.len()];
     let mut hll_sq = vec![0.0; points.len()];
-    let mut bits = 0;
     for s in 0..COUNTERS {
         let mut counter = Counter::reserve(0.01, LC_CAPACITY, u64::MAX).expect("reserve");
-        bits = counter.bits();
         let mut hll = Hll::new();
         let mut n = 0;
         for (j, &target) in points.iter().enumerate() {
@@ -161,28 +160,29 @@ fn lc_error_plot() -> String {
             .map(|(&n, s)| (n as f64, 100.0 * (s / COUNTERS as f64).sqrt()))
             .collect()
     };
-    let m = bits as f64;
-    let theory: Vec<(f64, f64)> = (0..=200)
-        .map(|i| {
-            let n = 100.0 * (LC_MAX_N as f64 / 100.0).powf(i as f64 / 200.0);
-            let t = n / m;
-            (n, 100.0 * (m * (t.exp_m1() - t)).sqrt() / n)
-        })
-        .collect();
+    let p = Counter::reserve(0.01, LC_CAPACITY, u64::MAX)
+        .expect("reserve")
+        .geometry()
+        .precision;
+    let ml = 100.0 * ml_relative_error(p);
+    let theory = vec![(100.0, ml), (LC_MAX_N as f64, ml)];
     let hll_theory = vec![(100.0, 104.0 / 128.0), (LC_MAX_N as f64, 104.0 / 128.0)];
     let chart = Chart {
-        title: format!(
-            "Relative error vs distinct items: LC.RESERVE key 0.01 50000 ({} bytes) vs HyperLogLog (12 KB)",
-            m as u64 / 8
-        ),
+        title: "Relative error vs distinct items: LC.RESERVE key 0.01 50000 (7 KB at most) vs HyperLogLog (12 KB)"
+            .to_string(),
         x_label: "distinct items n (log scale)".into(),
         y_label: "relative error, RMSE (%)".into(),
         x: Axis::log(100.0, LC_MAX_N as f64),
-        y: Axis::linear(0.0, 3.0, 0.5),
+        y: Axis::linear(0.0, 1.5, 0.25),
         series: vec![
-            Series::line("linear counter, theory sqrt(m(e^t-t-1))/n", "#1f77b4", theory, true),
+            Series::line(
+                &format!("LC unions (maximum likelihood, 2^{p} registers): {ml:.2}%"),
+                "#1f77b4",
+                theory,
+                true,
+            ),
             Series::points(
-                &format!("linear counter, measured ({COUNTERS} counters; exact up to 267)"),
+                &format!("LC.COUNT of one counter, measured ({COUNTERS} counters; exact up to 267)"),
                 "#1f77b4",
                 rmse(&lc_sq),
             ),
@@ -193,14 +193,14 @@ fn lc_error_plot() -> String {
                 rmse(&hll_sq),
             ),
         ],
-        vline: Some((LC_CAPACITY as f64, "capacity".into())),
+        vline: Some((267.0, "exact up to 267".into())),
     };
     let lc_at_capacity = rmse(&lc_sq)
         .into_iter()
         .min_by(|a, b| (a.0 - 50_000.0).abs().total_cmp(&(b.0 - 50_000.0).abs()))
         .unwrap();
     println!(
-        "LC RMSE at n = {}: {:.2}%  (m = {bits} bits)",
+        "LC RMSE at n = {}: {:.2}%",
         lc_at_capacity.0, lc_at_capacity.1
     );
     chart.svg()
