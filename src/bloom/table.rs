@@ -7,11 +7,11 @@ use super::commands as bf;
 use super::datatype::BLOOM_TYPE;
 use super::redisbloom::datatype::RB_TYPE;
 use super::{config, stats};
-use crate::callback;
 use crate::server::command_table::{
     arg, double, integer, key, key_at, string, token, ArgKind, CommandInfo, ADD, CREATE, READ,
     RESTORE,
 };
+use crate::server::ffi::callback;
 use crate::server::module::Family;
 use std::ffi::CStr;
 

@@ -5,7 +5,8 @@
 use super::counter::{Counter, LcError};
 use super::header::{Mode, STREAM};
 use super::levels::weight;
-use super::tokens::{token_value, Running};
+use super::running::Running;
+use super::tokens::token_value;
 use crate::core::ef;
 use crate::core::hashing::reduce;
 

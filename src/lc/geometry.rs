@@ -31,7 +31,7 @@
 //! The limits of the exact and sparse modes (counter.rs, "Three modes") follow from `m` alone;
 //! [`Geometry`] holds them, interned: one copy per parameter set.
 
-use super::header::{DENSE_BITMAP, SKETCH_REGISTERS, SKETCH_STREAM, STREAM};
+use super::header::{COUNT_SHIFT, DENSE_BITMAP, SKETCH_REGISTERS, SKETCH_STREAM, STREAM};
 use super::levels::{precision_for, MAX_PRECISION, MIN_PRECISION, REGISTER_BITS};
 use crate::core::alloc::size_class;
 use crate::core::ef::Shape;
@@ -53,6 +53,9 @@ const EXACT_GUARANTEED: u64 = 250;
 const INVERSE_MISCOUNT: u64 = 1_000_100;
 /// A sparse block never takes more (part of the state: a pure function of the set of items).
 pub const SPARSE_MAX_BYTES: u64 = 4096;
+// The header's count field holds every exact and sparse count.
+const _: () = assert!(EXACT_MAX < 1 << (STREAM - COUNT_SHIFT as u64));
+const _: () = assert!(SPARSE_MAX_BYTES * 8 < 1 << (STREAM - COUNT_SHIFT as u64));
 /// Bitmap modes with fewer zero bits than this are reported as saturated.
 pub const SATURATION_ZEROS: u64 = 10;
 /// Largest bitmap considered by the sizing search (2^53 bits, 1 PiB): far beyond any memory

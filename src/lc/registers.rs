@@ -7,7 +7,7 @@ use super::counter::{Counter, LcError};
 use super::geometry::registers_words;
 use super::header::{Header, Mode, SKETCH_REGISTERS};
 use super::levels::{token, unset_weight, update, REGISTER_BITS};
-use super::tokens::Running;
+use super::running::Running;
 use crate::core::block::Block;
 
 impl Counter {

@@ -5,11 +5,11 @@
 use super::commands as lc;
 use super::datatype::LC_TYPE;
 use super::{config, stats};
-use crate::callback;
 use crate::server::command_table::{
     arg, double, integer, key, key_at, keys_from, string, ArgKind, CommandInfo, ADD, CREATE, READ,
     RESTORE,
 };
+use crate::server::ffi::callback;
 use crate::server::module::Family;
 use std::ffi::CStr;
 

@@ -5,44 +5,11 @@
 
 use super::counter::{Counter, LcError};
 use super::geometry::{registers_words, token_universe, tokens_words};
-use super::header::{Header, Mode, SKETCH_ESTIMATE, SKETCH_MU, SKETCH_STREAM, SKETCH_VARIANCE};
-use super::levels::{martingale_step, token, update, weight};
+use super::header::{Header, Mode, SKETCH_STREAM};
+use super::levels::{token, update, weight};
+use super::running::Running;
 use crate::core::block::Block;
 use crate::core::ef::{self, Shape};
-
-/// A sketch's running state: estimate, its variance, and `μ` (units of `2^−64`).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Running {
-    pub estimate: f64,
-    pub variance: f64,
-    pub mu: u128,
-}
-
-impl Running {
-    pub fn read(words: &[u64]) -> Running {
-        Running {
-            estimate: f64::from_bits(words[SKETCH_ESTIMATE]),
-            variance: f64::from_bits(words[SKETCH_VARIANCE]),
-            mu: u128::from(words[SKETCH_MU]) | u128::from(words[SKETCH_MU + 1]) << 64,
-        }
-    }
-
-    pub fn write(self, words: &mut [u64]) {
-        words[SKETCH_ESTIMATE] = self.estimate.to_bits();
-        words[SKETCH_VARIANCE] = self.variance.to_bits();
-        words[SKETCH_MU] = self.mu as u64;
-        words[SKETCH_MU + 1] = (self.mu >> 64) as u64;
-    }
-
-    /// After an add that changed an indicator of weight `gone` out of the unset ones.
-    #[inline]
-    pub fn step(&mut self, gone: u128) {
-        let (de, dv) = martingale_step(self.mu);
-        self.estimate += de;
-        self.variance += dv;
-        self.mu -= gone;
-    }
-}
 
 /// The token of `h` at precision `p` as a stream value.
 #[inline]

@@ -12,7 +12,8 @@ use super::levels::{
     ml_estimate, reduced_level, set_levels, union, unset_weight, update, weight, SetCounts, WINDOW,
 };
 use super::registers::registers_block;
-use super::tokens::{registers_from_tokens, tokens_block, Running};
+use super::running::Running;
+use super::tokens::{registers_from_tokens, tokens_block};
 use crate::core::block::Block;
 
 /// Indicator `(index, level)` of precision `from` seen at precision `to ≤ from`.

@@ -169,7 +169,6 @@ pub fn create_command(
 
 /// The C callback for a handler that borrows its arguments (see [`dispatch`]):
 /// `callback!(bf::add)`.
-#[macro_export]
 macro_rules! callback {
     ($handler:path) => {{
         extern "C" fn callback(
@@ -183,6 +182,7 @@ macro_rules! callback {
         Some(callback)
     }};
 }
+pub(crate) use callback;
 
 #[cfg(test)]
 mod tests {

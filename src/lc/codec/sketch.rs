@@ -12,7 +12,8 @@ use crate::lc::geometry::{registers_words, token_limit, token_universe};
 use crate::lc::header::{Mode, SKETCH_REGISTERS, SKETCH_STREAM};
 use crate::lc::levels::{max_level, weight, REGISTER_BITS, WINDOW};
 use crate::lc::registers::{read_register, registers_block};
-use crate::lc::tokens::{tokens_block, Running};
+use crate::lc::running::Running;
+use crate::lc::tokens::tokens_block;
 
 /// Body length of a tokens or registers counter.
 pub fn body_len(counter: &Counter) -> u64 {
