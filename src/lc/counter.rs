@@ -670,10 +670,31 @@ mod tests {
         assert_eq!(std::mem::size_of::<Counter>(), 16);
     }
 
-    /// For every geometry: fingerprints divided by q are positions, and the miscount bound
-    /// C(n, 2)/U + C(n, 2)/2^64 stays below 10^−6 for every n the guarantee covers.
     fn item(i: u64) -> Vec<u8> {
         format!("item:{i}").into_bytes()
+    }
+
+    /// Adds `item(i)`, `item(i + 1)` … under a 1,024-byte limit until one is refused for
+    /// needing `bytes`: every add before it sets nothing new, and the refused one changes
+    /// nothing. Returns the refused item's index.
+    fn add_until_refused(
+        c: &mut Counter,
+        mut i: u64,
+        item: impl Fn(u64) -> Vec<u8>,
+        bytes: u64,
+    ) -> u64 {
+        loop {
+            let before = c.clone();
+            match c.add_within(&item(i), 1024) {
+                Ok(changed) => assert!(!changed, "an add that sets nothing new"),
+                Err(e) => {
+                    assert_eq!(e, LcError::TooLarge { bytes, limit: 1024 });
+                    assert_eq!(*c, before, "a refused add changes nothing");
+                    return i;
+                }
+            }
+            i += 1;
+        }
     }
 
     fn filled(capacity: u64, items: u64) -> Counter {
@@ -728,18 +749,7 @@ mod tests {
         assert_eq!(c.room_before_dense(), 0);
         let full = c.clone();
         let bytes = registers_words(11) * 8;
-        loop {
-            let before = c.clone();
-            match c.add_within(&item(i), 1024) {
-                Ok(changed) => assert!(!changed, "an add that sets no indicator"),
-                Err(e) => {
-                    assert_eq!(e, LcError::TooLarge { bytes, limit: 1024 });
-                    assert_eq!(c, before, "a refused add changes nothing");
-                    break;
-                }
-            }
-            i += 1;
-        }
+        let i = add_until_refused(&mut c, i, item, bytes);
         assert_eq!(c, full);
         assert!(c.add_within(&item(i), bytes).unwrap());
         assert_eq!(c.mode(), Mode::Registers);
@@ -763,18 +773,7 @@ mod tests {
         let full = c.clone();
         let bytes = bitmap_bytes(c.bits());
         // The next new bit needs the bitmap.
-        loop {
-            let before = c.clone();
-            match c.add_within(&i.to_le_bytes(), 1024) {
-                Ok(changed) => assert!(!changed, "an add that sets no bit"),
-                Err(e) => {
-                    assert_eq!(e, LcError::TooLarge { bytes, limit: 1024 });
-                    assert_eq!(c, before, "a refused add changes nothing");
-                    break;
-                }
-            }
-            i += 1;
-        }
+        add_until_refused(&mut c, i, |i| i.to_le_bytes().to_vec(), bytes);
         assert_eq!(c, full);
         // A merge that could need the switch is refused whole, before anything moves.
         let other = Counter::saved_bitmap(100_000, 0.01, &[1, 2]);

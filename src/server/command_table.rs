@@ -530,6 +530,21 @@ fn check_args(name: &str, args: &[Arg]) {
     }
 }
 
+/// A family's table: what Redis accepts (`check_table`), every command named with the
+/// family's `prefix`, and exactly the `expected` commands with these arities (unit tests).
+#[cfg(test)]
+pub fn check_family_table(commands: &[CommandInfo], prefix: &str, expected: &[(&str, i32)]) {
+    check_table(commands);
+    for c in commands {
+        let name = c.name.to_str().unwrap();
+        assert!(name.starts_with(prefix), "{name} outside {prefix}");
+    }
+    assert_eq!(expected.len(), commands.len());
+    for &(name, arity) in expected {
+        assert_eq!(row(commands, name).arity(), arity, "{name}");
+    }
+}
+
 /// The row named `name` (unit tests).
 #[cfg(test)]
 pub fn row<'a>(commands: &'a [CommandInfo], name: &str) -> &'a CommandInfo {
