@@ -22,26 +22,10 @@ static LAYOUT: Choice = Choice::new(&[c"standard", c"blocked"], 0);
 const LAYOUTS: [Layout; 2] = [Layout::Standard, Layout::Blocked];
 
 pub static CONFIGS: &[Config] = &[
-    Config {
-        name: c"bf-error-rate",
-        redisbloom: Some("ERROR_RATE"),
-        setting: Setting::Rate(&ERROR_RATE),
-    },
-    Config {
-        name: c"bf-initial-size",
-        redisbloom: Some("INITIAL_SIZE"),
-        setting: Setting::Integer(&INITIAL_SIZE),
-    },
-    Config {
-        name: c"bf-expansion-factor",
-        redisbloom: None,
-        setting: Setting::Integer(&EXPANSION),
-    },
-    Config {
-        name: c"bf-layout",
-        redisbloom: None,
-        setting: Setting::Choice(&LAYOUT),
-    },
+    Config::new(c"bf-error-rate", Setting::Rate(&ERROR_RATE)).or_redisbloom("ERROR_RATE"),
+    Config::new(c"bf-initial-size", Setting::Integer(&INITIAL_SIZE)).or_redisbloom("INITIAL_SIZE"),
+    Config::new(c"bf-expansion-factor", Setting::Integer(&EXPANSION)),
+    Config::new(c"bf-layout", Setting::Choice(&LAYOUT)),
 ];
 
 /// RedisBloom 2.8's load arguments, and the configs of later RedisBloom versions, for the

@@ -8,15 +8,12 @@ use super::datatype::BLOOM_TYPE;
 use super::redisbloom::datatype::RB_TYPE;
 use super::{config, stats};
 use crate::server::command_table::{
-    arg, double, integer, key, key_at, string, token, ArgKind, CommandInfo, ADD, CREATE, READ,
+    arg, double, integer, key, key_at, string, token, Arg, ArgKind, CommandInfo, ADD, CREATE, READ,
     RESTORE,
 };
 use crate::server::ffi::callback;
 use crate::server::module::Family;
 use std::ffi::CStr;
-
-/// The module version the commands first appeared in.
-const SINCE: &CStr = c"0.1.0";
 
 pub static FAMILY: Family = Family {
     types: &[&BLOOM_TYPE, &RB_TYPE],
@@ -27,108 +24,110 @@ pub static FAMILY: Family = Family {
     info: stats::INFO,
 };
 
+/// `[LAYOUT standard|blocked]` of the commands that create filters.
+const LAYOUT: Arg = arg(
+    c"layout",
+    ArgKind::OneOf(&[
+        token(c"standard", c"STANDARD"),
+        token(c"blocked", c"BLOCKED"),
+    ]),
+)
+.after(c"LAYOUT")
+.optional();
+const ONE_ITEM: &[Arg] = &[key(c"key", 0), string(c"item")];
+const ITEMS: &[Arg] = &[key(c"key", 0), string(c"item").multiple()];
+const ONE_ITEM_COST: &CStr = c"O(k * s), k = hash functions, s = sub-filters";
+const PER_ITEM_COST: &CStr = c"O(k * s) per item, k = hash functions, s = sub-filters";
+
 pub static COMMANDS: &[CommandInfo] = &[
-    CommandInfo {
-        name: c"bf.reserve",
-        callback: callback!(bf::reserve),
-        flags: "write deny-oom",
-        summary: c"Creates an empty Bloom filter for a capacity and a false-positive rate",
-        since: SINCE,
-        complexity: c"O(n), n = the filter's size (zeroed pages)",
-        keys: &[key_at(1, CREATE)],
-        args: &[
+    CommandInfo::new(
+        c"bf.reserve",
+        callback!(bf::reserve),
+        "write deny-oom",
+        &[key_at(1, CREATE)],
+        &[
             key(c"key", 0),
             double(c"error_rate"),
             integer(c"capacity"),
             integer(c"expansion").after(c"EXPANSION").optional(),
             token(c"nonscaling", c"NONSCALING").optional(),
-            arg(
-                c"layout",
-                ArgKind::OneOf(&[
-                    token(c"standard", c"STANDARD"),
-                    token(c"blocked", c"BLOCKED"),
-                ]),
-            )
-            .after(c"LAYOUT")
-            .optional(),
+            LAYOUT,
         ],
-    },
-    CommandInfo {
-        name: c"bf.add",
-        callback: callback!(bf::add),
-        flags: "write deny-oom fast",
-        summary: c"Adds an item to a Bloom filter, creating the filter if needed",
-        since: SINCE,
-        complexity: c"O(k * s), k = hash functions, s = sub-filters",
-        keys: &[key_at(1, ADD)],
-        args: &[key(c"key", 0), string(c"item")],
-    },
-    CommandInfo {
-        name: c"bf.madd",
-        callback: callback!(bf::madd),
-        flags: "write deny-oom",
-        summary: c"Adds items to a Bloom filter, creating the filter if needed",
-        since: SINCE,
-        complexity: c"O(k * s) per item, k = hash functions, s = sub-filters",
-        keys: &[key_at(1, ADD)],
-        args: &[key(c"key", 0), string(c"item").multiple()],
-    },
-    CommandInfo {
-        name: c"bf.insert",
-        callback: callback!(bf::insert),
-        flags: "write deny-oom",
-        summary: c"Adds items to a Bloom filter, creating it with the given options if needed",
-        since: SINCE,
-        complexity: c"O(k * s) per item, k = hash functions, s = sub-filters",
-        keys: &[key_at(1, ADD)],
-        args: &[
+    )
+    .docs(
+        c"Creates an empty Bloom filter for a capacity and a false-positive rate",
+        c"O(n), n = the filter's size (zeroed pages)",
+    ),
+    CommandInfo::new(
+        c"bf.add",
+        callback!(bf::add),
+        "write deny-oom fast",
+        &[key_at(1, ADD)],
+        ONE_ITEM,
+    )
+    .docs(
+        c"Adds an item to a Bloom filter, creating the filter if needed",
+        ONE_ITEM_COST,
+    ),
+    CommandInfo::new(
+        c"bf.madd",
+        callback!(bf::madd),
+        "write deny-oom",
+        &[key_at(1, ADD)],
+        ITEMS,
+    )
+    .docs(
+        c"Adds items to a Bloom filter, creating the filter if needed",
+        PER_ITEM_COST,
+    ),
+    CommandInfo::new(
+        c"bf.insert",
+        callback!(bf::insert),
+        "write deny-oom",
+        &[key_at(1, ADD)],
+        &[
             key(c"key", 0),
             integer(c"capacity").after(c"CAPACITY").optional(),
             double(c"error").after(c"ERROR").optional(),
             integer(c"expansion").after(c"EXPANSION").optional(),
             token(c"nocreate", c"NOCREATE").optional(),
             token(c"nonscaling", c"NONSCALING").optional(),
-            arg(
-                c"layout",
-                ArgKind::OneOf(&[
-                    token(c"standard", c"STANDARD"),
-                    token(c"blocked", c"BLOCKED"),
-                ]),
-            )
-            .after(c"LAYOUT")
-            .optional(),
+            LAYOUT,
             string(c"item").after(c"ITEMS").multiple(),
         ],
-    },
-    CommandInfo {
-        name: c"bf.exists",
-        callback: callback!(bf::exists),
-        flags: "readonly fast",
-        summary: c"Tells whether an item was (probably) added to a Bloom filter",
-        since: SINCE,
-        complexity: c"O(k * s), k = hash functions, s = sub-filters",
-        keys: &[key_at(1, READ)],
-        args: &[key(c"key", 0), string(c"item")],
-    },
-    CommandInfo {
-        name: c"bf.mexists",
-        callback: callback!(bf::mexists),
-        flags: "readonly",
-        summary: c"Tells for each item whether it was (probably) added to a Bloom filter",
-        since: SINCE,
-        complexity: c"O(k * s) per item, k = hash functions, s = sub-filters",
-        keys: &[key_at(1, READ)],
-        args: &[key(c"key", 0), string(c"item").multiple()],
-    },
-    CommandInfo {
-        name: c"bf.info",
-        callback: callback!(bf::info),
-        flags: "readonly fast",
-        summary: c"Returns the capacity, size, sub-filters, items and expansion of a Bloom filter",
-        since: SINCE,
-        complexity: c"O(1)",
-        keys: &[key_at(1, READ)],
-        args: &[
+    )
+    .docs(
+        c"Adds items to a Bloom filter, creating it with the given options if needed",
+        PER_ITEM_COST,
+    ),
+    CommandInfo::new(
+        c"bf.exists",
+        callback!(bf::exists),
+        "readonly fast",
+        &[key_at(1, READ)],
+        ONE_ITEM,
+    )
+    .docs(
+        c"Tells whether an item was (probably) added to a Bloom filter",
+        ONE_ITEM_COST,
+    ),
+    CommandInfo::new(
+        c"bf.mexists",
+        callback!(bf::mexists),
+        "readonly",
+        &[key_at(1, READ)],
+        ITEMS,
+    )
+    .docs(
+        c"Tells for each item whether it was (probably) added to a Bloom filter",
+        PER_ITEM_COST,
+    ),
+    CommandInfo::new(
+        c"bf.info",
+        callback!(bf::info),
+        "readonly fast",
+        &[key_at(1, READ)],
+        &[
             key(c"key", 0),
             arg(
                 c"field",
@@ -143,37 +142,44 @@ pub static COMMANDS: &[CommandInfo] = &[
             )
             .optional(),
         ],
-    },
-    CommandInfo {
-        name: c"bf.card",
-        callback: callback!(bf::card),
-        flags: "readonly fast",
-        summary: c"Returns the number of items added to a Bloom filter",
-        since: SINCE,
-        complexity: c"O(1)",
-        keys: &[key_at(1, READ)],
-        args: &[key(c"key", 0)],
-    },
-    CommandInfo {
-        name: c"bf.scandump",
-        callback: callback!(bf::scandump),
-        flags: "readonly",
-        summary: c"Returns the next chunk of a Bloom filter's serialized form (for BF.LOADCHUNK)",
-        since: SINCE,
-        complexity: c"O(n), n = the chunk's size (at most 16 MiB)",
-        keys: &[key_at(1, READ)],
-        args: &[key(c"key", 0), integer(c"iterator")],
-    },
-    CommandInfo {
-        name: c"bf.loadchunk",
-        callback: callback!(bf::loadchunk),
-        flags: "write deny-oom",
-        summary: c"Restores a Bloom filter from the replies of BF.SCANDUMP, chunk by chunk",
-        since: SINCE,
-        complexity: c"O(n), n = the chunk's size",
-        keys: &[key_at(1, RESTORE)],
-        args: &[key(c"key", 0), integer(c"iterator"), string(c"data")],
-    },
+    )
+    .docs(
+        c"Returns the capacity, size, sub-filters, items and expansion of a Bloom filter",
+        c"O(1)",
+    ),
+    CommandInfo::new(
+        c"bf.card",
+        callback!(bf::card),
+        "readonly fast",
+        &[key_at(1, READ)],
+        &[key(c"key", 0)],
+    )
+    .docs(
+        c"Returns the number of items added to a Bloom filter",
+        c"O(1)",
+    ),
+    CommandInfo::new(
+        c"bf.scandump",
+        callback!(bf::scandump),
+        "readonly",
+        &[key_at(1, READ)],
+        &[key(c"key", 0), integer(c"iterator")],
+    )
+    .docs(
+        c"Returns the next chunk of a Bloom filter's serialized form (for BF.LOADCHUNK)",
+        c"O(n), n = the chunk's size (at most 16 MiB)",
+    ),
+    CommandInfo::new(
+        c"bf.loadchunk",
+        callback!(bf::loadchunk),
+        "write deny-oom",
+        &[key_at(1, RESTORE)],
+        &[key(c"key", 0), integer(c"iterator"), string(c"data")],
+    )
+    .docs(
+        c"Restores a Bloom filter from the replies of BF.SCANDUMP, chunk by chunk",
+        c"O(n), n = the chunk's size",
+    ),
 ];
 
 #[cfg(test)]

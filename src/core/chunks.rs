@@ -14,6 +14,15 @@ pub const CHUNK_BYTES: u64 = 16 << 20;
 
 use super::decode::DecodeError;
 
+/// `Reader` methods that read one fixed-width number (`u32()`: a little-endian u32).
+macro_rules! numbers {
+    ($($name:ident: $t:ty = $from:ident,)*) => {
+        $(pub fn $name(&mut self) -> Result<$t, DecodeError> {
+            self.array().map(<$t>::$from)
+        })*
+    };
+}
+
 /// Reads a byte string front to back; running out is the reader's `short` error.
 pub struct Reader<'a> {
     bytes: &'a [u8],
@@ -54,29 +63,14 @@ impl<'a> Reader<'a> {
         Ok(self.take(1)?[0])
     }
 
-    pub fn u16(&mut self) -> Result<u16, DecodeError> {
-        self.array().map(u16::from_le_bytes)
-    }
-
-    pub fn u32(&mut self) -> Result<u32, DecodeError> {
-        self.array().map(u32::from_le_bytes)
-    }
-
-    pub fn u64(&mut self) -> Result<u64, DecodeError> {
-        self.array().map(u64::from_le_bytes)
-    }
-
-    pub fn f64(&mut self) -> Result<f64, DecodeError> {
-        self.array().map(f64::from_le_bytes)
-    }
-
-    /// A big-endian u32 and u64 (RDB lengths are the one big-endian field anywhere).
-    pub fn u32_be(&mut self) -> Result<u32, DecodeError> {
-        self.array().map(u32::from_be_bytes)
-    }
-
-    pub fn u64_be(&mut self) -> Result<u64, DecodeError> {
-        self.array().map(u64::from_be_bytes)
+    numbers! {
+        u16: u16 = from_le_bytes,
+        u32: u32 = from_le_bytes,
+        u64: u64 = from_le_bytes,
+        f64: f64 = from_le_bytes,
+        // RDB lengths are the one big-endian field anywhere.
+        u32_be: u32 = from_be_bytes,
+        u64_be: u64 = from_be_bytes,
     }
 
     /// A shortest-form LEB128 u64.

@@ -8,16 +8,8 @@ static ERROR_RATE: Rate = Rate::new(0.01);
 static CAPACITY: Integer = Integer::new(50_000, 1, MAX_CAPACITY);
 
 pub static CONFIGS: &[Config] = &[
-    Config {
-        name: c"lc-error-rate",
-        redisbloom: None,
-        setting: Setting::Rate(&ERROR_RATE),
-    },
-    Config {
-        name: c"lc-capacity",
-        redisbloom: None,
-        setting: Setting::Integer(&CAPACITY),
-    },
+    Config::new(c"lc-error-rate", Setting::Rate(&ERROR_RATE)),
+    Config::new(c"lc-capacity", Setting::Integer(&CAPACITY)),
 ];
 
 /// The defaults a linear counter created without parameters gets: (rate, capacity).

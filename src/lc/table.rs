@@ -11,10 +11,6 @@ use crate::server::command_table::{
 };
 use crate::server::ffi::callback;
 use crate::server::module::Family;
-use std::ffi::CStr;
-
-/// The module version the commands first appeared in.
-const SINCE: &CStr = c"0.1.0";
 
 pub static FAMILY: Family = Family {
     types: &[&LC_TYPE],
@@ -26,70 +22,21 @@ pub static FAMILY: Family = Family {
 };
 
 pub static COMMANDS: &[CommandInfo] = &[
-    CommandInfo {
-        name: c"lc.reserve",
-        callback: callback!(lc::reserve),
-        flags: "write deny-oom fast",
-        summary: c"Creates an empty linear counter for a capacity and a standard error",
-        since: SINCE,
-        complexity: c"O(1): nothing is allocated before the first item",
-        keys: &[key_at(1, CREATE)],
-        args: &[key(c"key", 0), double(c"error_rate"), integer(c"capacity")],
-    },
-    CommandInfo {
-        name: c"lc.add",
-        callback: callback!(lc::add),
-        flags: "write deny-oom",
-        summary: c"Adds items to a linear counter, creating the counter if needed",
-        since: SINCE,
-        complexity: c"O(1) per item in registers mode, O(s) per item in exact and tokens mode (s <= 8192 fingerprints or 4 KiB of tokens)",
-        keys: &[key_at(1, ADD)],
-        args: &[key(c"key", 0), string(c"item").optional().multiple()],
-    },
-    CommandInfo {
-        name: c"lc.count",
-        callback: callback!(lc::count),
-        flags: "readonly",
-        summary: c"Estimates the number of distinct items in the union of linear counters",
-        since: SINCE,
-        complexity: c"O(1) for one key, O(n) for several, n = their total size",
-        keys: &[keys_from(1, READ)],
-        args: &[key(c"key", 0).multiple()],
-    },
-    CommandInfo {
-        name: c"lc.merge",
-        callback: callback!(lc::merge),
-        flags: "write deny-oom",
-        summary: c"Merges linear counters into a destination counter",
-        since: SINCE,
-        complexity: c"O(n), n = the total size of the counters",
-        keys: &[
+    CommandInfo::new(c"lc.reserve", callback!(lc::reserve), "write deny-oom fast", &[key_at(1, CREATE)], &[key(c"key", 0), double(c"error_rate"), integer(c"capacity")])
+.docs(c"Creates an empty linear counter for a capacity and a standard error", c"O(1): nothing is allocated before the first item"),
+    CommandInfo::new(c"lc.add", callback!(lc::add), "write deny-oom", &[key_at(1, ADD)], &[key(c"key", 0), string(c"item").optional().multiple()])
+.docs(c"Adds items to a linear counter, creating the counter if needed", c"O(1) per item in registers mode, O(s) per item in exact and tokens mode (s <= 8192 fingerprints or 4 KiB of tokens)"),
+    CommandInfo::new(c"lc.count", callback!(lc::count), "readonly", &[keys_from(1, READ)], &[key(c"key", 0).multiple()])
+.docs(c"Estimates the number of distinct items in the union of linear counters", c"O(1) for one key, O(n) for several, n = their total size"),
+    CommandInfo::new(c"lc.merge", callback!(lc::merge), "write deny-oom", &[
             // The destination's content is combined with the sources', as PFMERGE's.
             key_at(1, ADD),
             keys_from(2, READ),
-        ],
-        args: &[key(c"destkey", 0), key(c"sourcekey", 1).multiple()],
-    },
-    CommandInfo {
-        name: c"lc.info",
-        callback: callback!(lc::info),
-        flags: "readonly fast",
-        summary: c"Returns the geometry, mode, count and standard error of a linear counter",
-        since: SINCE,
-        complexity: c"O(1)",
-        keys: &[key_at(1, READ)],
-        args: &[key(c"key", 0)],
-    },
-    CommandInfo {
-        name: c"lc.loadchunk",
-        callback: callback!(lc::loadchunk),
-        flags: "write deny-oom",
-        summary:
-            c"Recreates a linear counter from its serialized form, whole or in pieces (AOF rewrite)",
-        since: SINCE,
-        complexity: c"O(n), n = the payload's size",
-        keys: &[key_at(1, RESTORE)],
-        args: &[
+        ], &[key(c"destkey", 0), key(c"sourcekey", 1).multiple()])
+.docs(c"Merges linear counters into a destination counter", c"O(n), n = the total size of the counters"),
+    CommandInfo::new(c"lc.info", callback!(lc::info), "readonly fast", &[key_at(1, READ)], &[key(c"key", 0)])
+.docs(c"Returns the geometry, mode, count and standard error of a linear counter", c"O(1)"),
+    CommandInfo::new(c"lc.loadchunk", callback!(lc::loadchunk), "write deny-oom", &[key_at(1, RESTORE)], &[
             key(c"key", 0),
             arg(
                 c"form",
@@ -101,8 +48,8 @@ pub static COMMANDS: &[CommandInfo] = &[
                     ),
                 ]),
             ),
-        ],
-    },
+        ])
+.docs(c"Recreates a linear counter from its serialized form, whole or in pieces (AOF rewrite)", c"O(n), n = the payload's size"),
 ];
 
 #[cfg(test)]

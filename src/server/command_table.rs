@@ -180,7 +180,37 @@ impl Arg {
     }
 }
 
+/// The module version every command first appeared in.
+const FIRST_VERSION: &CStr = c"0.1.0";
+
 impl CommandInfo {
+    /// The row of command `name`: its handler, flags, keys and arguments. `docs` adds
+    /// what `COMMAND DOCS` says of it.
+    pub const fn new(
+        name: &'static CStr,
+        callback: raw::RedisModuleCmdFunc,
+        flags: &'static str,
+        keys: &'static [KeySpec],
+        args: &'static [Arg],
+    ) -> CommandInfo {
+        CommandInfo {
+            name,
+            callback,
+            flags,
+            summary: c"",
+            since: FIRST_VERSION,
+            complexity: c"",
+            keys,
+            args,
+        }
+    }
+
+    pub const fn docs(mut self, summary: &'static CStr, complexity: &'static CStr) -> CommandInfo {
+        self.summary = summary;
+        self.complexity = complexity;
+        self
+    }
+
     /// The arity Redis checks before calling the handler: N words exactly, or -N for at
     /// least N (the command name counts).
     pub fn arity(&self) -> i32 {
@@ -486,7 +516,7 @@ pub fn check_table(commands: &[CommandInfo]) {
     for c in commands {
         let name = c.name.to_str().unwrap();
         assert_eq!(name, name.to_lowercase());
-        assert!(!c.summary.is_empty() && !c.complexity.is_empty() && !c.since.is_empty());
+        assert!(!c.summary.is_empty() && !c.complexity.is_empty());
         let writes = c.flags.split_whitespace().any(|f| f == "write");
         let reads = c.flags.split_whitespace().any(|f| f == "readonly");
         assert!(writes != reads, "{name}: exactly one of write, readonly");
@@ -558,51 +588,36 @@ pub fn row<'a>(commands: &'a [CommandInfo], name: &str) -> &'a CommandInfo {
 mod tests {
     use super::*;
 
+    /// A choice whose second branch is a block of two arguments.
+    const FORM: Arg = arg(c"form", ArgKind::OneOf(&[string(c"payload"), CHUNK]));
+    const CHUNK: Arg = arg(c"chunk", ArgKind::Block(&[integer(c"i"), string(c"piece")]));
+
     /// Rows shaped as the families' are: one key, a multi-key read, nested arguments.
     static ROWS: &[CommandInfo] = &[
-        CommandInfo {
-            name: c"t.add",
-            callback: None,
-            flags: "write deny-oom fast",
-            summary: c"s",
-            since: c"0.1.0",
-            complexity: c"O(1)",
-            keys: &[key_at(1, ADD)],
-            args: &[key(c"key", 0), string(c"item").multiple()],
-        },
-        CommandInfo {
-            name: c"t.count",
-            callback: None,
-            flags: "readonly",
-            summary: c"s",
-            since: c"0.1.0",
-            complexity: c"O(n)",
-            keys: &[keys_from(1, READ)],
-            args: &[key(c"key", 0).multiple()],
-        },
-        CommandInfo {
-            name: c"t.load",
-            callback: None,
-            flags: "write deny-oom",
-            summary: c"s",
-            since: c"0.1.0",
-            complexity: c"O(n)",
-            keys: &[key_at(1, RESTORE)],
-            args: &[
-                key(c"key", 0),
-                arg(
-                    c"form",
-                    ArgKind::OneOf(&[
-                        string(c"payload"),
-                        arg(
-                            c"chunk",
-                            ArgKind::Block(&[integer(c"iterator"), string(c"piece")]),
-                        ),
-                    ]),
-                ),
-                token(c"fast", c"FAST").optional(),
-            ],
-        },
+        CommandInfo::new(
+            c"t.add",
+            None,
+            "write deny-oom fast",
+            &[key_at(1, ADD)],
+            &[key(c"key", 0), string(c"item").multiple()],
+        )
+        .docs(c"s", c"O(1)"),
+        CommandInfo::new(
+            c"t.count",
+            None,
+            "readonly",
+            &[keys_from(1, READ)],
+            &[key(c"key", 0).multiple()],
+        )
+        .docs(c"s", c"O(n)"),
+        CommandInfo::new(
+            c"t.load",
+            None,
+            "write deny-oom",
+            &[key_at(1, RESTORE)],
+            &[key(c"key", 0), FORM, token(c"fast", c"FAST").optional()],
+        )
+        .docs(c"s", c"O(n)"),
     ];
 
     #[test]

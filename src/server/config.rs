@@ -198,6 +198,20 @@ impl Choice {
 }
 
 impl Config {
+    pub const fn new(name: &'static CStr, setting: Setting) -> Config {
+        Config {
+            name,
+            redisbloom: None,
+            setting,
+        }
+    }
+
+    /// The same config, also set by RedisBloom's load argument `name`.
+    pub const fn or_redisbloom(mut self, name: &'static str) -> Config {
+        self.redisbloom = Some(name);
+        self
+    }
+
     pub fn name(&self) -> &'static str {
         self.name.to_str().unwrap_or("")
     }
@@ -457,11 +471,7 @@ mod tests {
         static B: Integer = Integer::bytes(1 << 30, 1024, i64::MAX);
         static R: Rate = Rate::new(0.01);
         static C: Choice = Choice::new(&[c"standard", c"blocked"], 0);
-        let config = |setting| Config {
-            name: c"x",
-            redisbloom: None,
-            setting,
-        };
+        let config = |setting| Config::new(c"x", setting);
         let n = config(Setting::Integer(&N));
         assert!(n.accepts("1") && n.accepts("400") && !n.accepts("0") && !n.accepts("abc"));
         assert!(!n.accepts("1e3") && !n.accepts(" 5"));

@@ -18,16 +18,11 @@ static MAX_ITEMS_PER_COMMAND: Integer = Integer::new(100_000, 1, i64::MAX);
 
 /// The configs of this file.
 pub static CONFIGS: &[Config] = &[
-    Config {
-        name: c"max-memory-per-key",
-        redisbloom: None,
-        setting: Setting::Integer(&MAX_MEMORY_PER_KEY),
-    },
-    Config {
-        name: c"max-items-per-command",
-        redisbloom: None,
-        setting: Setting::Integer(&MAX_ITEMS_PER_COMMAND),
-    },
+    Config::new(c"max-memory-per-key", Setting::Integer(&MAX_MEMORY_PER_KEY)),
+    Config::new(
+        c"max-items-per-command",
+        Setting::Integer(&MAX_ITEMS_PER_COMMAND),
+    ),
 ];
 
 /// Bytes a single value may take.

@@ -85,25 +85,18 @@ pub fn parse<'a>(
             ));
         };
         let is = |n: &str| name.eq_ignore_ascii_case(n.as_bytes());
-        if let Some(i) = configs.iter().position(|c| is(c.name())) {
+        let own = configs.iter().position(|c| is(c.name())).map(|i| (i, ""));
+        let theirs = || {
+            let i = configs.iter().position(|c| c.redisbloom.is_some_and(is))?;
+            Some((i, "RedisBloom's "))
+        };
+        if let Some((i, whose)) = own.or_else(theirs) {
             let config = configs[i];
             set(&mut values[i], config, name, value)?;
             log.push(LogLine {
                 warning: false,
                 text: format!(
-                    "lcbloom: load argument {} {} sets {}",
-                    shown(name),
-                    shown(value),
-                    config.name()
-                ),
-            });
-        } else if let Some(i) = configs.iter().position(|c| c.redisbloom.is_some_and(is)) {
-            let config = configs[i];
-            set(&mut values[i], config, name, value)?;
-            log.push(LogLine {
-                warning: false,
-                text: format!(
-                    "lcbloom: RedisBloom's load argument {} {} sets {}",
+                    "lcbloom: {whose}load argument {} {} sets {}",
                     shown(name),
                     shown(value),
                     config.name()
@@ -169,16 +162,8 @@ mod tests {
     static SIZE: Integer = Integer::new(100, 1, 1 << 50);
     static RATE: Rate = Rate::new(0.01);
     static CONFIGS: [Config; 2] = [
-        Config {
-            name: c"bf-initial-size",
-            redisbloom: Some("INITIAL_SIZE"),
-            setting: Setting::Integer(&SIZE),
-        },
-        Config {
-            name: c"bf-error-rate",
-            redisbloom: Some("ERROR_RATE"),
-            setting: Setting::Rate(&RATE),
-        },
+        Config::new(c"bf-initial-size", Setting::Integer(&SIZE)).or_redisbloom("INITIAL_SIZE"),
+        Config::new(c"bf-error-rate", Setting::Rate(&RATE)).or_redisbloom("ERROR_RATE"),
     ];
     static CUCKOO: Ignored = Ignored {
         name: "CF_MAX_EXPANSIONS",
