@@ -264,32 +264,22 @@ fn reserve_key(ctx: &Context, args: &[RedisString]) -> RedisResult {
 
 /// `BF.ADD key item`
 pub fn add(ctx: &Context, args: &[RedisString]) -> RedisResult {
-    if args.len() != 3 {
-        return Err(RedisError::WrongArity);
-    }
-    add_items(
-        ctx,
-        c"bf.add",
-        &args[1],
-        &args[2..],
-        Some(FilterParams::defaults()),
-        false,
-    )
+    add_with_defaults(ctx, c"bf.add", args, false)
 }
 
 /// `BF.MADD key item [item ...]`
 pub fn madd(ctx: &Context, args: &[RedisString]) -> RedisResult {
-    if args.len() < 3 {
+    add_with_defaults(ctx, c"bf.madd", args, true)
+}
+
+/// `BF.ADD` (one item) and `BF.MADD` (`many`): a missing key gets a filter with the
+/// configured defaults.
+fn add_with_defaults(ctx: &Context, event: &CStr, args: &[RedisString], many: bool) -> RedisResult {
+    if args.len() < 3 || (!many && args.len() != 3) {
         return Err(RedisError::WrongArity);
     }
-    add_items(
-        ctx,
-        c"bf.madd",
-        &args[1],
-        &args[2..],
-        Some(FilterParams::defaults()),
-        true,
-    )
+    let defaults = Some(FilterParams::defaults());
+    add_items(ctx, event, &args[1], &args[2..], defaults, many)
 }
 
 /// `BF.INSERT key [CAPACITY c] [ERROR e] [EXPANSION n] [NOCREATE] [NONSCALING]

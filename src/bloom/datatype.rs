@@ -46,14 +46,8 @@ impl StoredValue for Chain {
     /// RDB encoding version of the type (the codec carries its own version too).
     const ENCVER: c_int = 1;
     const AOF_COMMAND: &'static CStr = c"BF.LOADCHUNK";
-
-    fn redis_type() -> &'static RedisType {
-        &BLOOM_TYPE
-    }
-
-    fn tally() -> &'static Tally {
-        &stats::FILTERS
-    }
+    const TYPE: &'static RedisType = &BLOOM_TYPE;
+    const TALLY: &'static Tally = &stats::FILTERS;
 
     fn sub_tally(&self) -> Option<&'static Tally> {
         (self.layout() == Layout::Blocked).then_some(&stats::BLOCKED)

@@ -26,14 +26,8 @@ impl StoredValue for Counter {
     const NAME: &'static str = "linear counter";
     const ENCVER: c_int = 1;
     const AOF_COMMAND: &'static CStr = c"LC.LOADCHUNK";
-
-    fn redis_type() -> &'static RedisType {
-        &LC_TYPE
-    }
-
-    fn tally() -> &'static Tally {
-        &stats::COUNTERS
-    }
+    const TYPE: &'static RedisType = &LC_TYPE;
+    const TALLY: &'static Tally = &stats::COUNTERS;
 
     fn memory_bytes(&self) -> u64 {
         Counter::memory_bytes(self)

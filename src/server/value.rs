@@ -36,9 +36,9 @@ pub trait StoredValue: Sized + 'static {
     const AOF_COMMAND: &'static CStr;
 
     /// The registered type (a `static` next to the impl).
-    fn redis_type() -> &'static RedisType;
+    const TYPE: &'static RedisType;
     /// Its `INFO lcbloom` tally.
-    fn tally() -> &'static Tally;
+    const TALLY: &'static Tally;
     /// A second tally this value also counts in, by a property fixed at its creation (blocked
     /// Bloom filters); none by default.
     fn sub_tally(&self) -> Option<&'static Tally> {
@@ -139,7 +139,7 @@ unsafe fn value<'a, T>(value: *const c_void) -> &'a T {
 
 /// The tallies `v` counts in.
 fn tallies<T: StoredValue>(v: &T) -> impl Iterator<Item = &'static Tally> {
-    std::iter::once(T::tally()).chain(v.sub_tally())
+    std::iter::once(T::TALLY).chain(v.sub_tally())
 }
 
 fn into_redis<T: StoredValue>(v: T) -> *mut c_void {
@@ -417,7 +417,7 @@ impl Key {
 
     /// The value if the key holds a `T`: None if it is empty, `WRONGTYPE` for any other type.
     fn value<T: StoredValue>(&self) -> Result<Option<*mut T>, RedisError> {
-        let wanted = *T::redis_type().raw_type.borrow();
+        let wanted = *T::TYPE.raw_type.borrow();
         // SAFETY: as in `is_empty`. The module type of an empty key, or of a key that is not a
         // module key, is null, never `wanted`: only then is the key's type asked for.
         unsafe {
@@ -497,7 +497,7 @@ pub fn write_either<A: StoredValue, B: StoredValue>(
 /// stored.
 pub fn store<T: StoredValue>(key: &mut Key, v: T) -> Result<&mut T, RedisError> {
     let (bytes, sub) = (v.memory_bytes(), v.sub_tally());
-    let ty = *T::redis_type().raw_type.borrow();
+    let ty = *T::TYPE.raw_type.borrow();
     let ptr = Box::into_raw(Box::new(v));
     // SAFETY: the key is open for writing and empty; Redis takes ownership of the box (and
     // frees it through the type's `free`) when the call succeeds.
@@ -509,7 +509,7 @@ pub fn store<T: StoredValue>(key: &mut Key, v: T) -> Result<&mut T, RedisError> 
         drop(unsafe { Box::from_raw(ptr) });
         return Err(RedisError::Str(crate::server::errors::NOT_STORED));
     }
-    std::iter::once(T::tally())
+    std::iter::once(T::TALLY)
         .chain(sub)
         .for_each(|t| t.created(bytes));
     // SAFETY: the box now stored under the key, alive while it is open; `key` stays borrowed

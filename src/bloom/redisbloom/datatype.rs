@@ -102,14 +102,8 @@ impl StoredValue for RedisBloomChain {
     const ENCVER: c_int = rdb::ENCVER as c_int;
     const OLDEST_ENCVER: c_int = 0;
     const AOF_COMMAND: &'static CStr = c"BF.LOADCHUNK";
-
-    fn redis_type() -> &'static RedisType {
-        &RB_TYPE
-    }
-
-    fn tally() -> &'static Tally {
-        &stats::FILTERS
-    }
+    const TYPE: &'static RedisType = &RB_TYPE;
+    const TALLY: &'static Tally = &stats::FILTERS;
 
     fn sub_tally(&self) -> Option<&'static Tally> {
         Some(&stats::REDISBLOOM)

@@ -284,13 +284,7 @@ pub fn encode_value_legacy(chain: &RedisBloomChain, encver: u32) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn hex(s: &str) -> Vec<u8> {
-        (0..s.len())
-            .step_by(2)
-            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
-            .collect()
-    }
+    use crate::bloom::redisbloom::hex;
 
     #[test]
     fn module_id_of_mbbloom() {

@@ -183,22 +183,14 @@ mod tests {
             (shape(&p), p.bpe),
             ((1000, 0.0005, 11, 15872), 15.820282606940136)
         );
-        assert_eq!(
-            shape(&LinkParams::init(100, 0.01, r).unwrap()),
-            (100, 0.01, 7, 960)
-        );
-        assert_eq!(
-            shape(&LinkParams::init(50, 0.001, r).unwrap()),
-            (50, 0.001, 10, 768)
-        );
-        assert_eq!(
-            shape(&LinkParams::init(7, 0.025, r).unwrap()),
-            (7, 0.025, 6, 64)
-        );
-        assert_eq!(
-            shape(&LinkParams::init(100, 0.005, r).unwrap()),
-            (100, 0.005, 8, 1152)
-        );
+        for (entries, error, want) in [
+            (100, 0.01, (100, 0.01, 7, 960)),
+            (50, 0.001, (50, 0.001, 10, 768)),
+            (7, 0.025, (7, 0.025, 6, 64)),
+            (100, 0.005, (100, 0.005, 8, 1152)),
+        ] {
+            assert_eq!(shape(&LinkParams::init(entries, error, r).unwrap()), want);
+        }
         let big = LinkParams::init(20_000_000, 0.005, r).unwrap();
         assert_eq!((big.bits, big.bytes), (220555072, 27569384));
     }

@@ -57,5 +57,15 @@ pub mod murmur;
 pub mod rdb;
 pub mod scandump;
 
+/// Bytes from hex digits, spaces between them allowed (RedisBloom's bytes in the tests).
+#[cfg(test)]
+fn hex(s: &str) -> Vec<u8> {
+    let s: String = s.chars().filter(|c| !c.is_whitespace()).collect();
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+        .collect()
+}
+
 pub use crate::bloom::codec::{BAD_DATA, OUT_OF_MEMORY, TOO_LARGE};
 pub use crate::core::decode::DecodeError;

@@ -141,14 +141,7 @@ pub fn load_chunk(chain: &mut RedisBloomChain, it: i64, data: &[u8]) -> Result<(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn hex(s: &str) -> Vec<u8> {
-        let s: String = s.chars().filter(|c| !c.is_whitespace()).collect();
-        (0..s.len())
-            .step_by(2)
-            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
-            .collect()
-    }
+    use crate::bloom::redisbloom::hex;
 
     #[test]
     fn header_matches_redisbloom_bytes() {
