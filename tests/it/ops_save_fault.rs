@@ -1,8 +1,8 @@
 //! A panic while a value is saved, injected by the fault-injection build of the module
 //! (`target/fault-injection/liblcbloom.so`, `LCBLOOM_FAULT=save`: every value's save panics;
 //! src/server/save.rs). A background save must fail and leave the previous RDB byte for byte;
-//! a foreground save (SAVE, DUMP) must write the value so that loading it is refused with a
-//! logged reason, never loaded as something else.
+//! a foreground save (SAVE, DUMP, DEBUG RELOAD) must write the value so that loading it is
+//! refused with a logged reason, never loaded as something else.
 
 use crate::common::fuzz::dump_payload;
 use crate::common::redisbloom::{legacy_chain, RDB_VERSION};
@@ -146,6 +146,34 @@ fn a_failed_foreground_save_is_refused_at_load() {
     ok(&mut c, &["SAVE"]);
     faulty.shutdown("NOSAVE");
     let log = Server::builder().dir(&dir).start_expecting_failure();
+    assert!(log.contains("lcbloom: refusing a"), "{log}");
+    assert!(log.contains("cut short by a save"), "{log}");
+}
+
+#[test]
+fn debug_reload_of_a_failed_save_loads_nothing_wrong() {
+    let dir = Server::fresh_dir();
+    let mut faulty = faulty_server(&dir);
+    let mut c = faulty.conn();
+    fill(&mut c);
+    // DEBUG RELOAD saves (each value written cut short), empties the dataset, then loads the
+    // file: the load refuses it, and the server goes on with nothing rather than a wrong value.
+    let err = redis::cmd("DEBUG")
+        .arg("RELOAD")
+        .query::<Value>(&mut c)
+        .unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("Error trying to load the RDB dump"),
+        "{err}"
+    );
+    assert!(faulty.alive());
+    assert_eq!(cmd(&mut c, &["DBSIZE"]).unwrap(), Value::Int(0));
+    let log = faulty.log();
+    assert!(
+        log.contains("lcbloom: internal error in rdb_save of a"),
+        "{log}"
+    );
     assert!(log.contains("lcbloom: refusing a"), "{log}");
     assert!(log.contains("cut short by a save"), "{log}");
 }
