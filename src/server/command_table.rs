@@ -592,33 +592,25 @@ mod tests {
     const FORM: Arg = arg(c"form", ArgKind::OneOf(&[string(c"payload"), CHUNK]));
     const CHUNK: Arg = arg(c"chunk", ArgKind::Block(&[integer(c"i"), string(c"piece")]));
 
+    const ITEMS: &[Arg] = &[key(c"key", 0), string(c"item").multiple()];
+    const KEYS: &[Arg] = &[key(c"key", 0).multiple()];
+    const LOAD: &[Arg] = &[key(c"key", 0), FORM, token(c"fast", c"FAST").optional()];
+
     /// Rows shaped as the families' are: one key, a multi-key read, nested arguments.
     static ROWS: &[CommandInfo] = &[
-        CommandInfo::new(
-            c"t.add",
-            None,
-            "write deny-oom fast",
-            &[key_at(1, ADD)],
-            &[key(c"key", 0), string(c"item").multiple()],
-        )
-        .docs(c"s", c"O(1)"),
-        CommandInfo::new(
-            c"t.count",
-            None,
-            "readonly",
-            &[keys_from(1, READ)],
-            &[key(c"key", 0).multiple()],
-        )
-        .docs(c"s", c"O(n)"),
-        CommandInfo::new(
-            c"t.load",
-            None,
-            "write deny-oom",
-            &[key_at(1, RESTORE)],
-            &[key(c"key", 0), FORM, token(c"fast", c"FAST").optional()],
-        )
-        .docs(c"s", c"O(n)"),
+        documented(c"t.add", "write deny-oom fast", &[key_at(1, ADD)], ITEMS),
+        documented(c"t.count", "readonly", &[keys_from(1, READ)], KEYS),
+        documented(c"t.load", "write deny-oom", &[key_at(1, RESTORE)], LOAD),
     ];
+
+    const fn documented(
+        name: &'static CStr,
+        flags: &'static str,
+        keys: &'static [KeySpec],
+        args: &'static [Arg],
+    ) -> CommandInfo {
+        CommandInfo::new(name, None, flags, keys, args).docs(c"s", c"O(n)")
+    }
 
     #[test]
     fn rows_are_what_redis_accepts() {

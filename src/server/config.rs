@@ -338,6 +338,9 @@ pub fn load_configs(ctx: &Context) -> Result<(), String> {
     }
 }
 
+/// Where a config's set callback may leave its error message for Redis.
+type ErrorSlot = *mut *mut raw::RedisModuleString;
+
 /// # Safety
 /// `privdata` is what `register` gave for a config of this kind: a `&'static T`.
 unsafe fn setting<'a, T>(privdata: *mut c_void) -> &'a T {
@@ -349,7 +352,7 @@ unsafe fn setting<'a, T>(privdata: *mut c_void) -> &'a T {
 ///
 /// # Safety
 /// `err` is the error slot Redis passed to a config's set callback.
-unsafe fn refuse(err: *mut *mut raw::RedisModuleString, message: &str) -> c_int {
+unsafe fn refuse(err: ErrorSlot, message: &str) -> c_int {
     // SAFETY: a read of a function pointer Redis sets at load; a string with no context is
     // the kind Redis expects here.
     unsafe {
@@ -372,7 +375,7 @@ extern "C" fn set_integer(
     _name: *const c_char,
     value: c_longlong,
     privdata: *mut c_void,
-    _err: *mut *mut raw::RedisModuleString,
+    _err: ErrorSlot,
 ) -> c_int {
     guard_callback("config set", raw::Status::Err as c_int, || {
         // SAFETY: registered with an `Integer` as private data. Redis checked min..=max.
@@ -410,7 +413,7 @@ extern "C" fn set_rate(
     name: *const c_char,
     value: *mut raw::RedisModuleString,
     privdata: *mut c_void,
-    err: *mut *mut raw::RedisModuleString,
+    err: ErrorSlot,
 ) -> c_int {
     guard_callback("config set", raw::Status::Err as c_int, || {
         // SAFETY: registered with a `Rate` as private data; Redis passes the config's name
@@ -445,7 +448,7 @@ extern "C" fn set_choice(
     _name: *const c_char,
     value: c_int,
     privdata: *mut c_void,
-    err: *mut *mut raw::RedisModuleString,
+    err: ErrorSlot,
 ) -> c_int {
     guard_callback("config set", raw::Status::Err as c_int, || {
         // SAFETY: registered with a `Choice` as private data; Redis passes one of the values
