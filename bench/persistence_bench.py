@@ -27,7 +27,11 @@ import time
 
 import redis
 
+import server_bench
 from server_bench import OUR_MODULE, PEER_MODULE, Server, fill, log
+
+# DEBUG RELOAD is one of the paths timed.
+server_bench.SERVER_ARGS += ["--enable-debug-command", "yes"]
 
 FILLS = [int(x) for x in os.environ.get("PERSIST_FILLS", "0,2000000").split(",")]
 ROUNDS = int(os.environ.get("PERSIST_ROUNDS", "3"))

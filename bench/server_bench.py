@@ -75,6 +75,10 @@ def free_port():
         return s.getsockname()[1]
 
 
+# More redis-server arguments for every server a benchmark starts.
+SERVER_ARGS = []
+
+
 class Server:
     """A redis-server with one module, in its own temp dir; killed by close()."""
 
@@ -85,7 +89,7 @@ class Server:
             self.port = free_port()
             self.proc = subprocess.Popen(
                 [SERVER_BIN, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-                 "--appendonly", "no", "--dir", self.dir, "--logfile", "server.log",
+                 "--appendonly", "no", "--dir", self.dir, "--logfile", "server.log", *SERVER_ARGS,
                  *(arg for m in modules if m for arg in ("--loadmodule", m))],
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             if self._wait_ready():

@@ -221,7 +221,10 @@ impl BloomFilter for Chain {
             return (1, codec::encode_header(self));
         };
         match codec::data_chunk(self, offset) {
-            Some(chunk) => (iterator_after(offset + chunk.len() as u64), chunk),
+            Some(chunk) => (
+                iterator_after(offset + chunk.len() as u64),
+                chunk.into_owned(),
+            ),
             None => (0, Vec::new()),
         }
     }

@@ -56,6 +56,7 @@ use super::sparse;
 use crate::core::chunks::{Reader, Writer};
 use crate::core::decode::DecodeError;
 use crate::core::hashing::HASH_SCHEME;
+use std::borrow::Cow;
 
 pub const MAGIC: &[u8; 4] = b"LCBF";
 /// The newest encoding version (see "Versions" above).
@@ -290,26 +291,34 @@ pub fn decode(bytes: &[u8], limit: u64) -> Result<Chain, DecodeError> {
     Ok(chain)
 }
 
-/// Up to `CHUNK_BYTES` of data from `offset`, or None at (or past) the end.
-pub fn data_chunk(chain: &Chain, offset: u64) -> Option<Vec<u8>> {
+/// Up to `CHUNK_BYTES` of data from `offset`, or None at (or past) the end: borrowed from a
+/// bit array's memory when the chunk lies within one piece of it (a big filter's chunks do),
+/// else copied.
+pub fn data_chunk(chain: &Chain, offset: u64) -> Option<Cow<'_, [u8]>> {
     let total = chain.data_bytes();
     if offset >= total {
         return None;
     }
     let len = (total - offset).min(CHUNK_BYTES) as usize;
-    let mut out = Vec::with_capacity(len);
     let end = offset + len as u64;
+    let mut out = Vec::new();
     let mut start = 0u64;
     for (p, bits) in chain.bit_arrays() {
         let fend = start + p.bytes();
         if fend > offset && start < end {
-            let a = offset.max(start) - start;
-            let b = end.min(fend) - start;
-            bits.read_bytes(a as usize, (b - a) as usize, &mut out);
+            let a = (offset.max(start) - start) as usize;
+            let b = (end.min(fend) - start) as usize;
+            if out.is_empty() && b - a == len {
+                if let Some(whole) = bits.borrow_bytes(a, len) {
+                    return Some(Cow::Borrowed(whole));
+                }
+            }
+            out.reserve_exact(len - out.len());
+            bits.read_bytes(a, b - a, &mut out);
         }
         start = fend;
     }
-    Some(out)
+    Some(Cow::Owned(out))
 }
 
 /// Writes `bytes` at data offset `offset`, after checking that they lie within the data and

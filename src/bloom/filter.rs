@@ -310,6 +310,11 @@ impl BitArray {
         self.words.read_bytes(start, len, out)
     }
 
+    /// The same bytes borrowed from the bits' memory, when it holds them in one piece.
+    pub fn borrow_bytes(&self, start: usize, len: usize) -> Option<&[u8]> {
+        self.words.borrow_bytes(start, len)
+    }
+
     /// Writes `src` at byte offset `start`, for loading; the caller keeps the bits past m zero
     /// (see `padding_mask`).
     pub fn write_bytes(&mut self, start: usize, src: &[u8]) {

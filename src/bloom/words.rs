@@ -47,7 +47,7 @@
 //! and the room to align a blocked array by hand when the exact request was not aligned.
 
 use crate::core::alloc::{size_class, try_box};
-use crate::core::chunks::{bytes_into_words, words_to_bytes};
+use crate::core::chunks::{bytes_into_words, words_as_le_bytes, words_to_bytes};
 use crate::core::defrag::Defrag;
 use std::alloc::{alloc_zeroed, dealloc, Layout};
 use std::marker::PhantomData;
@@ -329,6 +329,23 @@ impl Words {
             }
             at = piece_end;
         }
+    }
+
+    /// Bytes `start..start + len` of the array borrowed from its memory, when they lie in one
+    /// piece of it (`chunks::words_as_le_bytes`); None otherwise, and `read_bytes` copies.
+    pub fn borrow_bytes(&self, start: usize, len: usize) -> Option<&[u8]> {
+        let mut at = 0;
+        for piece in self.pieces() {
+            let piece_end = at + piece.len() * 8;
+            if start + len <= piece_end {
+                // Starting in an earlier piece, the bytes span two.
+                return (start >= at)
+                    .then(|| words_as_le_bytes(piece, start - at, len))
+                    .flatten();
+            }
+            at = piece_end;
+        }
+        None
     }
 
     /// Writes `src` at byte offset `start` of the array (little-endian words); the range lies
@@ -777,6 +794,13 @@ mod tests {
                             let mut out = vec![0xaa];
                             w.read_bytes(start, stop - start, &mut out);
                             assert_eq!(out[1..], bytes[start..stop], "{len}: {start}..{stop}");
+                            // Borrowed where one piece holds the range, and only there.
+                            let one_piece = len <= SEGMENT_WORDS
+                                || start / (SEGMENT_WORDS * 8) == (stop - 1) / (SEGMENT_WORDS * 8);
+                            match w.borrow_bytes(start, stop - start) {
+                                Some(borrowed) => assert_eq!(borrowed, &bytes[start..stop]),
+                                None => assert!(!one_piece, "{len}: {start}..{stop}"),
+                            }
                             let mut copy = Words::zeroed(len, align).unwrap();
                             copy.write_bytes(0, &bytes);
                             copy.write_bytes(start, &vec![0xff; stop - start]);

@@ -139,8 +139,8 @@ pub fn chunk_start(iterator: u64, len: usize) -> Option<u64> {
 /// copy of their memory on a little-endian CPU (saves and dumps of large filters run at
 /// `memcpy`'s speed), word by word elsewhere.
 pub fn words_to_bytes(words: &[u64], start: usize, len: usize, out: &mut Vec<u8>) {
-    if cfg!(target_endian = "little") {
-        out.extend_from_slice(&as_bytes(words)[start..start + len]);
+    if let Some(bytes) = words_as_le_bytes(words, start, len) {
+        out.extend_from_slice(bytes);
         return;
     }
     let (first, last) = (start / 8, (start + len - 1) / 8);
@@ -153,6 +153,13 @@ pub fn words_to_bytes(words: &[u64], start: usize, len: usize, out: &mut Vec<u8>
         };
         out.extend_from_slice(&word.to_le_bytes()[lo..hi]);
     }
+}
+
+/// Bytes `start..start + len` of `words` read as little-endian bytes, borrowed: on a
+/// little-endian CPU their memory is the encoding itself, so a save needs no copy of it. None
+/// elsewhere.
+pub fn words_as_le_bytes(words: &[u64], start: usize, len: usize) -> Option<&[u8]> {
+    cfg!(target_endian = "little").then(|| &as_bytes(words)[start..start + len])
 }
 
 /// The memory of `words`: their little-endian bytes on a little-endian CPU.
