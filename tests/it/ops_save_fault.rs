@@ -152,8 +152,7 @@ fn a_failed_foreground_save_is_refused_at_load() {
 
 #[test]
 fn debug_reload_of_a_failed_save_loads_nothing_wrong() {
-    let dir = Server::fresh_dir();
-    let mut faulty = faulty_server(&dir);
+    let mut faulty = faulty_server(&Server::fresh_dir());
     let mut c = faulty.conn();
     fill(&mut c);
     // DEBUG RELOAD saves (each value written cut short), empties the dataset, then loads the
