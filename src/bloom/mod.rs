@@ -18,4 +18,5 @@ pub mod redisbloom;
 pub mod sparse;
 pub mod stats;
 pub mod table;
+pub mod window;
 pub mod words;

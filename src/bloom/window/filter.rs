@@ -1,0 +1,333 @@
+//! A Bloom filter over a sliding time window (pure): it remembers each item for `window` after
+//! it was last added, then forgets it.
+//!
+//! Time. Every operation takes the time (ms) as an argument; nothing here reads a clock. The
+//! filter keeps its own time T, the latest time a write brought; an operation at `now` works
+//! at max(T, now), so a clock that goes backwards never makes an item older than it was. Time
+//! is cut into slots of window/SLOTS; slot(t) = ⌊t / slot_ms⌋.
+//!
+//! Semantics. An add at time t stores the item's fingerprint in the generation of slot(t),
+//! which stays live while slot(now) ≤ slot(t) + SLOTS, that is until
+//! (slot(t) + SLOTS + 1)·slot_ms ∈ (t + window, t + window + slot_ms]: an item is found at every
+//! moment before t + window (no false negatives), and gone no later than t + 1.25·window.
+//! Adding an item again stores it in the newest generation, restarting its window: the add
+//! answers "probably present" (false) if it was found anywhere, "new" (true) if not.
+//!
+//! Capacity and scaling. Items go to the newest layer (`layer.rs`). A layer of capacity n
+//! accepts items while its live generations hold fewer than its budget of 1.25·n: a stream of
+//! at most n items per window stays within it as long as no window's worth arrives within one
+//! slot of another (at most n + the slot of slack). A steady stream at capacity fills a layer
+//! to between n and 1.25·n. Past the budget:
+//! * non-scaling (expansion 0): the add is refused (`ChainError::Full`), until old items slide
+//!   out of the window and make room;
+//! * scaling (expansion e ≥ 1): a new layer of capacity e × the newest's takes the adds.
+//!   Error budget as in a scaling chain: the first layer gets `HEAD_SHARE`·p, and each new one
+//!   the fraction (1 − `TIGHTENING`) of what the live layers leave, so the compound rate (at
+//!   most the sum of the live layers' rates) stays ≤ p. A layer whose generations all slid
+//!   out is dropped once the sweep has freed its partitions, giving its budget back.
+//!
+//! Forgetting costs O(1) per write: a write moves the layers' slot counts forward (GENS
+//! entries), the partition it adds to and `layer::SWEEP` others, and drops a dead layer only
+//! when its memory is already gone. Reads never change anything.
+
+use super::layer::{Layer, LayerParams};
+use super::partition::SLOTS;
+use crate::bloom::chain::ChainError;
+use crate::bloom::filter::MIN_ERROR_RATE;
+use crate::core::alloc::size_class;
+use crate::core::hashing::ItemHash;
+
+/// The error-budget share of the first layer of a scaling filter: a filter that never grows
+/// pays log2(1/0.8) = 0.3 bit per stored item for the room to grow.
+pub const HEAD_SHARE: f64 = 0.8;
+/// Each later layer gets (1 − TIGHTENING) of the budget the live layers leave.
+pub const TIGHTENING: f64 = 0.5;
+/// Most layers a filter may have (scaling ×2 from capacity 1 reaches 2^50 in 50).
+pub const MAX_LAYERS: usize = 64;
+/// Latest time a filter may hold, ms (far beyond any clock; keeps slot arithmetic exact).
+pub const MAX_TIME: u64 = 1 << 62;
+/// Largest window: 100 years.
+pub const MAX_WINDOW_MS: u64 = 100 * 365 * 24 * 3600 * 1000;
+
+/// What an add did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Added {
+    /// Not found before: stored.
+    New,
+    /// Found in an older generation: stored in the newest, its window restarted.
+    Refreshed,
+    /// Already in the newest generation: nothing changed.
+    Present,
+}
+
+impl Added {
+    /// The reply: true for a new item.
+    pub fn is_new(self) -> bool {
+        self == Added::New
+    }
+
+    pub fn changed(self) -> bool {
+        self != Added::Present
+    }
+}
+
+/// A windowed filter's parameters, fixed at creation.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct WindowParams {
+    pub window_ms: u64,
+    pub error_rate: f64,
+    /// Items per window.
+    pub capacity: u64,
+    /// 0: non-scaling.
+    pub expansion: u32,
+}
+
+impl WindowParams {
+    pub fn slot_ms(&self) -> u64 {
+        self.window_ms / SLOTS as u64
+    }
+
+    /// Whether the window can be cut into slots of whole milliseconds.
+    pub fn valid_window(window_ms: u64) -> bool {
+        (SLOTS as u64..=MAX_WINDOW_MS).contains(&window_ms)
+            && window_ms.is_multiple_of(SLOTS as u64)
+    }
+
+    /// The first layer's error rate.
+    fn head_rate(&self) -> f64 {
+        match self.expansion {
+            0 => self.error_rate,
+            _ => self.error_rate * HEAD_SHARE,
+        }
+    }
+}
+
+#[derive(Debug, PartialEq)]
+pub struct WindowFilter {
+    params: WindowParams,
+    /// The latest time (ms) a write brought.
+    time: u64,
+    /// Oldest first; the last takes the adds.
+    layers: Vec<Layer>,
+}
+
+impl WindowFilter {
+    /// An empty filter, its time 0 until a write brings one, if its first layer at its
+    /// budget fits in `limit` bytes.
+    pub fn new(params: WindowParams, limit: u64) -> Result<Self, ChainError> {
+        if !WindowParams::valid_window(params.window_ms) || params.capacity == 0 {
+            return Err(ChainError::Overflow);
+        }
+        if !(MIN_ERROR_RATE..1.0).contains(&params.head_rate()) {
+            return Err(ChainError::ErrorRate);
+        }
+        let lp =
+            LayerParams::new(params.capacity, params.head_rate()).ok_or(ChainError::Overflow)?;
+        let mut filter = Self {
+            params,
+            time: 0,
+            layers: Vec::new(),
+        };
+        filter.check_limit(&lp, limit)?;
+        let layer = Layer::new(lp, 0).ok_or(ChainError::OutOfMemory)?;
+        filter.layers.push(layer);
+        Ok(filter)
+    }
+
+    /// A filter of validated parts (`codec.rs`).
+    pub fn from_parts(params: WindowParams, time: u64, layers: Vec<Layer>) -> Self {
+        Self {
+            params,
+            time,
+            layers,
+        }
+    }
+
+    pub fn params(&self) -> &WindowParams {
+        &self.params
+    }
+
+    pub fn time(&self) -> u64 {
+        self.time
+    }
+
+    pub fn layers(&self) -> &[Layer] {
+        &self.layers
+    }
+
+    pub fn layers_mut(&mut self) -> &mut [Layer] {
+        &mut self.layers
+    }
+
+    /// The time an operation at `now` works at.
+    fn at(&self, now: u64) -> u64 {
+        self.time.max(now).min(MAX_TIME)
+    }
+
+    /// The oldest live slot at time `t`.
+    fn oldest(&self, t: u64) -> u64 {
+        (t / self.params.slot_ms()).saturating_sub(SLOTS as u64)
+    }
+
+    /// Whether the item was added within the window ending at `now` (or is a false positive).
+    pub fn contains(&self, hash: &ItemHash, now: u64) -> bool {
+        let oldest = self.oldest(self.at(now));
+        self.layers
+            .iter()
+            .rev()
+            .any(|l| l.find(l.place(hash), oldest).is_some())
+    }
+
+    /// Adds an item at time `now` (see the module's semantics). The filter's time moves to
+    /// max(T, now) even when the add is refused.
+    pub fn add(&mut self, hash: &ItemHash, now: u64, limit: u64) -> Result<Added, ChainError> {
+        self.advance(now);
+        let (t, oldest) = (self.time, self.oldest(self.time));
+        let head = t / self.params.slot_ms();
+        let newest = self.layers.len() - 1;
+        let mut found = None;
+        for (i, layer) in self.layers.iter().enumerate().rev() {
+            if let Some(slot) = layer.find(layer.place(hash), oldest) {
+                if slot == head {
+                    return Ok(Added::Present);
+                }
+                found = Some((i, slot));
+                break;
+            }
+        }
+        if self.layers[newest].live_items(head) >= self.layers[newest].params().budget {
+            self.scale(limit)?;
+        }
+        let last = self.layers.len() - 1;
+        let layer = &mut self.layers[last];
+        let same_layer = found.filter(|&(i, _)| i == last).map(|(_, slot)| slot);
+        layer
+            .insert(layer.place(hash), same_layer)
+            .map_err(|_| ChainError::OutOfMemory)?;
+        Ok(match found {
+            Some(_) => Added::Refreshed,
+            None => Added::New,
+        })
+    }
+
+    /// Moves the filter's time to max(T, now): slot counts forward, a few partitions swept,
+    /// dead layers whose memory is gone dropped.
+    pub fn advance(&mut self, now: u64) {
+        self.time = self.at(now);
+        let head = self.time / self.params.slot_ms();
+        for layer in &mut self.layers {
+            layer.advance(head);
+        }
+        let last = self.layers.len() - 1;
+        let mut i = 0;
+        self.layers.retain(|l| {
+            i += 1;
+            i - 1 == last || !l.is_empty()
+        });
+    }
+
+    /// Adds a layer for the adds past the newest one's budget, or refuses.
+    fn scale(&mut self, limit: u64) -> Result<(), ChainError> {
+        if self.params.expansion == 0 {
+            return Err(ChainError::Full);
+        }
+        if self.layers.len() >= MAX_LAYERS {
+            return Err(ChainError::CannotScale);
+        }
+        let head = self.time / self.params.slot_ms();
+        let spent: f64 = self.live_layers(head).map(|l| l.params().error_rate).sum();
+        let rate = (self.params.error_rate - spent) * (1.0 - TIGHTENING);
+        if rate < MIN_ERROR_RATE {
+            return Err(ChainError::CannotScale);
+        }
+        let capacity = self.layers[self.layers.len() - 1]
+            .params()
+            .capacity
+            .checked_mul(self.params.expansion as u64)
+            .ok_or(ChainError::Overflow)?;
+        let lp = LayerParams::new(capacity, rate).ok_or(ChainError::Overflow)?;
+        self.check_limit(&lp, limit)?;
+        self.layers
+            .try_reserve(1)
+            .map_err(|_| ChainError::OutOfMemory)?;
+        let layer = Layer::new(lp, head).ok_or(ChainError::OutOfMemory)?;
+        self.layers.push(layer);
+        Ok(())
+    }
+
+    /// Refuses a new layer `lp` if the filter with it, full, would exceed `limit` bytes.
+    fn check_limit(&self, lp: &LayerParams, limit: u64) -> Result<(), ChainError> {
+        let needed = self
+            .layers
+            .iter()
+            .map(|l| l.params().planned_bytes())
+            .sum::<u64>()
+            + lp.planned_bytes()
+            + self.fixed_bytes(self.layers.len() + 1);
+        if needed > limit {
+            return Err(ChainError::TooLarge { needed, limit });
+        }
+        Ok(())
+    }
+
+    /// The filter's own box and its list of `layers` layers.
+    fn fixed_bytes(&self, layers: usize) -> u64 {
+        size_class(std::mem::size_of::<Self>() as u64)
+            + size_class((layers * std::mem::size_of::<Layer>()) as u64)
+    }
+
+    /// Bytes its allocations take, each by its allocator size class.
+    pub fn memory_bytes(&self) -> u64 {
+        self.fixed_bytes(self.layers.capacity())
+            + self.layers.iter().map(Layer::memory_bytes).sum::<u64>()
+    }
+
+    /// Estimated distinct items added within the window ending at `now`.
+    pub fn cardinality(&self, now: u64) -> u64 {
+        let t = self.at(now);
+        let total: f64 = self
+            .layers
+            .iter()
+            .map(|l| l.cardinality(t, self.params.slot_ms()))
+            .sum();
+        total.round() as u64
+    }
+
+    /// Fingerprints held in live generations at `now` (each add that stored one counts,
+    /// refreshes included).
+    pub fn stored(&self, now: u64) -> u64 {
+        let head = self.at(now) / self.params.slot_ms();
+        self.layers.iter().map(|l| l.live_items(head)).sum()
+    }
+
+    /// Items per window the filter holds within its rate: the live layers' capacities.
+    pub fn capacity(&self, now: u64) -> u64 {
+        let head = self.at(now) / self.params.slot_ms();
+        self.live_layers(head).map(|l| l.params().capacity).sum()
+    }
+
+    /// The layers holding live items at slot `head`, and the newest in any case.
+    fn live_layers(&self, head: u64) -> impl Iterator<Item = &Layer> {
+        let last = self.layers.len() - 1;
+        self.layers
+            .iter()
+            .enumerate()
+            .filter(move |(i, l)| *i == last || l.live_items(head) > 0)
+            .map(|(_, l)| l)
+    }
+
+    pub fn try_clone(&self) -> Result<Self, ChainError> {
+        let mut layers = Vec::new();
+        layers
+            .try_reserve_exact(self.layers.capacity())
+            .map_err(|_| ChainError::OutOfMemory)?;
+        for l in &self.layers {
+            layers.push(l.try_clone().ok_or(ChainError::OutOfMemory)?);
+        }
+        Ok(Self {
+            params: self.params,
+            time: self.time,
+            layers,
+        })
+    }
+}

@@ -1,0 +1,320 @@
+//! One layer of a windowed filter (pure): partitions of fingerprint sets sized for a capacity
+//! per window and an error rate, and per time slot the counts that bound its false-positive
+//! rate and estimate its cardinality.
+//!
+//! Sizing. A layer of capacity n (items per window) and rate p keeps at most its budget of
+//! B = n + ⌈n/SLOTS⌉ items in its live generations (a window's items and the slot of slack).
+//! It has P = ⌈B / `PART_ITEMS`⌉ partitions and per partition a universe
+//! u = ⌈B / (`RATE_ROOM`·P·p)⌉. An item goes to partition `reduce(h1, P)` with fingerprint
+//! `reduce(h2, u)` (hash scheme 1, `core/hashing.rs`). A non-member is reported present iff
+//! its fingerprint is in one of its partition's live sets, so its probability is at most
+//! (live items)/(P·u) ≤ B/(P·u) ≤ 0.9·p: a bound at every moment, whatever the items'
+//! spread over time and partitions. The 10% room keeps a measured rate (a sample of
+//! lookups) under p at the moments the filter holds its whole budget.
+//!
+//! Memory. A generation of k items of one partition is an Elias–Fano set of about
+//! log2(u/k) + 2 bits per item; at the budget k ≈ B/(P·GENS) and u/k ≈ GENS/(0.9·p), so a
+//! full layer holds (1 + 1/SLOTS)·n items at log2(5.6/p) + 2 bits, 13.9 bits per item of
+//! capacity at 1% and 18.1 at 0.1%, plus the allocator's rounding (about 9%) and 56 bytes
+//! per partition.
+//!
+//! Counts. Per slot, `items` counts the fingerprints stored and `refreshed[d − 1]` those
+//! whose item was, when added, also in the generation d slots older (the newest such): the
+//! cardinality estimate subtracts them while both copies are counted.
+
+use super::partition::{OutOfMemory, Partition, GENS, SLOTS};
+use crate::core::alloc::size_class;
+use crate::core::hashing::{reduce, ItemHash};
+
+/// Live items a partition holds at its layer's budget: generations of ~400 fingerprints,
+/// whose lookups read a few words and whose adds shift about a hundred.
+pub const PART_ITEMS: u64 = 2048;
+/// The share of the error rate the sizing spends (see the bound above).
+pub const RATE_ROOM: f64 = 0.9;
+/// Partitions moved forward by each write, besides the one it adds to: frees what slid out of
+/// the window within P/`SWEEP` writes, a bounded cost per command.
+pub const SWEEP: usize = 2;
+
+/// Per time slot: fingerprints stored, and those that restarted an item's window.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SlotCounts {
+    pub items: u64,
+    pub refreshed: [u64; SLOTS],
+}
+
+/// A layer's parameters, fixed at its creation.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LayerParams {
+    /// Items per window.
+    pub capacity: u64,
+    pub error_rate: f64,
+    /// Live items it may hold.
+    pub budget: u64,
+    pub partitions: u64,
+    /// Fingerprints are in 0..universe.
+    pub universe: u64,
+}
+
+impl LayerParams {
+    /// None if the parameters cannot be sized (capacity 0, rate outside (0, 1), overflow).
+    pub fn new(capacity: u64, error_rate: f64) -> Option<Self> {
+        if capacity == 0 || !(error_rate > 0.0 && error_rate < 1.0) {
+            return None;
+        }
+        let budget = capacity.checked_add(capacity.div_ceil(SLOTS as u64))?;
+        let partitions = budget.div_ceil(PART_ITEMS);
+        let universe = (budget as f64 / (RATE_ROOM * partitions as f64 * error_rate)).ceil();
+        // Fingerprints and EF arithmetic stay well inside u64.
+        if !(1.0..=(1u64 << 62) as f64).contains(&universe) || partitions > u32::MAX as u64 {
+            return None;
+        }
+        Some(Self {
+            capacity,
+            error_rate,
+            budget,
+            partitions,
+            universe: universe as u64,
+        })
+    }
+
+    /// Bytes a layer of these parameters takes at its budget, items spread evenly: for
+    /// limits, before anything is allocated.
+    pub fn planned_bytes(&self) -> u64 {
+        let per_gen = self.budget / (self.partitions * GENS as u64) + 1;
+        let words = GENS as u64
+            * super::partition::stream_words(per_gen.min(u32::MAX as u64) as u32, self.universe)
+                as u64;
+        self.parts_bytes() + self.partitions * size_class(words * 8)
+    }
+
+    fn parts_bytes(&self) -> u64 {
+        size_class(self.partitions * std::mem::size_of::<Partition>() as u64)
+    }
+}
+
+#[derive(Debug, PartialEq)]
+pub struct Layer {
+    params: LayerParams,
+    /// The slot of the newest counts.
+    head: u64,
+    /// Oldest first: slot `head − GENS + 1 + i` at index i.
+    counts: [SlotCounts; GENS],
+    parts: Vec<Partition>,
+    /// Bytes the partitions' words take.
+    words_bytes: u64,
+    /// The next partition a write moves forward.
+    sweep: usize,
+}
+
+/// Where an item is: its partition and fingerprint.
+#[derive(Clone, Copy)]
+pub struct Place {
+    part: usize,
+    fp: u64,
+}
+
+impl Layer {
+    /// An empty layer at slot `head`; None if the memory could not be had.
+    pub fn new(params: LayerParams, head: u64) -> Option<Self> {
+        let mut parts = Vec::new();
+        parts.try_reserve_exact(params.partitions as usize).ok()?;
+        parts.resize_with(params.partitions as usize, Partition::default);
+        Some(Self {
+            params,
+            head,
+            counts: [SlotCounts::default(); GENS],
+            parts,
+            words_bytes: 0,
+            sweep: 0,
+        })
+    }
+
+    /// A layer of validated parts (`codec.rs`): its counts per slot are the partitions'.
+    pub fn from_parts(
+        params: LayerParams,
+        head: u64,
+        refreshed: [[u64; SLOTS]; GENS],
+        parts: Vec<Partition>,
+    ) -> Self {
+        let mut counts = [SlotCounts::default(); GENS];
+        for (c, r) in counts.iter_mut().zip(refreshed) {
+            c.refreshed = r;
+        }
+        let mut layer = Self {
+            params,
+            head,
+            counts,
+            parts: Vec::new(),
+            words_bytes: 0,
+            sweep: 0,
+        };
+        for part in parts {
+            layer.account(&part, 1);
+            layer.parts.push(part);
+        }
+        layer
+    }
+
+    /// Adds (`sign` 1) or removes (−1) a partition's items and bytes from the totals.
+    fn account(&mut self, part: &Partition, sign: i64) {
+        let (counts, _) = part.view_at(self.head, self.params.universe);
+        for (slot, &c) in self.counts.iter_mut().zip(&counts) {
+            slot.items = slot.items.wrapping_add_signed(sign * c as i64);
+        }
+        self.words_bytes = self
+            .words_bytes
+            .wrapping_add_signed(sign * part.memory_bytes() as i64);
+    }
+
+    /// Replaces partition `i` with one read from outside (a chunk of a chunked load).
+    pub fn replace_part(&mut self, i: usize, part: Partition) {
+        let old = std::mem::take(&mut self.parts[i]);
+        self.account(&old, -1);
+        self.account(&part, 1);
+        self.parts[i] = part;
+    }
+
+    pub fn params(&self) -> &LayerParams {
+        &self.params
+    }
+
+    pub fn parts(&self) -> &[Partition] {
+        &self.parts
+    }
+
+    pub fn head(&self) -> u64 {
+        self.head
+    }
+
+    /// Counts per slot, oldest first, as of slot `head` (≥ the layer's).
+    pub fn counts_at(&self, head: u64) -> [SlotCounts; GENS] {
+        let shift = head.saturating_sub(self.head).min(GENS as u64) as usize;
+        let mut out = [SlotCounts::default(); GENS];
+        out[..GENS - shift].copy_from_slice(&self.counts[shift..]);
+        out
+    }
+
+    /// Fingerprints held in the generations live at slot `head`.
+    pub fn live_items(&self, head: u64) -> u64 {
+        self.counts_at(head).iter().map(|c| c.items).sum()
+    }
+
+    pub fn memory_bytes(&self) -> u64 {
+        self.params.parts_bytes() + self.words_bytes
+    }
+
+    #[inline]
+    pub fn place(&self, hash: &ItemHash) -> Place {
+        Place {
+            part: reduce(hash.h1, self.params.partitions) as usize,
+            fp: reduce(hash.h2, self.params.universe),
+        }
+    }
+
+    /// The newest slot ≥ `oldest` whose generation holds the item.
+    #[inline]
+    pub fn find(&self, at: Place, oldest: u64) -> Option<u64> {
+        self.parts[at.part].find(self.params.universe, at.fp, oldest)
+    }
+
+    /// Moves the counts to slot `head` (≥ the layer's), and `SWEEP` partitions with them.
+    pub fn advance(&mut self, head: u64) {
+        self.counts = self.counts_at(head);
+        self.head = self.head.max(head);
+        for _ in 0..SWEEP.min(self.parts.len()) {
+            let (i, u) = (self.sweep, self.params.universe);
+            let delta = self.parts[i].advance(self.head, u);
+            self.words_bytes = self.words_bytes.wrapping_add_signed(delta);
+            self.sweep = (i + 1) % self.parts.len();
+        }
+    }
+
+    /// Stores an item absent from the newest generation (found `found` slots, if any, in an
+    /// older one of this layer); the layer is at its newest slot.
+    pub fn insert(&mut self, at: Place, found: Option<u64>) -> Result<(), OutOfMemory> {
+        let (head, u) = (self.head, self.params.universe);
+        let part = &mut self.parts[at.part];
+        let moved = part.advance(head, u);
+        self.words_bytes = self.words_bytes.wrapping_add_signed(moved);
+        let grown = part.insert(u, at.fp)?;
+        self.words_bytes = self.words_bytes.wrapping_add_signed(grown);
+        let newest = &mut self.counts[GENS - 1];
+        newest.items += 1;
+        if let Some(age) = found
+            .map(|slot| head - slot)
+            .filter(|a| (1..=SLOTS as u64).contains(a))
+        {
+            newest.refreshed[age as usize - 1] += 1;
+        }
+        Ok(())
+    }
+
+    /// Estimated distinct items added in the window ending at `now` (ms, in slot `head`, ≥
+    /// the layer's), slots of `slot_ms`: the oldest live slot weighs the share of it inside
+    /// the window, each item refreshed in a later slot counts in its newest copy only.
+    pub fn cardinality(&self, now: u64, slot_ms: u64) -> f64 {
+        let head = now / slot_ms;
+        let counts = self.counts_at(head);
+        // The oldest live slot ends at (head − SLOTS + 1)·slot_ms; the window starts
+        // window = SLOTS·slot_ms before `now`.
+        let inside = ((head + 1) * slot_ms - now) as f64 / slot_ms as f64;
+        let weight = |i: usize| if i == 0 { inside } else { 1.0 };
+        let mut total = 0.0;
+        for (i, c) in counts.iter().enumerate() {
+            total += weight(i) * c.items as f64;
+            for (d, &r) in c.refreshed.iter().enumerate() {
+                if let Some(older) = i.checked_sub(d + 1) {
+                    total -= weight(older) * r as f64;
+                }
+            }
+        }
+        total.max(0.0)
+    }
+
+    /// A deep copy, or None if the memory could not be had.
+    pub fn try_clone(&self) -> Option<Self> {
+        let mut parts = Vec::new();
+        parts.try_reserve_exact(self.parts.len()).ok()?;
+        for p in &self.parts {
+            parts.push(p.try_clone()?);
+        }
+        Some(Self {
+            params: self.params,
+            head: self.head,
+            counts: self.counts,
+            parts,
+            words_bytes: self.words_bytes,
+            sweep: self.sweep,
+        })
+    }
+
+    /// Whether every partition has been moved to the layer's slot since it held nothing live
+    /// (then it holds no words and can go).
+    pub fn is_empty(&self) -> bool {
+        self.live_items(self.head) == 0 && self.words_bytes == 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizing_bounds_the_rate() {
+        for (n, p) in [
+            (1u64, 0.5),
+            (100, 0.01),
+            (1_000_000, 0.01),
+            (10_000_000, 0.001),
+        ] {
+            let lp = LayerParams::new(n, p).unwrap();
+            assert_eq!(lp.budget, n + n.div_ceil(4));
+            assert!(lp.budget as f64 / (lp.partitions * lp.universe) as f64 <= RATE_ROOM * p);
+            assert!(lp.budget <= lp.partitions * PART_ITEMS);
+        }
+        assert!(LayerParams::new(0, 0.01).is_none());
+        assert!(LayerParams::new(10, 1.0).is_none());
+        assert!(LayerParams::new(10, f64::NAN).is_none());
+        assert!(LayerParams::new(u64::MAX, 0.01).is_none());
+    }
+}

@@ -1,0 +1,293 @@
+//! One partition of a windowed layer (pure): the fingerprints of the items that hash to it,
+//! one Elias–Fano set (`core/ef.rs`) per generation, for the `GENS` newest time slots.
+//!
+//! In memory a partition is its newest slot's id (`head`), the item count of each of the
+//! `GENS` generations (oldest first: slot `head − GENS + 1 + i` at index i) and one word
+//! vector holding their streams back to back, oldest first, each starting at a word boundary
+//! and `⌈ef::Shape::new(count, U).bits() / 64⌉` words long (an empty set takes none). Only the
+//! newest generation takes adds, and it is last, so an add shifts its stream alone: O(items
+//! of one generation of one partition), a few hundred by the layer's sizing.
+//!
+//! Partitions move forward lazily: a write that touches one whose `head` is behind the
+//! layer's drops the generations that slid out (one move of the words that stay) and opens
+//! empty ones. A lookup never moves anything; it skips the generations that are no longer
+//! live. The word vector grows and shrinks in the allocator's size classes
+//! (`alloc::size_class`), so its capacity is what it costs.
+
+use crate::core::alloc::size_class;
+use crate::core::ef;
+
+/// Time slots a window spans: an item is kept for its window plus at most one slot
+/// (slack 1/SLOTS = 25% of the window).
+pub const SLOTS: usize = 4;
+/// Generations a partition keeps: the `SLOTS` slots a window spans and the one it started in.
+pub const GENS: usize = SLOTS + 1;
+
+/// Why an add could not be done.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OutOfMemory;
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Partition {
+    /// The slot of the newest generation held.
+    head: u64,
+    /// Items of each generation, oldest first.
+    counts: [u32; GENS],
+    /// The generations' streams, oldest first.
+    words: Vec<u64>,
+}
+
+/// Words of the stream of `count` fingerprints below `universe`.
+#[inline]
+pub fn stream_words(count: u32, universe: u64) -> usize {
+    ef::Shape::new(count as u64, universe).bits().div_ceil(64) as usize
+}
+
+/// Bytes a word vector of capacity `words` is given by the allocator.
+fn bytes_of(words: usize) -> u64 {
+    size_class(words as u64 * 8)
+}
+
+impl Partition {
+    /// A partition made of its parts (counts oldest first, the streams back to back), which
+    /// the caller has validated (`codec.rs`).
+    pub fn from_parts(head: u64, counts: [u32; GENS], words: Vec<u64>) -> Self {
+        Self {
+            head,
+            counts,
+            words,
+        }
+    }
+
+    pub fn head(&self) -> u64 {
+        self.head
+    }
+
+    pub fn counts(&self) -> &[u32; GENS] {
+        &self.counts
+    }
+
+    pub fn words(&self) -> &[u64] {
+        &self.words
+    }
+
+    /// Bytes its allocation takes.
+    pub fn memory_bytes(&self) -> u64 {
+        bytes_of(self.words.capacity())
+    }
+
+    /// Counts and streams as of slot `head` (≥ the partition's): what it would hold after
+    /// moving there, without moving (what the encoding writes).
+    pub fn view_at(&self, head: u64, universe: u64) -> ([u32; GENS], &[u64]) {
+        let shift = head.saturating_sub(self.head).min(GENS as u64) as usize;
+        let mut counts = [0u32; GENS];
+        counts[..GENS - shift].copy_from_slice(&self.counts[shift..]);
+        let dropped: usize = self.counts[..shift]
+            .iter()
+            .map(|&c| stream_words(c, universe))
+            .sum();
+        (counts, &self.words[dropped..])
+    }
+
+    /// The newest live slot whose generation holds fingerprint `fp`, looking at generations
+    /// of slots ≥ `oldest`.
+    #[inline]
+    pub fn find(&self, universe: u64, fp: u64, oldest: u64) -> Option<u64> {
+        let mut end = self.words.len();
+        for i in (0..GENS).rev() {
+            let slot = (self.head + i as u64).checked_sub(GENS as u64 - 1)?;
+            if slot < oldest {
+                return None;
+            }
+            let count = self.counts[i];
+            if count == 0 {
+                continue;
+            }
+            let shape = ef::Shape::new(count as u64, universe);
+            let start = end - shape.bits().div_ceil(64) as usize;
+            if ef::find(&self.words[start..end], 0, shape, fp).found {
+                return Some(slot);
+            }
+            end = start;
+        }
+        None
+    }
+
+    /// Moves to slot `head` if it is ahead: generations older than `head − SLOTS` are
+    /// dropped, new ones open empty. Returns the change in allocated bytes.
+    pub fn advance(&mut self, head: u64, universe: u64) -> i64 {
+        if head <= self.head {
+            return 0;
+        }
+        let before = self.memory_bytes();
+        let shift = (head - self.head).min(GENS as u64) as usize;
+        let dropped: usize = self.counts[..shift]
+            .iter()
+            .map(|&c| stream_words(c, universe))
+            .sum();
+        self.counts.copy_within(shift.., 0);
+        self.counts[GENS - shift..].fill(0);
+        self.head = head;
+        if dropped > 0 {
+            self.words.drain(..dropped);
+            let fit = (bytes_of(self.words.len()) / 8) as usize;
+            if self.words.is_empty() {
+                self.words = Vec::new();
+            } else if fit < self.words.capacity() {
+                self.words.shrink_to(fit);
+            }
+        }
+        self.memory_bytes() as i64 - before as i64
+    }
+
+    /// Adds `fp` to the newest generation (the caller has moved the partition to its slot and
+    /// found `fp` absent from it). Returns the change in allocated bytes.
+    pub fn insert(&mut self, universe: u64, fp: u64) -> Result<i64, OutOfMemory> {
+        let before = self.memory_bytes();
+        let count = self.counts[GENS - 1];
+        let old = ef::Shape::new(count as u64, universe);
+        let new = ef::Shape::new(count as u64 + 1, universe);
+        let start = self.words.len() - old.bits().div_ceil(64) as usize;
+        let len = start + new.bits().div_ceil(64) as usize;
+        if len > self.words.capacity() {
+            // Grow to a whole size class: the allocator hands out that much anyway.
+            let target = (bytes_of(len) / 8) as usize;
+            self.words
+                .try_reserve_exact(target - self.words.len())
+                .map_err(|_| OutOfMemory)?;
+        }
+        if count > 0 && new.l == old.l {
+            let probe = ef::find(&self.words[start..], 0, old, fp);
+            debug_assert!(!probe.found);
+            self.words.resize(len, 0);
+            ef::insert(&mut self.words[start..], 0, old, probe.rank, fp);
+        } else {
+            // The low-bit width changes: write the set afresh.
+            let mut values = Vec::new();
+            values
+                .try_reserve_exact(count as usize + 1)
+                .map_err(|_| OutOfMemory)?;
+            values.extend(ef::iter(&self.words[start..], 0, old));
+            let at = values.partition_point(|&v| v < fp);
+            values.insert(at, fp);
+            self.words.truncate(start);
+            self.words.resize(len, 0);
+            ef::write(&mut self.words[start..], 0, new, values);
+        }
+        self.counts[GENS - 1] = count + 1;
+        Ok(self.memory_bytes() as i64 - before as i64)
+    }
+
+    /// A deep copy, or None if the memory could not be had.
+    pub fn try_clone(&self) -> Option<Self> {
+        let mut words = Vec::new();
+        words.try_reserve_exact(self.words.capacity()).ok()?;
+        words.extend_from_slice(&self.words);
+        Some(Self {
+            head: self.head,
+            counts: self.counts,
+            words,
+        })
+    }
+}
+
+/// Checks the streams of a partition read from outside: `words` is exactly the streams of
+/// `counts` fingerprints below `universe`, each a strictly increasing set, bits past each
+/// stream's end zero (the form the encoder writes, so a value re-encodes to its bytes).
+pub fn validate(counts: &[u32; GENS], words: &[u64], universe: u64) -> Result<(), &'static str> {
+    let mut start = 0usize;
+    for &count in counts {
+        if count as u64 > universe {
+            return Err("generation larger than its universe");
+        }
+        let shape = ef::Shape::new(count as u64, universe);
+        let len = shape.bits().div_ceil(64) as usize;
+        let stream = words
+            .get(start..start + len)
+            .ok_or("partition shorter than its counts")?;
+        let bits = shape.bits();
+        if !bits.is_multiple_of(64) && stream.last().is_some_and(|w| w >> (bits % 64) != 0) {
+            return Err("bits past a stream's end");
+        }
+        ef::validate(stream, 0, shape, universe)?;
+        start += len;
+    }
+    if start != words.len() {
+        return Err("partition longer than its counts");
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::BTreeMap;
+
+    proptest! {
+        /// Adds over moving slots match a model (fingerprint → newest slot), and the streams
+        /// stay valid and exactly sized.
+        #[test]
+        fn matches_a_model(
+            ops in proptest::collection::vec((0u64..3, 0u64..500), 1..400),
+            universe in 1u64..2_000,
+        ) {
+            let mut part = Partition::default();
+            let mut model: BTreeMap<u64, u64> = BTreeMap::new();
+            let mut slot = 0u64;
+            let mut bytes = 0i64;
+            for (step, v) in ops {
+                if step == 2 {
+                    slot += 1 + v % 7;
+                }
+                bytes += part.advance(slot, universe);
+                let fp = v % universe;
+                let oldest = slot.saturating_sub(SLOTS as u64);
+                model.retain(|_, s| *s >= oldest);
+                let want = model.get(&fp).copied();
+                prop_assert_eq!(part.find(universe, fp, oldest), want);
+                if want != Some(slot) {
+                    bytes += part.insert(universe, fp).unwrap();
+                    model.insert(fp, slot);
+                }
+                prop_assert_eq!(bytes as u64, part.memory_bytes());
+                let (counts, words) = part.view_at(slot, universe);
+                prop_assert!(validate(&counts, words, universe).is_ok());
+                let total: u32 = counts.iter().sum();
+                prop_assert!(total as usize >= model.len());
+            }
+        }
+
+        /// Hostile parts are refused or valid, never a panic.
+        #[test]
+        fn validate_never_panics(
+            counts in proptest::array::uniform5(0u32..40),
+            words in proptest::collection::vec(any::<u64>(), 0..40),
+            universe in 1u64..10_000,
+        ) {
+            let _ = validate(&counts, &words, universe);
+        }
+    }
+
+    #[test]
+    fn view_at_a_later_slot_drops_old_generations() {
+        let u = 1000;
+        let mut part = Partition::default();
+        for slot in 0..3u64 {
+            part.advance(slot, u);
+            part.insert(u, 10 + slot).unwrap();
+        }
+        let (counts, words) = part.view_at(7, u);
+        assert_eq!(counts, [0, 0, 0, 0, 0]);
+        assert!(words.is_empty());
+        let (counts, words) = part.view_at(5, u);
+        assert_eq!(counts, [1, 1, 0, 0, 0]);
+        assert!(validate(&counts, words, u).is_ok());
+        assert_eq!(part.find(u, 12, 1), Some(2));
+        assert_eq!(part.find(u, 10, 1), None);
+        assert_eq!(part.find(u, 10, 0), Some(0));
+        part.advance(9, u);
+        assert_eq!(part.memory_bytes(), 0);
+        assert_eq!(part.counts(), &[0; GENS]);
+    }
+}

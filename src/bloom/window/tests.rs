@@ -1,0 +1,300 @@
+//! The windowed filter's semantics, sizing and encoding, without a server.
+
+use super::codec;
+use super::filter::{Added, WindowFilter, WindowParams};
+use super::partition::SLOTS;
+use crate::bloom::chain::ChainError;
+use crate::core::hashing::{hash_item, ItemHash};
+use proptest::prelude::*;
+use std::collections::HashMap;
+
+const W: u64 = 40_000;
+const NO_LIMIT: u64 = u64::MAX;
+
+fn params(capacity: u64, rate: f64, expansion: u32) -> WindowParams {
+    WindowParams {
+        window_ms: W,
+        error_rate: rate,
+        capacity,
+        expansion,
+    }
+}
+
+fn h(i: u64) -> ItemHash {
+    hash_item(&i.to_le_bytes())
+}
+
+fn encode(f: &WindowFilter) -> (Vec<u8>, Vec<Vec<u8>>) {
+    let mut chunks = Vec::new();
+    codec::for_each_chunk(f, |_, c| chunks.push(c.to_vec()));
+    (codec::encode_header(f), chunks)
+}
+
+fn round_trip(f: &WindowFilter) -> WindowFilter {
+    let (header, chunks) = encode(f);
+    codec::decode(&header, chunks.iter().map(|c| c.as_slice()), NO_LIMIT).unwrap()
+}
+
+proptest! {
+    /// Against a model of last-add times: every item is found before its last add + window
+    /// and not after + 1.25·window (up to false positives, which a 1e-9 rate excludes
+    /// here); times go backwards too.
+    #[test]
+    fn found_inside_the_window_gone_after_the_slack(
+        ops in proptest::collection::vec((0u64..60, -3_000i64..9_000, any::<bool>()), 1..300),
+    ) {
+        let mut f = WindowFilter::new(params(1000, 1e-9, 2), NO_LIMIT).unwrap();
+        let mut last: HashMap<u64, u64> = HashMap::new();
+        let mut now = 1_000_000u64;
+        for (item, step, is_add) in ops {
+            now = now.saturating_add_signed(step);
+            let t = now.max(f.time());
+            if is_add {
+                let added = f.add(&h(item), now, NO_LIMIT).unwrap();
+                prop_assert_eq!(added.is_new(), !live(&last, item, t));
+                last.insert(item, t);
+            }
+            for (&i, &a) in &last {
+                let found = f.contains(&h(i), now);
+                if t < a + W {
+                    prop_assert!(found, "item {} added at {} missing at {}", i, a, t);
+                }
+                if t >= a + W + W / SLOTS as u64 {
+                    prop_assert!(!found, "item {} added at {} still there at {}", i, a, t);
+                }
+            }
+        }
+        let back = round_trip(&f);
+        for &i in last.keys() {
+            prop_assert_eq!(back.contains(&h(i), now), f.contains(&h(i), now));
+        }
+    }
+}
+
+/// Whether the generation of an item's last add is live at `t` (inside its window or its
+/// slack): an add then finds it.
+fn live(last: &HashMap<u64, u64>, item: u64, t: u64) -> bool {
+    let slot = W / SLOTS as u64;
+    last.get(&item)
+        .is_some_and(|&a| t / slot <= a / slot + SLOTS as u64)
+}
+
+#[test]
+fn re_adding_restarts_the_window() {
+    let mut f = WindowFilter::new(params(100, 0.001, 0), NO_LIMIT).unwrap();
+    assert_eq!(f.add(&h(1), 0, NO_LIMIT), Ok(Added::New));
+    assert_eq!(f.add(&h(1), 5, NO_LIMIT), Ok(Added::Present));
+    assert_eq!(f.add(&h(1), 30_000, NO_LIMIT), Ok(Added::Refreshed));
+    assert!(f.contains(&h(1), 69_999));
+    assert!(f.contains(&h(1), 30_000 + W - 1));
+    assert!(!f.contains(&h(1), 30_000 + W + W / 4));
+    // A read never moves the filter's time.
+    assert_eq!(f.time(), 30_000);
+}
+
+#[test]
+fn a_clock_going_backwards_loses_nothing() {
+    let mut f = WindowFilter::new(params(100, 0.001, 0), NO_LIMIT).unwrap();
+    let t = 10_000_000;
+    f.add(&h(1), t, NO_LIMIT).unwrap();
+    // The clock jumps back an hour: the add counts as made at the filter's time.
+    f.add(&h(2), t - 3_600_000, NO_LIMIT).unwrap();
+    assert_eq!(f.time(), t);
+    for now in [0, t / 2, t, t + W - 1] {
+        assert!(f.contains(&h(1), now) && f.contains(&h(2), now), "{now}");
+    }
+    assert!(!f.contains(&h(2), t + W + W / 4));
+}
+
+/// A steady stream at capacity for several windows: the measured false-positive rate stays
+/// within the rate (the bound is B/(P·u) ≤ 0.9·p), measured at every other quarter window
+/// (when the filter holds its whole budget) over 2,000/rate non-members, so that the
+/// measurement's deviation is about 2% of the rate.
+#[test]
+fn false_positives_stay_within_the_rate_under_a_steady_stream() {
+    for (rate, expansion) in [(0.01, 0), (0.01, 2), (0.001, 0)] {
+        let n = 20_000u64;
+        let mut f = WindowFilter::new(params(n, rate, expansion), NO_LIMIT).unwrap();
+        let step = W / n;
+        let mut worst = 0.0f64;
+        for i in 0..4 * n {
+            f.add(&h(i), i * step, NO_LIMIT).unwrap();
+            if i % (n / 2) == n / 4 - 1 && i > n {
+                let now = i * step;
+                let probes = (2000.0 / rate) as u64;
+                let fp = (0..probes)
+                    .filter(|j| f.contains(&h(u64::MAX - j), now))
+                    .count();
+                worst = worst.max(fp as f64 / probes as f64);
+                // The whole last window is there.
+                assert!((i + 1 - n..=i).all(|k| f.contains(&h(k), now)));
+            }
+        }
+        assert_eq!(
+            f.layers().len(),
+            1,
+            "a steady stream at capacity never scales"
+        );
+        assert!(worst <= rate, "rate {rate}: measured {worst}");
+    }
+}
+
+/// Bits per item of capacity, the filter full (a steady stream for two windows, the
+/// maximum over a window).
+fn bits_per_item(n: u64, rate: f64, expansion: u32) -> f64 {
+    let mut f = WindowFilter::new(params(n, rate, expansion), NO_LIMIT).unwrap();
+    let step_us = W * 1000 / n;
+    let mut most = 0;
+    for i in 0..2 * n {
+        f.add(&h(i), i * step_us / 1000, NO_LIMIT).unwrap();
+        if i >= n {
+            most = most.max(f.memory_bytes());
+        }
+    }
+    most as f64 * 8.0 / n as f64
+}
+
+#[test]
+fn memory_per_item_at_capacity() {
+    let one = bits_per_item(200_000, 0.01, 0);
+    let scaling = bits_per_item(200_000, 0.01, 2);
+    let tenth = bits_per_item(200_000, 0.001, 0);
+    eprintln!("bits per item: 1% {one:.2}, 1% scaling {scaling:.2}, 0.1% {tenth:.2}");
+    assert!(one <= 16.0 && scaling <= 16.0, "{one} {scaling}");
+    assert!(tenth <= 21.0, "{tenth}");
+}
+
+#[test]
+fn non_scaling_refuses_past_its_budget_then_recovers() {
+    let n = 1000;
+    let mut f = WindowFilter::new(params(n, 0.01, 0), NO_LIMIT).unwrap();
+    let budget = n + n / SLOTS as u64;
+    let mut i = 0;
+    while f.add(&h(i), 0, NO_LIMIT).is_ok() {
+        i += 1;
+    }
+    assert_eq!(f.add(&h(i), 0, NO_LIMIT), Err(ChainError::Full));
+    assert_eq!(f.stored(0), budget);
+    // Present items still answer; after the slack everything is gone and room is back.
+    assert_eq!(f.add(&h(0), 0, NO_LIMIT), Ok(Added::Present));
+    assert_eq!(f.add(&h(i), W + W / 4, NO_LIMIT), Ok(Added::New));
+    assert_eq!(f.stored(W + W / 4), 1);
+}
+
+#[test]
+fn scaling_adds_layers_keeps_the_rate_and_drops_them_later() {
+    let n = 1000;
+    let mut f = WindowFilter::new(params(n, 0.01, 2), NO_LIMIT).unwrap();
+    for i in 0..10 * n {
+        f.add(&h(i), 0, NO_LIMIT).unwrap();
+    }
+    assert!(f.layers().len() >= 3);
+    let rates: f64 = f.layers().iter().map(|l| l.params().error_rate).sum();
+    assert!(rates <= 0.01);
+    assert!((0..10 * n).all(|i| f.contains(&h(i), W - 1)));
+    let fp = (0..100_000u64)
+        .filter(|j| f.contains(&h(u64::MAX - j), 0))
+        .count();
+    assert!(fp <= 1000, "{fp}");
+    assert!(f.cardinality(0).abs_diff(10 * n) < n / 2);
+    // Long after, writes sweep the dead layers' partitions and drop them.
+    for i in 0..2000 {
+        f.add(&h(i), 10 * W, NO_LIMIT).unwrap();
+    }
+    assert_eq!(f.layers().len(), 1);
+    assert_eq!(f.stored(10 * W), 2000);
+}
+
+#[test]
+fn cardinality_estimates_the_window() {
+    let n = 40_000u64;
+    let mut f = WindowFilter::new(params(n, 0.01, 0), NO_LIMIT).unwrap();
+    let step = W / n;
+    for i in 0..2 * n {
+        // Every tenth add repeats an item from half a window before.
+        let item = if i % 10 == 0 && i > n / 2 {
+            i - n / 2
+        } else {
+            i
+        };
+        f.add(&h(item), i * step, NO_LIMIT).unwrap();
+    }
+    let now = (2 * n - 1) * step;
+    let card = f.cardinality(now);
+    assert!(card.abs_diff(n) < n / 20, "{card}");
+    // Reads at a later time see the window slide.
+    assert!(f.cardinality(now + W / 2).abs_diff(n / 2) < n / 20);
+    assert_eq!(f.cardinality(now + 2 * W), 0);
+}
+
+#[test]
+fn encoding_is_canonical_and_round_trips() {
+    let mut f = WindowFilter::new(params(5000, 0.01, 2), NO_LIMIT).unwrap();
+    for i in 0..20_000u64 {
+        f.add(&h(i), i * 3, NO_LIMIT).unwrap();
+    }
+    let back = round_trip(&f);
+    assert_eq!(encode(&back), encode(&f));
+    for i in 0..20_000u64 {
+        assert_eq!(back.contains(&h(i), 60_000), f.contains(&h(i), 60_000));
+    }
+    assert_eq!(back.cardinality(60_000), f.cardinality(60_000));
+    assert_eq!(back.memory_bytes(), round_trip(&back).memory_bytes());
+    // A copy that swept differently (a write moved time, then the same state) encodes alike.
+    let mut a = f.try_clone().unwrap();
+    let mut b = round_trip(&f);
+    a.add(&h(7), 90_000, NO_LIMIT).unwrap();
+    b.add(&h(7), 90_000, NO_LIMIT).unwrap();
+    assert_eq!(encode(&a), encode(&b));
+}
+
+#[test]
+fn chunks_may_be_cut_anywhere() {
+    let mut f = WindowFilter::new(params(3000, 0.01, 0), NO_LIMIT).unwrap();
+    for i in 0..3000u64 {
+        f.add(&h(i), i * 10, NO_LIMIT).unwrap();
+    }
+    let (header, chunks) = encode(&f);
+    let data: Vec<u8> = chunks.concat();
+    for cut in [1usize, 7, 20, 333, 4096] {
+        let pieces: Vec<&[u8]> = data.chunks(cut).collect();
+        let back = codec::decode(&header, pieces, NO_LIMIT).unwrap();
+        assert_eq!(encode(&back), encode(&f));
+    }
+    // Out of order, short, or long data is refused.
+    assert!(codec::decode(&header, [&data[1..]], NO_LIMIT).is_err());
+    assert!(codec::decode(&header, [&data[..data.len() - 4]], NO_LIMIT).is_err());
+    let mut long = data.clone();
+    long.extend_from_slice(&[0; 20]);
+    assert!(codec::decode(&header, [long.as_slice()], NO_LIMIT).is_err());
+    // The limit binds before anything is allocated.
+    assert!(codec::decode_header(&header, 1000).is_err());
+}
+
+proptest! {
+    /// Hostile headers and data: refused or decoded, never a panic or a huge allocation.
+    #[test]
+    fn hostile_bytes_never_panic(
+        flips in proptest::collection::vec((any::<usize>(), any::<u8>()), 1..8),
+        cut in any::<usize>(),
+    ) {
+        let mut f = WindowFilter::new(params(500, 0.01, 2), NO_LIMIT).unwrap();
+        for i in 0..900u64 {
+            f.add(&h(i), i * 50, NO_LIMIT).unwrap();
+        }
+        let (mut header, chunks) = encode(&f);
+        let mut data = chunks.concat();
+        for (at, byte) in flips {
+            let total = header.len() + data.len();
+            let at = at % total;
+            if at < header.len() { header[at] ^= byte | 1 } else { data[at - header.len()] ^= byte | 1 }
+        }
+        let cut = cut % (data.len() + 1);
+        if let Ok(back) = codec::decode(&header, [&data[..cut], &data[cut..]].into_iter().filter(|c| !c.is_empty()), 1 << 26) {
+            // Whatever decodes, re-encodes to itself and answers.
+            prop_assert_eq!(encode(&round_trip(&back)), encode(&back));
+            let _ = back.contains(&h(1), 0);
+            let _ = back.cardinality(u64::MAX);
+        }
+    }
+}
