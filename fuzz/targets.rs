@@ -191,6 +191,45 @@ pub fn bf_any_loadchunk(data: &[u8]) {
     }
 }
 
+/// A windowed filter's encoding, as RDB, `DUMP`, `BF.SCANDUMP` and the AOF rewrite carry it:
+/// a header (length in the first two bytes), then data chunks in the record format of
+/// `bf_loadchunk` (4-byte start offset), applied in order. A refused chunk changes nothing; a
+/// complete value re-encodes to its header and data and stays usable (lookups, adds, a moving
+/// clock).
+pub fn bf_window_value(data: &[u8]) {
+    use lcbloom::bloom::window::codec;
+    use lcbloom::bloom::window::value::Windowed;
+    let Some((header, records)) = session(data) else {
+        return;
+    };
+    let Ok(mut value) = Windowed::from_header(header, LIMIT) else {
+        return;
+    };
+    let mut data = Vec::new();
+    for (field, chunk) in records {
+        let start = u32::from_le_bytes(field) as u64;
+        let before = codec::encode_header(&value.filter);
+        match value.load_chunk(start, chunk) {
+            Ok(()) => data.extend_from_slice(chunk),
+            Err(_) => assert_eq!(codec::encode_header(&value.filter), before),
+        }
+    }
+    if !value.is_complete() {
+        return;
+    }
+    let mut again = Vec::new();
+    codec::for_each_chunk(&value.filter, |_, c| again.extend_from_slice(c));
+    assert_eq!(again, data, "a loaded value re-encodes to its data");
+    assert_eq!(codec::encode_header(&value.filter), header);
+    let time = value.filter.time();
+    for i in 0..4u64 {
+        let h = hash_item(&i.to_le_bytes());
+        let _ = value.filter.contains(&h, time);
+        let _ = value.filter.add(&h, time.saturating_add(i * 977), LIMIT);
+        let _ = value.filter.cardinality(u64::MAX);
+    }
+}
+
 /// A record of a session: its 4-byte field (an offset or an iterator) and its bytes.
 type Record<'a> = ([u8; 4], &'a [u8]);
 

@@ -265,3 +265,44 @@ fn loadchunk_sessions_of_either_format() {
     }));
     assert!(fuzz("bf_any_loadchunk", seeds, targets::bf_any_loadchunk) > 0);
 }
+
+/// Windowed filters (scaled, non-scaling, one a clock jump apart) as `targets::bf_window_value`
+/// sessions: header, then the data in pieces.
+#[test]
+fn windowed_values() {
+    use lcbloom::bloom::window::codec;
+    use lcbloom::bloom::window::filter::{WindowFilter, WindowParams};
+    let mut seeds = Vec::new();
+    for (capacity, rate, expansion, items, step) in [
+        (10u64, 0.01, 2u32, 40u64, 300u64),
+        (100, 0.001, 0, 100, 50),
+        (300, 0.05, 1, 900, 7),
+    ] {
+        let params = WindowParams {
+            window_ms: 4000,
+            error_rate: rate,
+            capacity,
+            expansion,
+        };
+        let mut f = WindowFilter::new(params, targets::LIMIT).unwrap();
+        for i in 0..items {
+            let _ = f.add(
+                &hash_item(&i.to_le_bytes()),
+                1_000_000 + i * step,
+                targets::LIMIT,
+            );
+        }
+        let header = codec::encode_header(&f);
+        let mut out = (header.len() as u16).to_le_bytes().to_vec();
+        out.extend_from_slice(&header);
+        let mut data = Vec::new();
+        codec::for_each_chunk(&f, |_, c| data.extend_from_slice(c));
+        for (i, piece) in data.chunks(40).enumerate() {
+            out.extend_from_slice(&((i * 40) as u32).to_le_bytes());
+            out.extend_from_slice(&(piece.len() as u16).to_le_bytes());
+            out.extend_from_slice(piece);
+        }
+        seeds.push(out);
+    }
+    assert!(fuzz("bf_window_value", seeds, targets::bf_window_value) > 0);
+}

@@ -43,6 +43,7 @@ use super::layer::{Layer, LayerParams};
 use super::partition::{self, Partition, GENS, SLOTS};
 use crate::bloom::filter::MIN_ERROR_RATE;
 use crate::core::alloc::size_class;
+use crate::core::chunks::{Reader, Writer};
 use crate::core::decode::DecodeError;
 use crate::core::hashing::HASH_SCHEME;
 
@@ -98,21 +99,19 @@ pub fn encode_header(filter: &WindowFilter) -> Vec<u8> {
     let mut out = Vec::with_capacity(FIXED + PER_LAYER * layers.len());
     out.extend_from_slice(MAGIC);
     out.extend_from_slice(&[ENCODING_VERSION, HASH_SCHEME, SLOTS as u8, 0]);
-    out.extend_from_slice(&p.window_ms.to_le_bytes());
-    out.extend_from_slice(&p.error_rate.to_le_bytes());
-    out.extend_from_slice(&p.capacity.to_le_bytes());
-    out.extend_from_slice(&p.expansion.to_le_bytes());
-    out.extend_from_slice(&(layers.len() as u32).to_le_bytes());
-    out.extend_from_slice(&filter.time().to_le_bytes());
-    out.extend_from_slice(&data_bytes(filter).to_le_bytes());
+    out.put_u64(p.window_ms);
+    out.put_f64(p.error_rate);
+    out.put_u64(p.capacity);
+    out.put_u32(p.expansion);
+    out.put_u32(layers.len() as u32);
+    out.put_u64(filter.time());
+    out.put_u64(data_bytes(filter));
     let s = slot(filter);
     for l in layers {
-        out.extend_from_slice(&l.params().capacity.to_le_bytes());
-        out.extend_from_slice(&l.params().error_rate.to_le_bytes());
+        out.put_u64(l.params().capacity);
+        out.put_f64(l.params().error_rate);
         for c in l.counts_at(s) {
-            c.refreshed
-                .iter()
-                .for_each(|r| out.extend_from_slice(&r.to_le_bytes()));
+            c.refreshed.iter().for_each(|&r| out.put_u64(r));
         }
     }
     out
@@ -121,12 +120,8 @@ pub fn encode_header(filter: &WindowFilter) -> Vec<u8> {
 /// Appends a partition's record.
 fn write_record(part: &Partition, s: u64, universe: u64, out: &mut Vec<u8>) {
     let (counts, words) = part.view_at(s, universe);
-    counts
-        .iter()
-        .for_each(|c| out.extend_from_slice(&c.to_le_bytes()));
-    words
-        .iter()
-        .for_each(|w| out.extend_from_slice(&w.to_le_bytes()));
+    counts.iter().for_each(|&c| out.put_u32(c));
+    words.iter().for_each(|&w| out.put_u64(w));
 }
 
 /// The data chunk starting at byte `offset`, None at or past the end. It ends at the last
@@ -172,29 +167,6 @@ pub fn for_each_chunk(filter: &WindowFilter, mut emit: impl FnMut(u64, &[u8])) {
     }
 }
 
-struct Reader<'a> {
-    bytes: &'a [u8],
-    at: usize,
-}
-
-impl Reader<'_> {
-    fn take<const N: usize>(&mut self) -> [u8; N] {
-        let mut out = [0u8; N];
-        out.copy_from_slice(&self.bytes[self.at..self.at + N]);
-        self.at += N;
-        out
-    }
-    fn u32(&mut self) -> u32 {
-        u32::from_le_bytes(self.take())
-    }
-    fn u64(&mut self) -> u64 {
-        u64::from_le_bytes(self.take())
-    }
-    fn f64(&mut self) -> f64 {
-        f64::from_le_bytes(self.take())
-    }
-}
-
 /// A filter being loaded: made from its header, its partitions empty until their records
 /// arrive in order.
 #[derive(Debug, PartialEq)]
@@ -236,15 +208,15 @@ pub fn decode_header(bytes: &[u8], limit: u64) -> Result<(WindowFilter, Loading)
     if bytes[6] as usize != SLOTS || bytes[7] != 0 {
         return Err(err("bad slots or reserved byte"));
     }
-    let mut r = Reader { bytes, at: 8 };
+    let mut r = Reader::new(&bytes[8..], err("short header"));
     let params = WindowParams {
-        window_ms: r.u64(),
-        error_rate: r.f64(),
-        capacity: r.u64(),
-        expansion: r.u32(),
+        window_ms: r.u64()?,
+        error_rate: r.f64()?,
+        capacity: r.u64()?,
+        expansion: r.u32()?,
     };
-    let count = r.u32() as usize;
-    let (time, total) = (r.u64(), r.u64());
+    let count = r.u32()? as usize;
+    let (time, total) = (r.u64()?, r.u64()?);
     if !WindowParams::valid_window(params.window_ms) || params.window_ms > MAX_WINDOW_MS {
         return Err(err("bad window"));
     }
@@ -264,14 +236,14 @@ pub fn decode_header(bytes: &[u8], limit: u64) -> Result<(WindowFilter, Loading)
     let mut specs = Vec::with_capacity(count);
     let (mut rates, mut min_data, mut planned) = (0.0, 0u64, 0u64);
     for _ in 0..count {
-        let (capacity, rate) = (r.u64(), r.f64());
+        let (capacity, rate) = (r.u64()?, r.f64()?);
         if !(1..=MAX_CAPACITY).contains(&capacity) || !(MIN_ERROR_RATE..1.0).contains(&rate) {
             return Err(err("bad layer"));
         }
         let lp = LayerParams::new(capacity, rate).ok_or(err("bad layer"))?;
         let mut refreshed = [[0u64; SLOTS]; GENS];
-        for slot in &mut refreshed {
-            slot.iter_mut().for_each(|v| *v = r.u64());
+        for v in refreshed.iter_mut().flatten() {
+            *v = r.u64()?;
         }
         rates += rate;
         min_data = min_data.saturating_add(lp.partitions * RECORD_COUNTS as u64);
@@ -340,9 +312,11 @@ pub fn load_chunk(
             .get(layer)
             .ok_or(err("data past the last layer"))?;
         let u = l.params().universe;
-        let mut r = Reader { bytes: &bytes, at };
+        let mut r = Reader::new(&bytes[at..], err("short record"));
         let mut counts = [0u32; GENS];
-        counts.iter_mut().for_each(|c| *c = r.u32());
+        for c in &mut counts {
+            *c = r.u32()?;
+        }
         let words: u64 = counts
             .iter()
             .map(|&c| partition::stream_words(c.min(u.min(u32::MAX as u64) as u32), u) as u64)
@@ -359,11 +333,11 @@ pub fn load_chunk(
         w.try_reserve_exact(words as usize)
             .map_err(|_| err("out of memory"))?;
         for _ in 0..words {
-            w.push(r.u64());
+            w.push(r.u64()?);
         }
         partition::validate(&counts, &w, u).map_err(err)?;
         records.push((layer, part, Partition::from_parts(s, counts, w)));
-        at = r.at;
+        at = bytes.len() - r.remaining();
         part += 1;
         if part as u64 == l.params().partitions {
             (layer, part) = (layer + 1, 0);

@@ -178,13 +178,12 @@ impl WindowFilter {
             .any(|l| l.find(l.place(hash), oldest).is_some())
     }
 
-    /// Adds an item at time `now` (see the module's semantics). The filter's time moves to
-    /// max(T, now) even when the add is refused.
+    /// Adds an item at time `now` (see the module's semantics). An add that finds the item in
+    /// the newest generation, or is refused, changes nothing (the filter's time included);
+    /// one that stores it moves the filter's time to max(T, now).
     pub fn add(&mut self, hash: &ItemHash, now: u64, limit: u64) -> Result<Added, ChainError> {
-        self.advance(now);
-        let (t, oldest) = (self.time, self.oldest(self.time));
-        let head = t / self.params.slot_ms();
-        let newest = self.layers.len() - 1;
+        let t = self.at(now);
+        let (head, oldest) = (t / self.params.slot_ms(), self.oldest(t));
         let mut found = None;
         for (i, layer) in self.layers.iter().enumerate().rev() {
             if let Some(slot) = layer.find(layer.place(hash), oldest) {
@@ -195,12 +194,15 @@ impl WindowFilter {
                 break;
             }
         }
-        if self.layers[newest].live_items(head) >= self.layers[newest].params().budget {
-            self.scale(limit)?;
+        let newest = &self.layers[self.layers.len() - 1];
+        if newest.live_items(head) >= newest.params().budget {
+            self.scale(head, limit)?;
         }
-        let last = self.layers.len() - 1;
-        let layer = &mut self.layers[last];
-        let same_layer = found.filter(|&(i, _)| i == last).map(|(_, slot)| slot);
+        // Whether the older copy is in the layer that takes the add (the newest).
+        let newest = self.layers.len() - 1;
+        let same_layer = found.filter(|&(i, _)| i == newest).map(|(_, slot)| slot);
+        self.advance(t);
+        let layer = self.layers.last_mut().expect("a filter has a layer");
         layer
             .insert(layer.place(hash), same_layer)
             .map_err(|_| ChainError::OutOfMemory)?;
@@ -210,11 +212,11 @@ impl WindowFilter {
         })
     }
 
-    /// Moves the filter's time to max(T, now): slot counts forward, a few partitions swept,
-    /// dead layers whose memory is gone dropped.
-    pub fn advance(&mut self, now: u64) {
-        self.time = self.at(now);
-        let head = self.time / self.params.slot_ms();
+    /// Moves the filter's time to `t` (≥ T): slot counts forward, a few partitions swept,
+    /// dead layers whose memory is gone dropped. Dropping a layer may move the newest's index.
+    fn advance(&mut self, t: u64) {
+        self.time = t;
+        let head = t / self.params.slot_ms();
         for layer in &mut self.layers {
             layer.advance(head);
         }
@@ -226,15 +228,15 @@ impl WindowFilter {
         });
     }
 
-    /// Adds a layer for the adds past the newest one's budget, or refuses.
-    fn scale(&mut self, limit: u64) -> Result<(), ChainError> {
+    /// Adds a layer (at slot `head`) for the adds past the newest one's budget, or refuses
+    /// and changes nothing.
+    fn scale(&mut self, head: u64, limit: u64) -> Result<(), ChainError> {
         if self.params.expansion == 0 {
             return Err(ChainError::Full);
         }
         if self.layers.len() >= MAX_LAYERS {
             return Err(ChainError::CannotScale);
         }
-        let head = self.time / self.params.slot_ms();
         let spent: f64 = self.live_layers(head).map(|l| l.params().error_rate).sum();
         let rate = (self.params.error_rate - spent) * (1.0 - TIGHTENING);
         if rate < MIN_ERROR_RATE {
@@ -270,10 +272,9 @@ impl WindowFilter {
         Ok(())
     }
 
-    /// The filter's own box and its list of `layers` layers.
+    /// Its list of `layers` layers (the box holding the filter is its holder's to count).
     fn fixed_bytes(&self, layers: usize) -> u64 {
-        size_class(std::mem::size_of::<Self>() as u64)
-            + size_class((layers * std::mem::size_of::<Layer>()) as u64)
+        size_class((layers * std::mem::size_of::<Layer>()) as u64)
     }
 
     /// Bytes its allocations take, each by its allocator size class.

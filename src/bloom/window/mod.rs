@@ -4,7 +4,7 @@
 //!
 //! A pure core: `filter.rs` (time, semantics, scaling), `layer.rs` (sizing, per-slot counts,
 //! cardinality), `partition.rs` (per-generation Elias–Fano fingerprint sets), `codec.rs`
-//! (the encoding, chunked).
+//! (the encoding, chunked), `value.rs` (what a key stores: the filter and its load state).
 //!
 //! Why a folder of its own inside `bloom/`: it is a stored representation of a Bloom filter,
 //! like `redisbloom/`, answering the `BF.*` family's commands; it shares the family's hashing,
@@ -13,6 +13,7 @@ pub mod codec;
 pub mod filter;
 pub mod layer;
 pub mod partition;
+pub mod value;
 
 #[cfg(test)]
 mod tests;

@@ -1,0 +1,97 @@
+//! How a windowed filter answers the `BF.*` commands (`any.rs`'s `BloomFilter`): every
+//! operation at the command's time (`Env::now_ms`, which the handlers take from the
+//! primary's clock or from the `AT` a replicated write carries).
+//!
+//! * `BF.ADD`/`BF.MADD`/`BF.INSERT`: 1 for an item not found, 0 for one found (its window
+//!   restarts: the filter changes, so the write is replicated and notified all the same).
+//! * `BF.EXISTS`/`BF.MEXISTS`: whether the item was added within the window (or a false
+//!   positive).
+//! * `BF.CARD` and `BF.INFO`'s `Number of items inserted`: the estimated distinct items
+//!   added within the window. `Capacity`: items per window the live layers are sized for;
+//!   `Number of filters`: layers. After RedisBloom's five fields: `Window` (seconds),
+//!   `Stored` (fingerprints held, an item added in several slots counting in each) and
+//!   `Time` (the filter's clock: the latest write's time, ms since the epoch).
+//!   `BF.INFO key LAYOUT` answers `window`.
+//! * `BF.SCANDUMP`/`BF.LOADCHUNK`: the header at iterator 0, then data chunks named by
+//!   1 + their end offset; chunks load in order only.
+
+use super::value::Windowed;
+use crate::bloom::any::{Added, BloomFilter, ChunkError, Env, Info};
+use crate::bloom::chain::ChainError;
+use crate::bloom::window::codec;
+use crate::core::chunks::{chunk_start, iterator_after};
+use crate::core::hashing::hash_item;
+
+/// `BF.INFO key LAYOUT` of a windowed filter.
+pub const LAYOUT: &str = "window";
+
+impl BloomFilter for Windowed {
+    fn contains_all(&self, items: &[&[u8]], env: &dyn Env, found: &mut dyn FnMut(bool)) {
+        let now = env.now_ms();
+        for item in items {
+            found(self.filter.contains(&hash_item(item), now));
+        }
+    }
+
+    fn add_all(
+        &mut self,
+        items: &[&[u8]],
+        env: &dyn Env,
+        done: &mut dyn FnMut(Result<Added, ChainError>),
+    ) {
+        let (now, limit) = (env.now_ms(), env.memory_limit());
+        for item in items {
+            let result = self.filter.add(&hash_item(item), now, limit);
+            let stop = result.is_err();
+            done(result);
+            if stop {
+                return;
+            }
+        }
+    }
+
+    fn info(&self, env: &dyn Env) -> Info {
+        let (f, now) = (&self.filter, env.now_ms());
+        let p = f.params();
+        Info {
+            capacity: f.capacity(now),
+            size: self.memory_bytes(),
+            filters: f.layers().len() as u64,
+            items: f.cardinality(now),
+            expansion: (p.expansion > 0).then_some(p.expansion),
+            layout: LAYOUT,
+            extra: vec![
+                ("Window", (p.window_ms / 1000) as i64),
+                ("Stored", f.stored(now) as i64),
+                ("Time", f.time() as i64),
+            ],
+        }
+    }
+
+    fn card(&self, env: &dyn Env) -> u64 {
+        self.filter.cardinality(env.now_ms())
+    }
+
+    fn scandump(&self, iterator: i64) -> Option<(u64, Vec<u8>)> {
+        let iterator = u64::try_from(iterator).ok()?;
+        let Some(offset) = iterator.checked_sub(1) else {
+            return Some((1, codec::encode_header(&self.filter)));
+        };
+        Some(match codec::data_chunk(&self.filter, offset) {
+            Some(chunk) => (iterator_after(offset + chunk.len() as u64), chunk),
+            None => (0, Vec::new()),
+        })
+    }
+
+    fn load_chunk(&mut self, iterator: i64, data: &[u8]) -> Result<(), ChunkError> {
+        let iterator = u64::try_from(iterator)
+            .ok()
+            .filter(|&i| i >= 1)
+            .ok_or(ChunkError::Iterator)?;
+        if iterator == 1 {
+            return Err(ChunkError::Exists);
+        }
+        let start = chunk_start(iterator, data.len()).ok_or(ChunkError::Length)?;
+        Ok(Windowed::load_chunk(self, start, data)?)
+    }
+}
