@@ -11,7 +11,11 @@ use server::module::{self, Family};
 
 /// The families, one line each: a family's folder describes its types, commands, ACL category,
 /// configs and INFO fields in its `table.rs`.
-static FAMILIES: &[&Family] = &[&bloom::table::FAMILY, &lc::table::FAMILY];
+static FAMILIES: &[&Family] = &[
+    &bloom::table::FAMILY,
+    &bloom::window::table::FAMILY,
+    &lc::table::FAMILY,
+];
 
 fn init(ctx: &Context, args: &[RedisString]) -> Status {
     module::load(ctx, args, FAMILIES)

@@ -10,6 +10,7 @@
 //!   the first error. Each result says whether the item was new (the reply's 1) and whether
 //!   the filter changed (what is replicated and notified); a filter may change without the
 //!   item being new (a windowed filter that restarts an item's window).
+//! * `clocked`: whether writes depend on the time, and so are replicated with it.
 //! * `info`: `BF.INFO`'s five RedisBloom fields, the `LAYOUT` answer, and fields of the
 //!   representation's own that follow RedisBloom's in the full reply.
 //! * `card`: `BF.CARD`.
@@ -144,6 +145,13 @@ pub trait BloomFilter {
         env: &dyn Env,
         done: &mut dyn FnMut(Result<Added, ChainError>),
     );
+
+    /// Whether the filter's writes depend on the command's time (`Env::now_ms`), as a windowed
+    /// filter's do: the handlers then replicate each write with its time (`BF.INSERT ... AT`),
+    /// and only such a filter takes `WINDOW` or `AT` on an existing key.
+    fn clocked(&self) -> bool {
+        false
+    }
 
     fn info(&self, env: &dyn Env) -> Info;
 

@@ -39,21 +39,24 @@ use super::any::{Added, BloomFilter, ChunkError, Env, Field};
 use super::chain::Chain;
 use super::config::{self, MAX_EXPANSION};
 use super::errors::{
-    expansion_range, BAD_CAPACITY, BAD_ERROR_RATE, BAD_EXPANSION, BAD_INFO_FIELD, BAD_ITERATOR,
-    BAD_LAYOUT, CAPACITY_RANGE, ERROR_RATE_RANGE, ITEMS_REQUIRED, NONSCALING_EXPANSION,
-    NO_EXPANSION, NO_LAYOUT,
+    expansion_range, BAD_AT, BAD_CAPACITY, BAD_ERROR_RATE, BAD_EXPANSION, BAD_INFO_FIELD,
+    BAD_ITERATOR, BAD_LAYOUT, BAD_WINDOW, CAPACITY_RANGE, ERROR_RATE_RANGE, ITEMS_REQUIRED,
+    NONSCALING_EXPANSION, NOT_WINDOWED, NO_EXPANSION, NO_LAYOUT, WINDOW_LAYOUT,
 };
 use super::filter::Layout;
 use super::load::{from_header, NewFilter};
+use super::window::filter::{WindowParams, MAX_TIME, MAX_WINDOW_MS};
+use super::window::value::Windowed;
 use crate::bloom::redisbloom::chain::RedisBloomChain;
 use crate::server::args::{is_keyword, parse_f64, parse_i64, set_once, Args};
 use crate::server::errors::{unknown_argument, CHUNK_LENGTH, INTERNAL, ITEM_EXISTS, NOT_FOUND};
 use crate::server::limits::{check_item_count, memory_limit};
 use crate::server::reply::{flag, ordered_map_simple_names};
 use crate::server::stats::note_refused_write;
-use crate::server::value::{modify, read_either, store, write_either, Either, Key};
+use crate::server::value::{self, modify, read, read_either, store, write_either, Either, Key};
 use crate::server::write::{finish_write, Applied, Progress};
 use redis_module::{raw, Context, ContextFlags, RedisError, RedisResult, RedisString, RedisValue};
+use std::cell::Cell;
 use std::ffi::CStr;
 
 /// The parameters of a new filter.
@@ -64,6 +67,8 @@ struct FilterParams {
     /// 0: non-scaling.
     expansion: u32,
     layout: Layout,
+    /// Seconds: a windowed filter (`window/`), which has no layout.
+    window: Option<u64>,
 }
 
 impl FilterParams {
@@ -74,57 +79,89 @@ impl FilterParams {
             capacity,
             expansion,
             layout: config::layout(),
+            window: None,
         }
     }
 
-    fn build(&self, limit: u64) -> Result<Chain, RedisError> {
-        Ok(Chain::with_layout(
-            self.layout,
-            self.rate,
-            self.capacity,
-            self.expansion,
-            limit,
-        )?)
+    fn build(&self, limit: u64) -> Result<NewFilter, RedisError> {
+        Ok(match self.window {
+            Some(seconds) => {
+                let params = WindowParams {
+                    // parse_window bounds it by MAX_WINDOW_MS.
+                    window_ms: seconds * 1000,
+                    error_rate: self.rate,
+                    capacity: self.capacity,
+                    expansion: self.expansion,
+                };
+                NewFilter::Window(Windowed::with_params(params, limit)?)
+            }
+            None => NewFilter::Own(Chain::with_layout(
+                self.layout,
+                self.rate,
+                self.capacity,
+                self.expansion,
+                limit,
+            )?),
+        })
     }
 
     /// The parameters as text: rate (Rust prints the shortest text that parses back to the
     /// same f64), capacity, `EXPANSION x` or `NONSCALING`, and `LAYOUT l` (always: a
-    /// replica's `bf-layout` may differ).
+    /// replica's `bf-layout` may differ) or, for a windowed filter, `WINDOW s`.
     fn spelled_out(&self) -> [String; 6] {
         let (keyword, expansion) = match self.expansion {
             0 => ("NONSCALING", String::new()),
             e => ("EXPANSION", e.to_string()),
         };
+        let kind = match self.window {
+            Some(seconds) => ["WINDOW".to_string(), seconds.to_string()],
+            None => ["LAYOUT".to_string(), self.layout.name().to_string()],
+        };
+        let [kind, value] = kind;
         [
             self.rate.to_string(),
             self.capacity.to_string(),
             keyword.to_string(),
             expansion,
-            "LAYOUT".to_string(),
-            self.layout.name().to_string(),
+            kind,
+            value,
         ]
     }
+}
 
-    /// `key CAPACITY c ERROR e EXPANSION x|NONSCALING LAYOUT l ITEMS items...`: the arguments
-    /// of the `BF.INSERT` that creates this filter holding `items`.
-    fn insert_args<'a>(
-        key: &'a RedisString,
-        spelled: &'a [String; 6],
-        items: &'a [RedisString],
-    ) -> Vec<&'a [u8]> {
-        let [rate, capacity, expansion @ ..] = spelled;
-        let mut args = vec![key.as_slice(), b"CAPACITY", capacity.as_bytes(), b"ERROR"];
-        args.push(rate.as_bytes());
-        args.extend(
-            expansion
-                .iter()
-                .filter(|a| !a.is_empty())
-                .map(|a| a.as_bytes()),
-        );
-        args.push(b"ITEMS");
-        args.extend(items.iter().map(|i| i.as_slice()));
-        args
+/// `key rate capacity EXPANSION x|NONSCALING LAYOUT l|WINDOW s`: the arguments of the
+/// `BF.RESERVE` that creates a filter of these parameters (`spelled_out`).
+fn reserve_args<'a>(key: &'a RedisString, spelled: &'a [String; 6]) -> Vec<&'a [u8]> {
+    let mut args = vec![key.as_slice()];
+    args.extend(
+        spelled
+            .iter()
+            .filter(|a| !a.is_empty())
+            .map(|a| a.as_bytes()),
+    );
+    args
+}
+
+/// `key [CAPACITY c ERROR e EXPANSION x|NONSCALING LAYOUT l|WINDOW s] [AT t] ITEMS items...`:
+/// the arguments of the `BF.INSERT` that adds `items` at time `at` (a clocked filter's write),
+/// creating the filter of the `spelled` parameters if given.
+fn insert_args<'a>(
+    key: &'a RedisString,
+    spelled: Option<&'a [String; 6]>,
+    at: Option<&'a String>,
+    items: &'a [RedisString],
+) -> Vec<&'a [u8]> {
+    let mut args = vec![key.as_slice()];
+    if let Some([rate, capacity, rest @ ..]) = spelled {
+        args.extend([b"CAPACITY", capacity.as_bytes(), b"ERROR", rate.as_bytes()]);
+        args.extend(rest.iter().filter(|a| !a.is_empty()).map(|a| a.as_bytes()));
     }
+    if let Some(at) = at {
+        args.extend([b"AT".as_slice(), at.as_bytes()]);
+    }
+    args.push(b"ITEMS");
+    args.extend(items.iter().map(|i| i.as_slice()));
+    args
 }
 
 fn parse_bf_rate(arg: &RedisString) -> Result<f64, RedisError> {
@@ -151,6 +188,22 @@ fn parse_expansion(arg: &RedisString) -> Result<u32, RedisError> {
     Ok(expansion as u32)
 }
 
+/// Whole seconds, 1 up to `MAX_WINDOW_MS` / 1000 (100 years).
+fn parse_window(arg: &RedisString) -> Result<u64, RedisError> {
+    parse_i64(arg)
+        .and_then(|s| u64::try_from(s).ok())
+        .filter(|&s| (1..=MAX_WINDOW_MS / 1000).contains(&s))
+        .ok_or(RedisError::Str(BAD_WINDOW))
+}
+
+/// Milliseconds since the epoch, 0 up to the latest time a windowed filter holds.
+fn parse_at(arg: &RedisString) -> Result<u64, RedisError> {
+    parse_i64(arg)
+        .and_then(|t| u64::try_from(t).ok())
+        .filter(|&t| t <= MAX_TIME)
+        .ok_or(RedisError::Str(BAD_AT))
+}
+
 fn parse_layout(arg: &RedisString) -> Result<Layout, RedisError> {
     [Layout::Standard, Layout::Blocked]
         .into_iter()
@@ -158,8 +211,8 @@ fn parse_layout(arg: &RedisString) -> Result<Layout, RedisError> {
         .ok_or(RedisError::Str(BAD_LAYOUT))
 }
 
-/// The options of `BF.RESERVE` (`EXPANSION`, `NONSCALING`, `LAYOUT`) and `BF.INSERT` (those,
-/// `CAPACITY`, `ERROR`, `NOCREATE`, then `ITEMS`), each at most once.
+/// The options of `BF.RESERVE` (`EXPANSION`, `NONSCALING`, `LAYOUT`, `WINDOW`) and `BF.INSERT`
+/// (those, `CAPACITY`, `ERROR`, `NOCREATE`, `AT`, then `ITEMS`), each at most once.
 #[derive(Default)]
 struct Options {
     capacity: Option<u64>,
@@ -168,6 +221,8 @@ struct Options {
     layout: Option<Layout>,
     nocreate: Option<()>,
     nonscaling: Option<()>,
+    window: Option<u64>,
+    at: Option<u64>,
 }
 
 impl Options {
@@ -190,6 +245,12 @@ impl Options {
                 set_once(&mut self.rate, "ERROR", || {
                     parse_bf_rate(args.value(BAD_ERROR_RATE)?)
                 })?;
+            } else if is("WINDOW") {
+                set_once(&mut self.window, "WINDOW", || {
+                    parse_window(args.value(BAD_WINDOW)?)
+                })?;
+            } else if insert && is("AT") {
+                set_once(&mut self.at, "AT", || parse_at(args.value(BAD_AT)?))?;
             } else if is("EXPANSION") {
                 set_once(&mut self.expansion, "EXPANSION", || {
                     parse_expansion(args.value(NO_EXPANSION)?)
@@ -210,6 +271,9 @@ impl Options {
         if self.nonscaling.is_some() && self.expansion.is_some() {
             return Err(RedisError::Str(NONSCALING_EXPANSION));
         }
+        if self.window.is_some() && self.layout.is_some() {
+            return Err(RedisError::Str(WINDOW_LAYOUT));
+        }
         let defaults = FilterParams::defaults();
         Ok(FilterParams {
             rate: self.rate.unwrap_or(defaults.rate),
@@ -219,11 +283,18 @@ impl Options {
                 None => self.expansion.unwrap_or(defaults.expansion),
             },
             layout: self.layout.unwrap_or(defaults.layout),
+            window: self.window,
         })
+    }
+
+    /// Whether the write must go to a windowed filter (`WINDOW` or `AT` given).
+    fn windowed(&self) -> bool {
+        self.window.is_some() || self.at.is_some()
     }
 }
 
-/// `BF.RESERVE key error_rate capacity [EXPANSION n] [NONSCALING] [LAYOUT standard|blocked]`
+/// `BF.RESERVE key error_rate capacity [EXPANSION n] [NONSCALING] [LAYOUT standard|blocked]
+/// [WINDOW seconds]`
 pub fn reserve(ctx: &Context, args: &[RedisString]) -> RedisResult {
     if args.len() < 4 {
         return Err(RedisError::WrongArity);
@@ -240,19 +311,13 @@ fn reserve_key(ctx: &Context, args: &[RedisString]) -> RedisResult {
     options.parse(&mut Args::new(&args[4..]), false)?;
     let create = options.create()?;
     let mut key = Key::write(ctx, &args[1]);
-    if write_either::<Chain, RedisBloomChain>(&mut key)?.is_some() {
+    if write_filter(&mut key, |_| ())?.is_some() {
         return Err(RedisError::Str(ITEM_EXISTS));
     }
-    store(&mut key, create.build(memory_limit(ctx))?)?;
-    // BF.RESERVE key rate capacity EXPANSION x|NONSCALING LAYOUT l: all spelled out.
+    create_filter(&mut key, create.build(memory_limit(ctx))?, |_| ())?;
+    // BF.RESERVE key rate capacity EXPANSION x|NONSCALING LAYOUT l|WINDOW s: all spelled out.
     let spelled = create.spelled_out();
-    let mut reserve = vec![args[1].as_slice()];
-    reserve.extend(
-        spelled
-            .iter()
-            .filter(|a| !a.is_empty())
-            .map(|a| a.as_bytes()),
-    );
+    let reserve = reserve_args(&args[1], &spelled);
     finish_write(
         ctx,
         c"bf.reserve",
@@ -279,11 +344,11 @@ fn add_with_defaults(ctx: &Context, event: &CStr, args: &[RedisString], many: bo
         return Err(RedisError::WrongArity);
     }
     let defaults = Some(FilterParams::defaults());
-    add_items(ctx, event, &args[1], &args[2..], defaults, many)
+    add_items(ctx, event, &args[1], &args[2..], defaults, None, many)
 }
 
 /// `BF.INSERT key [CAPACITY c] [ERROR e] [EXPANSION n] [NOCREATE] [NONSCALING]
-/// [LAYOUT standard|blocked] ITEMS item...`
+/// [LAYOUT standard|blocked] [WINDOW seconds] [AT ms] ITEMS item...`
 pub fn insert(ctx: &Context, args: &[RedisString]) -> RedisResult {
     if args.len() < 4 {
         return Err(RedisError::WrongArity);
@@ -299,32 +364,59 @@ fn insert_items(ctx: &Context, args: &[RedisString]) -> RedisResult {
         _ => return Err(RedisError::Str(ITEMS_REQUIRED)),
     };
     let create = options.create()?;
+    let windowed = options.windowed().then_some(options.at);
     let create = options.nocreate.is_none().then_some(create);
-    add_items(ctx, c"bf.insert", &args[1], items, create, true)
+    add_items(ctx, c"bf.insert", &args[1], items, create, windowed, true)
 }
 
-/// The server as a filter sees it while a command runs.
-struct Server<'a>(&'a Context);
+/// The server as a filter sees it while a command runs. The command's time is read once,
+/// when a filter first asks for it (or is the `AT` the command gave), so that every item of
+/// the command and what is replicated of it share one time.
+struct Server<'a> {
+    ctx: &'a Context,
+    now: Cell<Option<u64>>,
+}
+
+impl<'a> Server<'a> {
+    fn new(ctx: &'a Context) -> Self {
+        Self::at(ctx, None)
+    }
+
+    /// The server of a command that runs at `at` ms (None: the clock's time).
+    fn at(ctx: &'a Context, at: Option<u64>) -> Self {
+        Self {
+            ctx,
+            now: Cell::new(at),
+        }
+    }
+}
 
 impl Env for Server<'_> {
     fn memory_limit(&self) -> u64 {
-        memory_limit(self.0)
+        memory_limit(self.ctx)
     }
 
     fn now_ms(&self) -> u64 {
+        if let Some(now) = self.now.get() {
+            return now;
+        }
         // SAFETY: a function pointer Redis sets at load, called on the main thread.
-        unsafe { raw::RedisModule_Milliseconds.expect("Milliseconds")() as u64 }
+        let ms = unsafe { raw::RedisModule_Milliseconds.expect("Milliseconds")() };
+        let now = u64::try_from(ms).unwrap_or(0).min(MAX_TIME);
+        self.now.set(Some(now));
+        now
     }
 }
 
 /// The Bloom filter under a key, of any representation: None if the key is empty,
 /// `WRONGTYPE` if it holds another type. lcbloom's type is looked up first, so its filters
-/// pay nothing for the others.
+/// pay nothing for the others; windowed filters last.
 fn read_filter(key: &Key) -> Result<Option<&dyn BloomFilter>, RedisError> {
-    Ok(match read_either::<Chain, RedisBloomChain>(key)? {
-        Some(Either::First(chain)) => Some(chain),
-        Some(Either::Second(chain)) => Some(chain),
-        None => None,
+    Ok(match read_either::<Chain, RedisBloomChain>(key) {
+        Ok(Some(Either::First(chain))) => Some(chain),
+        Ok(Some(Either::Second(chain))) => Some(chain),
+        Ok(None) => None,
+        Err(other) => Some(read::<Windowed>(key).ok().flatten().ok_or(other)?),
     })
 }
 
@@ -334,49 +426,79 @@ fn write_filter<R>(
     key: &mut Key,
     write: impl FnOnce(&mut dyn BloomFilter) -> R,
 ) -> Result<Option<R>, RedisError> {
-    Ok(match write_either::<Chain, RedisBloomChain>(key)? {
-        Some(Either::First(chain)) => Some(modify(chain, |c| write(c))),
-        Some(Either::Second(chain)) => Some(modify(chain, |c| write(c))),
-        None => None,
+    let other = match write_either::<Chain, RedisBloomChain>(key) {
+        Ok(Some(Either::First(chain))) => return Ok(Some(modify(chain, |c| write(c)))),
+        Ok(Some(Either::Second(chain))) => return Ok(Some(modify(chain, |c| write(c)))),
+        Ok(None) => return Ok(None),
+        Err(other) => other,
+    };
+    let windowed = value::write::<Windowed>(key).ok().flatten().ok_or(other)?;
+    Ok(Some(modify(windowed, |w| write(w))))
+}
+
+/// Stores a new filter under an empty key opened for writing and runs `write` on it,
+/// accounting for the bytes it adds.
+fn create_filter<R>(
+    key: &mut Key,
+    filter: NewFilter,
+    write: impl FnOnce(&mut dyn BloomFilter) -> R,
+) -> Result<R, RedisError> {
+    Ok(match filter {
+        NewFilter::Own(chain) => modify(store(key, chain)?, |c| write(c)),
+        NewFilter::RedisBloom(chain) => modify(store(key, chain)?, |c| write(c)),
+        NewFilter::Window(windowed) => modify(store(key, windowed)?, |w| write(w)),
     })
 }
 
 /// Adds items, creating the key with `create` if it is missing (None: `ERR not found`).
-/// `multi`: reply with an array (MADD, INSERT), else with the one result (ADD).
+/// `windowed`: `BF.INSERT` gave `WINDOW` or `AT` (with the `AT` time if any), which only a
+/// windowed filter takes. `multi`: reply with an array (MADD, INSERT), else with the one
+/// result (ADD).
 fn add_items(
     ctx: &Context,
     event: &CStr,
     name: &RedisString,
     items: &[RedisString],
     create: Option<FilterParams>,
+    windowed: Option<Option<u64>>,
     multi: bool,
 ) -> RedisResult {
     check_item_count(ctx, items.len())?;
     let mut key = Key::write(ctx, name);
-    let env = Server(ctx);
+    let env = Server::at(ctx, windowed.flatten());
     // BF.ADD's one item needs no lists: no allocation on the most frequent write.
-    let (mut results, mut last) = (Vec::new(), None);
-    let mut add = |filter: &mut dyn BloomFilter| match (multi, items) {
-        (false, [item]) => last = Some(filter.add_one(item.as_slice(), &env)),
-        _ => {
-            let bytes: Vec<&[u8]> = items.iter().map(RedisString::as_slice).collect();
-            results.reserve_exact(items.len());
-            filter.add_all(&bytes, &env, &mut |r| results.push(r));
+    let (mut results, mut last, mut clocked) = (Vec::new(), None, false);
+    let mut add = |filter: &mut dyn BloomFilter| {
+        clocked = filter.clocked();
+        if windowed.is_some() && !clocked {
+            return Err(RedisError::Str(NOT_WINDOWED));
         }
+        match (multi, items) {
+            (false, [item]) => last = Some(filter.add_one(item.as_slice(), &env)),
+            _ => {
+                let bytes: Vec<&[u8]> = items.iter().map(RedisString::as_slice).collect();
+                results.reserve_exact(items.len());
+                filter.add_all(&bytes, &env, &mut |r| results.push(r));
+            }
+        }
+        Ok(())
     };
     let created = match write_filter(&mut key, &mut add)? {
-        Some(()) => None,
+        Some(added) => added.map(|()| None)?,
         None => {
             let create = create.ok_or(RedisError::Str(NOT_FOUND))?;
-            let chain = store(&mut key, create.build(memory_limit(ctx))?)?;
-            modify(chain, |c| add(c));
+            if windowed.is_some() && create.window.is_none() {
+                return Err(RedisError::Str(NOT_WINDOWED));
+            }
+            create_filter(&mut key, create.build(memory_limit(ctx))?, &mut add)??;
             Some(create)
         }
     };
     let outcomes = results.iter().chain(&last);
     let changed = outcomes.clone().any(|r| r.is_ok_and(Added::changed));
     let done = outcomes.take_while(|r| r.is_ok()).count();
-    finish_add(ctx, event, name, items, done, changed, created);
+    let at = clocked.then(|| env.now_ms());
+    finish_add(ctx, event, name, items, done, changed, created, at);
     if !multi {
         let added = last.ok_or(RedisError::Str(INTERNAL))?;
         return Ok(RedisValue::Bool(added?.is_new()));
@@ -396,9 +518,13 @@ fn add_items(
 }
 
 /// After an add of which the first `done` items were applied: a filter this command created
-/// propagates as the `BF.INSERT` that builds it with those items, a stop part-way as the
-/// `BF.MADD` of those items. Replicas and AOF replays do not apply max-memory-per-key
-/// (limits::memory_limit), so they would otherwise add items the master refused.
+/// propagates as the `BF.INSERT` that builds it with those items (its `BF.RESERVE` if none
+/// was), a stop part-way as the `BF.MADD` of those items. Replicas and AOF replays do not
+/// apply max-memory-per-key (limits::memory_limit), so they would otherwise add items the
+/// master refused. A write to a clocked (windowed) filter that ran at time `at` always
+/// propagates as `BF.INSERT key [parameters] AT <at> ITEMS <the items applied>`, so that the
+/// replica or the replay applies it at the master's time.
+#[allow(clippy::too_many_arguments)]
 fn finish_add(
     ctx: &Context,
     event: &CStr,
@@ -407,25 +533,32 @@ fn finish_add(
     done: usize,
     changed: bool,
     created: Option<FilterParams>,
+    at: Option<u64>,
 ) {
     let spelled = created.map(|c| c.spelled_out());
+    let at = at.map(|t| t.to_string());
     let progress = Progress {
         created: created.is_some(),
         changed,
         done,
         total: items.len(),
     };
-    let applied = progress.applied(|done| match &spelled {
-        Some(spelled) => vec![(
-            "BF.INSERT",
-            FilterParams::insert_args(name, spelled, &items[..done]),
-        )],
-        None => {
+    let redo = |done| match (&spelled, done) {
+        (Some(spelled), 0) => vec![("BF.RESERVE", reserve_args(name, spelled))],
+        (None, _) if at.is_none() => {
             let mut madd = vec![name.as_slice()];
             madd.extend(items[..done].iter().map(|i| i.as_slice()));
             vec![("BF.MADD", madd)]
         }
-    });
+        _ => vec![(
+            "BF.INSERT",
+            insert_args(name, spelled.as_ref(), at.as_ref(), &items[..done]),
+        )],
+    };
+    let applied = match progress.applied(redo) {
+        Applied::Whole if at.is_some() => Applied::Redo(redo(done)),
+        applied => applied,
+    };
     finish_write(ctx, event, name, applied);
 }
 
@@ -436,7 +569,7 @@ pub fn exists(ctx: &Context, args: &[RedisString]) -> RedisResult {
     }
     let key = Key::read(ctx, &args[1]);
     let found = match read_filter(&key)? {
-        Some(filter) => filter.contains_one(args[2].as_slice(), &Server(ctx)),
+        Some(filter) => filter.contains_one(args[2].as_slice(), &Server::new(ctx)),
         None => false,
     };
     Ok(RedisValue::Bool(found))
@@ -458,7 +591,7 @@ pub fn mexists(ctx: &Context, args: &[RedisString]) -> RedisResult {
     match filter {
         Some(filter) => {
             let bytes: Vec<&[u8]> = items.iter().map(RedisString::as_slice).collect();
-            filter.contains_all(&bytes, &Server(ctx), &mut reply);
+            filter.contains_all(&bytes, &Server::new(ctx), &mut reply);
         }
         None => items.iter().for_each(|_| reply(false)),
     }
@@ -473,7 +606,7 @@ pub fn info(ctx: &Context, args: &[RedisString]) -> RedisResult {
     let key = Key::read(ctx, &args[1]);
     let info = read_filter(&key)?
         .ok_or(RedisError::Str(NOT_FOUND))?
-        .info(&Server(ctx));
+        .info(&Server::new(ctx));
     let integer = |n: u64| RedisValue::Integer(n as i64);
     let expansion = match info.expansion {
         Some(e) => RedisValue::Integer(e as i64),
@@ -520,7 +653,7 @@ pub fn card(ctx: &Context, args: &[RedisString]) -> RedisResult {
     }
     let key = Key::read(ctx, &args[1]);
     let items = match read_filter(&key)? {
-        Some(filter) => filter.card(&Server(ctx)),
+        Some(filter) => filter.card(&Server::new(ctx)),
         None => 0,
     };
     Ok(RedisValue::Integer(items as i64))
@@ -580,8 +713,5 @@ fn load_chunk(
 /// A zero-filled filter under an empty key from a `BF.LOADCHUNK` header, of the kind its
 /// format says (`load::from_header`), within `limit` bytes.
 fn create_from_header(key: &mut Key, header: &[u8], limit: u64) -> Result<(), RedisError> {
-    match from_header(header, limit)? {
-        NewFilter::Own(chain) => store(key, chain).map(drop),
-        NewFilter::RedisBloom(chain) => store(key, chain).map(drop),
-    }
+    create_filter(key, from_header(header, limit)?, |_| ())
 }

@@ -15,6 +15,10 @@ pub const NO_EXPANSION: &str = "ERR no expansion";
 pub const NONSCALING_EXPANSION: &str = "ERR nonscaling filters cannot expand"; // RedisBloom
 pub const BAD_LAYOUT: &str = "ERR LAYOUT must be standard or blocked";
 pub const NO_LAYOUT: &str = "ERR no layout";
+pub const BAD_WINDOW: &str = "ERR bad WINDOW: a whole number of seconds from 1 to 3153600000";
+pub const BAD_AT: &str = "ERR bad AT: a time in ms since the epoch";
+pub const WINDOW_LAYOUT: &str = "ERR WINDOW and LAYOUT cannot be combined";
+pub const NOT_WINDOWED: &str = "ERR WINDOW or AT on a filter without a window";
 pub const ITEMS_REQUIRED: &str = "ERR ITEMS and at least one item are required";
 pub const BAD_INFO_FIELD: &str = "ERR Invalid information value"; // RedisBloom
 

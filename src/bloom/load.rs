@@ -6,6 +6,7 @@ use super::chain::Chain;
 use super::codec;
 use super::redisbloom::chain::RedisBloomChain;
 use super::redisbloom::scandump as rb_scandump;
+use super::window::{codec as window_codec, value::Windowed};
 use crate::core::decode::DecodeError;
 
 /// A filter made by a `BF.LOADCHUNK` header on a missing key.
@@ -13,6 +14,7 @@ use crate::core::decode::DecodeError;
 pub enum NewFilter {
     Own(Chain),
     RedisBloom(RedisBloomChain),
+    Window(Windowed),
 }
 
 impl NewFilter {
@@ -20,6 +22,7 @@ impl NewFilter {
         match self {
             NewFilter::Own(chain) => chain,
             NewFilter::RedisBloom(chain) => chain,
+            NewFilter::Window(filter) => filter,
         }
     }
 }
@@ -27,9 +30,12 @@ impl NewFilter {
 /// A zero-filled filter from a `BF.LOADCHUNK` header, within `limit` bytes: lcbloom's format
 /// (its magic `LCBF`) is tried first; bytes it refuses that have the shape of RedisBloom's
 /// header (`rb_scandump::looks_like_header`) make a RedisBloom chain, which is how a RedisBloom
-/// AOF rewrite or `BF.SCANDUMP` stream loads. The error is that of the format the bytes look
-/// like.
+/// AOF rewrite or `BF.SCANDUMP` stream loads; a windowed filter's header starts with its own
+/// magic (`LCBW`). The error is that of the format the bytes look like.
 pub fn from_header(header: &[u8], limit: u64) -> Result<NewFilter, DecodeError> {
+    if header.starts_with(window_codec::MAGIC) {
+        return Windowed::from_header(header, limit).map(NewFilter::Window);
+    }
     match codec::decode_header(header, limit) {
         Ok(own) => Ok(NewFilter::Own(own.into_chain()?)),
         Err(_) if rb_scandump::looks_like_header(header) => {

@@ -34,6 +34,8 @@ const LAYOUT: Arg = arg(
 )
 .after(c"LAYOUT")
 .optional();
+/// `[WINDOW seconds]`: a windowed filter (`window/`).
+const WINDOW: Arg = integer(c"seconds").after(c"WINDOW").optional();
 const ONE_ITEM: &[Arg] = &[key(c"key", 0), string(c"item")];
 const ITEMS: &[Arg] = &[key(c"key", 0), string(c"item").multiple()];
 const ONE_ITEM_COST: &CStr = c"O(k * s), k = hash functions, s = sub-filters";
@@ -52,6 +54,7 @@ pub static COMMANDS: &[CommandInfo] = &[
             integer(c"expansion").after(c"EXPANSION").optional(),
             token(c"nonscaling", c"NONSCALING").optional(),
             LAYOUT,
+            WINDOW,
         ],
     )
     .docs(
@@ -93,6 +96,8 @@ pub static COMMANDS: &[CommandInfo] = &[
             token(c"nocreate", c"NOCREATE").optional(),
             token(c"nonscaling", c"NONSCALING").optional(),
             LAYOUT,
+            WINDOW,
+            integer(c"unix-time-milliseconds").after(c"AT").optional(),
             string(c"item").after(c"ITEMS").multiple(),
         ],
     )

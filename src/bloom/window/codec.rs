@@ -45,6 +45,7 @@ use crate::bloom::filter::MIN_ERROR_RATE;
 use crate::core::alloc::size_class;
 use crate::core::chunks::{Reader, Writer};
 use crate::core::decode::DecodeError;
+use crate::core::defrag::Defrag;
 use crate::core::hashing::HASH_SCHEME;
 
 pub const MAGIC: &[u8; 4] = b"LCBW";
@@ -193,6 +194,11 @@ impl Loading {
 
     pub fn memory_bytes(&self) -> u64 {
         size_class(self.pending.capacity() as u64)
+    }
+
+    /// Visits its block: the pending bytes.
+    pub fn defrag(&mut self, d: &mut Defrag) {
+        d.vec(&mut self.pending);
     }
 }
 

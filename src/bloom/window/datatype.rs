@@ -11,11 +11,15 @@
 //! * AOF rewrite (used when `aof-use-rdb-preamble no`): `BF.LOADCHUNK key 1 <header>` then one
 //!   `BF.LOADCHUNK key <iterator> <chunk>` per data chunk, exactly what `BF.SCANDUMP` returns.
 //! * Digest: the encoding itself, equal iff the values answer alike (it is canonical).
+//! * Defrag: every block the value owns, in a fixed order (`Windowed::defrag`).
 //! * `COPY` makes a deep copy; `MEMORY USAGE` reports real bytes; windowed filters count in
 //!   `INFO lcbloom`'s `bf_*` fields and again in `bf_window_*`.
 
+use super::table::WINDOWED;
 use super::value::Windowed;
-use crate::server::stats::{self, Tally};
+use crate::bloom::stats::FILTERS;
+use crate::core::defrag::Defrag;
+use crate::server::stats::Tally;
 use crate::server::value::{methods, StoredValue};
 use redis_module::{native_types::RedisType, raw};
 use std::ffi::CStr;
@@ -29,16 +33,11 @@ impl StoredValue for Windowed {
     const ENCVER: c_int = 1;
     const AOF_COMMAND: &'static CStr = c"BF.LOADCHUNK";
 
-    fn redis_type() -> &'static RedisType {
-        &WINDOW_TYPE
-    }
-
-    fn tally() -> &'static Tally {
-        &stats::BLOOM
-    }
+    const TYPE: &'static RedisType = &WINDOW_TYPE;
+    const TALLY: &'static Tally = &FILTERS;
 
     fn sub_tally(&self) -> Option<&'static Tally> {
-        Some(&stats::BLOOM_WINDOW)
+        Some(&WINDOWED)
     }
 
     fn memory_bytes(&self) -> u64 {
@@ -72,5 +71,9 @@ impl StoredValue for Windowed {
 
     fn digest_parts(&self, mut add: impl FnMut(&[u8])) {
         self.for_each_part(|_, bytes| add(bytes));
+    }
+
+    fn defrag(&mut self, d: &mut Defrag) {
+        Windowed::defrag(self, d)
     }
 }

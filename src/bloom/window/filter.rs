@@ -32,9 +32,11 @@
 
 use super::layer::{Layer, LayerParams};
 use super::partition::SLOTS;
+use crate::bloom::any::Added;
 use crate::bloom::chain::ChainError;
 use crate::bloom::filter::MIN_ERROR_RATE;
 use crate::core::alloc::size_class;
+use crate::core::defrag::Defrag;
 use crate::core::hashing::ItemHash;
 
 /// The error-budget share of the first layer of a scaling filter: a filter that never grows
@@ -48,28 +50,6 @@ pub const MAX_LAYERS: usize = 64;
 pub const MAX_TIME: u64 = 1 << 62;
 /// Largest window: 100 years.
 pub const MAX_WINDOW_MS: u64 = 100 * 365 * 24 * 3600 * 1000;
-
-/// What an add did.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Added {
-    /// Not found before: stored.
-    New,
-    /// Found in an older generation: stored in the newest, its window restarted.
-    Refreshed,
-    /// Already in the newest generation: nothing changed.
-    Present,
-}
-
-impl Added {
-    /// The reply: true for a new item.
-    pub fn is_new(self) -> bool {
-        self == Added::New
-    }
-
-    pub fn changed(self) -> bool {
-        self != Added::Present
-    }
-}
 
 /// A windowed filter's parameters, fixed at creation.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -315,6 +295,12 @@ impl WindowFilter {
             .enumerate()
             .filter(move |(i, l)| *i == last || l.live_items(head) > 0)
             .map(|(_, l)| l)
+    }
+
+    /// Visits its blocks: the layers' list, then each layer's.
+    pub fn defrag(&mut self, d: &mut Defrag) {
+        d.vec(&mut self.layers);
+        self.layers.iter_mut().for_each(|l| l.defrag(d));
     }
 
     pub fn try_clone(&self) -> Result<Self, ChainError> {

@@ -3,7 +3,9 @@
 //! rate and estimate its cardinality.
 //!
 //! Sizing. A layer of capacity n (items per window) and rate p keeps at most its budget of
-//! B = n + ⌈n/SLOTS⌉ items in its live generations (a window's items and the slot of slack).
+//! B = n + ⌈n/SLOTS⌉ items in its live generations: a window's items and the slot of slack
+//! (a steady stream at capacity holds up to (1 + 1/SLOTS)·n; one that runs ahead of that
+//! makes a scaling filter add a layer, and a non-scaling one refuse adds).
 //! It has P = ⌈B / `PART_ITEMS`⌉ partitions and per partition a universe
 //! u = ⌈B / (`RATE_ROOM`·P·p)⌉. An item goes to partition `reduce(h1, P)` with fingerprint
 //! `reduce(h2, u)` (hash scheme 1, `core/hashing.rs`). A non-member is reported present iff
@@ -24,6 +26,7 @@
 
 use super::partition::{OutOfMemory, Partition, GENS, SLOTS};
 use crate::core::alloc::size_class;
+use crate::core::defrag::Defrag;
 use crate::core::hashing::{reduce, ItemHash};
 
 /// Live items a partition holds at its layer's budget: generations of ~400 fingerprints,
@@ -269,6 +272,12 @@ impl Layer {
             }
         }
         total.max(0.0)
+    }
+
+    /// Visits its blocks: the partitions' list, then each partition's words.
+    pub fn defrag(&mut self, d: &mut Defrag) {
+        d.vec(&mut self.parts);
+        self.parts.iter_mut().for_each(|p| p.defrag(d));
     }
 
     /// A deep copy, or None if the memory could not be had.

@@ -15,6 +15,7 @@
 //! (`alloc::size_class`), so its capacity is what it costs.
 
 use crate::core::alloc::size_class;
+use crate::core::defrag::Defrag;
 use crate::core::ef;
 
 /// Time slots a window spans: an item is kept for its window plus at most one slot
@@ -93,26 +94,54 @@ impl Partition {
     /// of slots ≥ `oldest`.
     #[inline]
     pub fn find(&self, universe: u64, fp: u64, oldest: u64) -> Option<u64> {
-        let mut end = self.words.len();
+        #[cfg(target_arch = "x86_64")]
+        if std::is_x86_feature_detected!("popcnt") {
+            // SAFETY: the CPU has the instruction.
+            return unsafe { self.find_with_popcnt(universe, fp, oldest) };
+        }
+        self.find_portable(universe, fp, oldest)
+    }
+
+    /// `find` compiled for the POPCNT instruction: counting the zeros before a bucket is most
+    /// of a lookup's work, and the x86-64 baseline Rust targets has no such instruction.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "popcnt")]
+    fn find_with_popcnt(&self, universe: u64, fp: u64, oldest: u64) -> Option<u64> {
+        self.find_portable(universe, fp, oldest)
+    }
+
+    #[inline(always)]
+    fn find_portable(&self, universe: u64, fp: u64, oldest: u64) -> Option<u64> {
+        // The live generations' streams, newest first; the lines their lookups start on are
+        // fetched first, so that the generations' cache misses overlap.
+        let mut gens = [(0usize, 0usize, ef::Shape::new(0, 1), 0u64); GENS];
+        let (mut live, mut end) = (0, self.words.len());
         for i in (0..GENS).rev() {
-            let slot = (self.head + i as u64).checked_sub(GENS as u64 - 1)?;
+            let Some(slot) = (self.head + i as u64).checked_sub(GENS as u64 - 1) else {
+                break;
+            };
             if slot < oldest {
-                return None;
+                break;
             }
-            let count = self.counts[i];
+            let count = self.counts[i] as u64;
             if count == 0 {
                 continue;
             }
-            let shape = ef::Shape::new(count as u64, universe);
+            let shape = ef::Shape::new(count, universe);
             let start = end - shape.bits().div_ceil(64) as usize;
-            if ef::find(&self.words[start..end], 0, shape, fp).found {
-                return Some(slot);
-            }
+            // Bucket fp >> l starts near its share of the upper bits.
+            let bucket = fp >> shape.l;
+            let near = count * shape.l as u64 + bucket + bucket * count / shape.buckets;
+            prefetch_line(self.words[start..end].get((near / 64) as usize));
+            gens[live] = (start, end, shape, slot);
+            live += 1;
             end = start;
         }
-        None
+        gens[..live]
+            .iter()
+            .find(|(start, end, shape, _)| stream_holds(&self.words[*start..*end], *shape, fp))
+            .map(|g| g.3)
     }
-
     /// Moves to slot `head` if it is ahead: generations older than `head − SLOTS` are
     /// dropped, new ones open empty. Returns the change in allocated bytes.
     pub fn advance(&mut self, head: u64, universe: u64) -> i64 {
@@ -178,6 +207,11 @@ impl Partition {
         Ok(self.memory_bytes() as i64 - before as i64)
     }
 
+    /// Visits its block (`core::defrag`).
+    pub fn defrag(&mut self, d: &mut Defrag) {
+        d.vec(&mut self.words);
+    }
+
     /// A deep copy, or None if the memory could not be had.
     pub fn try_clone(&self) -> Option<Self> {
         let mut words = Vec::new();
@@ -189,6 +223,65 @@ impl Partition {
             words,
         })
     }
+}
+
+/// Hints the CPU to fetch the line holding `word` (if any).
+#[inline(always)]
+fn prefetch_line(word: Option<&u64>) {
+    #[cfg(target_arch = "x86_64")]
+    if let Some(word) = word {
+        // SAFETY: a prefetch is a hint; it never faults, and the address is a valid reference.
+        unsafe {
+            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+            _mm_prefetch::<_MM_HINT_T0>((word as *const u64).cast());
+        }
+    }
+}
+
+/// Whether the Elias–Fano stream (`ef.rs`'s layout) of `shape` holds `v` (below its universe).
+/// As `ef::find`, but counting the zeros before `v`'s bucket from the upper bits' start word
+/// by word (a generation's upper bits are a few words), inlined into the POPCNT build.
+#[inline(always)]
+fn stream_holds(stream: &[u64], shape: ef::Shape, v: u64) -> bool {
+    let (l, k) = (shape.l, shape.k);
+    let (high, low) = (v >> l, v & !(!0u64 << l));
+    let upper = k * l as u64;
+    // Bucket `high` starts after zero number high − 1 (from 0) of the upper bits; a valid
+    // stream has `buckets` > high zeros there.
+    let mut position = match high {
+        0 => 0,
+        h => {
+            let mut left = h - 1;
+            let mut w = (upper / 64) as usize;
+            let mut zeros = !stream[w] & (!0u64 << (upper % 64));
+            loop {
+                let count = zeros.count_ones() as u64;
+                if left < count {
+                    break w as u64 * 64 + ef::select_in_word(zeros, left) - upper + 1;
+                }
+                left -= count;
+                w += 1;
+                match stream.get(w) {
+                    Some(word) => zeros = !word,
+                    None => return false,
+                }
+            }
+        }
+    };
+    let mut rank = position - high;
+    while rank < k {
+        let at = upper + position;
+        if stream[(at / 64) as usize] >> (at % 64) & 1 == 0 {
+            return false;
+        }
+        let stored = ef::read_bits(stream, rank * l as u64, l);
+        if stored >= low {
+            return stored == low;
+        }
+        position += 1;
+        rank += 1;
+    }
+    false
 }
 
 /// Checks the streams of a partition read from outside: `words` is exactly the streams of

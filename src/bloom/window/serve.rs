@@ -13,12 +13,14 @@
 //!   `Time` (the filter's clock: the latest write's time, ms since the epoch).
 //!   `BF.INFO key LAYOUT` answers `window`.
 //! * `BF.SCANDUMP`/`BF.LOADCHUNK`: the header at iterator 0, then data chunks named by
-//!   1 + their end offset; chunks load in order only.
+//!   1 + their end offset; chunks load in order only. A negative iterator ends the dump, as
+//!   for every Bloom filter.
+//! * Its writes depend on the time (`clocked`): the handlers replicate them with it.
 
+use super::codec;
 use super::value::Windowed;
-use crate::bloom::any::{Added, BloomFilter, ChunkError, Env, Info};
+use crate::bloom::any::{Added, BloomFilter, ChunkError, Env, Field, Info};
 use crate::bloom::chain::ChainError;
-use crate::bloom::window::codec;
 use crate::core::chunks::{chunk_start, iterator_after};
 use crate::core::hashing::hash_item;
 
@@ -26,11 +28,20 @@ use crate::core::hashing::hash_item;
 pub const LAYOUT: &str = "window";
 
 impl BloomFilter for Windowed {
+    fn contains_one(&self, item: &[u8], env: &dyn Env) -> bool {
+        self.filter.contains(&hash_item(item), env.now_ms())
+    }
+
     fn contains_all(&self, items: &[&[u8]], env: &dyn Env, found: &mut dyn FnMut(bool)) {
         let now = env.now_ms();
         for item in items {
             found(self.filter.contains(&hash_item(item), now));
         }
+    }
+
+    fn add_one(&mut self, item: &[u8], env: &dyn Env) -> Result<Added, ChainError> {
+        self.filter
+            .add(&hash_item(item), env.now_ms(), env.memory_limit())
     }
 
     fn add_all(
@@ -50,9 +61,14 @@ impl BloomFilter for Windowed {
         }
     }
 
+    fn clocked(&self) -> bool {
+        true
+    }
+
     fn info(&self, env: &dyn Env) -> Info {
         let (f, now) = (&self.filter, env.now_ms());
         let p = f.params();
+        let number = |n: u64| Field::Number(i64::try_from(n).unwrap_or(i64::MAX));
         Info {
             capacity: f.capacity(now),
             size: self.memory_bytes(),
@@ -61,9 +77,9 @@ impl BloomFilter for Windowed {
             expansion: (p.expansion > 0).then_some(p.expansion),
             layout: LAYOUT,
             extra: vec![
-                ("Window", (p.window_ms / 1000) as i64),
-                ("Stored", f.stored(now) as i64),
-                ("Time", f.time() as i64),
+                ("Window", number(p.window_ms / 1000)),
+                ("Stored", number(f.stored(now))),
+                ("Time", number(f.time())),
             ],
         }
     }
@@ -72,15 +88,17 @@ impl BloomFilter for Windowed {
         self.filter.cardinality(env.now_ms())
     }
 
-    fn scandump(&self, iterator: i64) -> Option<(u64, Vec<u8>)> {
-        let iterator = u64::try_from(iterator).ok()?;
-        let Some(offset) = iterator.checked_sub(1) else {
-            return Some((1, codec::encode_header(&self.filter)));
+    fn scandump(&self, iterator: i64) -> (u64, Vec<u8>) {
+        let Ok(iterator) = u64::try_from(iterator) else {
+            return (0, Vec::new());
         };
-        Some(match codec::data_chunk(&self.filter, offset) {
+        let Some(offset) = iterator.checked_sub(1) else {
+            return (1, codec::encode_header(&self.filter));
+        };
+        match codec::data_chunk(&self.filter, offset) {
             Some(chunk) => (iterator_after(offset + chunk.len() as u64), chunk),
             None => (0, Vec::new()),
-        })
+        }
     }
 
     fn load_chunk(&mut self, iterator: i64, data: &[u8]) -> Result<(), ChunkError> {

@@ -1,8 +1,9 @@
 //! The windowed filter's semantics, sizing and encoding, without a server.
 
 use super::codec;
-use super::filter::{Added, WindowFilter, WindowParams};
+use super::filter::{WindowFilter, WindowParams};
 use super::partition::SLOTS;
+use crate::bloom::any::Added;
 use crate::bloom::chain::ChainError;
 use crate::core::hashing::{hash_item, ItemHash};
 use proptest::prelude::*;

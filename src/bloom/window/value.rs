@@ -4,11 +4,12 @@
 //! in the middle of a load writes a value that loads.
 
 use super::codec::{self, Loading};
-use super::filter::WindowFilter;
+use super::filter::{WindowFilter, WindowParams};
 use crate::bloom::chain::ChainError;
 use crate::core::alloc::size_class;
 use crate::core::chunks::iterator_after;
 use crate::core::decode::DecodeError;
+use crate::core::defrag::Defrag;
 
 #[derive(Debug, PartialEq)]
 pub struct Windowed {
@@ -24,6 +25,11 @@ impl Windowed {
             filter,
             loading: None,
         }
+    }
+
+    /// A new, empty filter of these parameters, if its first layer fits in `limit` bytes.
+    pub fn with_params(params: WindowParams, limit: u64) -> Result<Self, ChainError> {
+        Ok(Self::new(WindowFilter::new(params, limit)?))
     }
 
     /// A value from its encoded header (within `limit` bytes), waiting for its data.
@@ -65,6 +71,16 @@ impl Windowed {
             size_class(std::mem::size_of::<Loading>() as u64) + l.memory_bytes()
         });
         size_class(std::mem::size_of::<Self>() as u64) + self.filter.memory_bytes() + loading
+    }
+
+    /// Visits every block it owns beyond its box, in a fixed order: the filter's, then the
+    /// load state's.
+    pub fn defrag(&mut self, d: &mut Defrag) {
+        self.filter.defrag(d);
+        if let Some(loading) = &mut self.loading {
+            d.boxed(loading);
+            loading.defrag(d);
+        }
     }
 
     /// A deep copy (a value being loaded is copied as what it holds, complete).

@@ -1,0 +1,401 @@
+//! Windowed Bloom filters (`WINDOW seconds`) against a real server, with windows of a few
+//! seconds: items found for their whole window and gone by 1.25 windows, the rate held under
+//! a steady stream, replicas and AOF replays holding identical values across generation
+//! changes, reloads that keep time, and bad input refused without creating a key.
+use crate::common::*;
+use redis::{Connection, Value};
+use std::time::{Duration, Instant};
+
+fn exists(c: &mut Connection, key: &str, item: &str) -> bool {
+    redis::cmd("BF.EXISTS").arg(key).arg(item).query(c).unwrap()
+}
+
+fn mexists(c: &mut Connection, key: &str, items: &[String]) -> Vec<bool> {
+    redis::cmd("BF.MEXISTS")
+        .arg(key)
+        .arg(items)
+        .query(c)
+        .unwrap()
+}
+
+fn info_field(c: &mut Connection, key: &str, field: &str) -> Value {
+    let fields: Vec<Value> = redis::cmd("BF.INFO").arg(key).query(c).unwrap();
+    for pair in fields.chunks(2) {
+        let name = match &pair[0] {
+            Value::BulkString(b) => String::from_utf8_lossy(b).into_owned(),
+            Value::SimpleString(s) => s.clone(),
+            _ => continue,
+        };
+        if name == field {
+            return pair[1].clone();
+        }
+    }
+    panic!("BF.INFO {key} has no {field}: {fields:?}");
+}
+
+fn sleep_until(start: Instant, at: Duration) {
+    if let Some(left) = at.checked_sub(start.elapsed()) {
+        std::thread::sleep(left);
+    }
+}
+
+#[test]
+fn items_are_found_for_their_window_and_gone_by_a_quarter_more() {
+    let s = Server::start();
+    let mut c = s.conn();
+    ok(&mut c, &["BF.RESERVE", "w", "0.001", "1000", "WINDOW", "2"]);
+    let start = Instant::now();
+    ok(&mut c, &["BF.MADD", "w", "a", "b"]);
+    assert_eq!(ok(&mut c, &["BF.ADD", "w", "a"]), Value::Int(0));
+    sleep_until(start, Duration::from_millis(1200));
+    // Re-adding restarts b's window; it answers "probably present".
+    assert_eq!(ok(&mut c, &["BF.ADD", "w", "b"]), Value::Int(0));
+    sleep_until(start, Duration::from_millis(1800));
+    assert!(exists(&mut c, "w", "a") && exists(&mut c, "w", "b"));
+    sleep_until(start, Duration::from_millis(2600));
+    assert!(!exists(&mut c, "w", "a"), "a lives past 1.25 windows");
+    assert!(exists(&mut c, "w", "b"), "b's window restarted at 1.2 s");
+    sleep_until(start, Duration::from_millis(3900));
+    assert!(!exists(&mut c, "w", "b"));
+    assert_eq!(ok(&mut c, &["BF.CARD", "w"]), Value::Int(0));
+    assert_eq!(info_field(&mut c, "w", "Window"), Value::Int(2));
+}
+
+/// Three windows of a steady stream at capacity (a writer thread adding on schedule): every
+/// item added within the last window is found, the measured false-positive rate stays within
+/// the rate, and items older than 1.25 windows are gone (but for false positives). The
+/// filter scales: a stream that falls behind on a loaded machine and catches up may pass
+/// the budget, and the rate must hold then too.
+#[test]
+fn a_steady_stream_at_capacity_keeps_the_rate_for_three_windows() {
+    use std::sync::{Arc, Mutex};
+    let s = Server::start();
+    let mut c = s.conn();
+    let (capacity, window_ms, rate) = (4000u64, 3000u64, 0.01);
+    ok(
+        &mut c,
+        &[
+            "BF.RESERVE",
+            "s",
+            "0.01",
+            &capacity.to_string(),
+            "WINDOW",
+            "3",
+        ],
+    );
+    let added: Arc<Mutex<Vec<(Instant, String)>>> = Arc::default();
+    let start = Instant::now();
+    let end = Duration::from_millis(3 * window_ms + 500);
+    let writer = {
+        let (added, mut w) = (added.clone(), s.conn());
+        std::thread::spawn(move || {
+            let batch = 20u64;
+            let mut next = 0u64;
+            while start.elapsed() < end {
+                let names: Vec<String> =
+                    (next..next + batch).map(|i| format!("item:{i}")).collect();
+                next += batch;
+                let _: Vec<Value> = redis::cmd("BF.MADD")
+                    .arg("s")
+                    .arg(&names)
+                    .query(&mut w)
+                    .unwrap();
+                let now = Instant::now();
+                added
+                    .lock()
+                    .unwrap()
+                    .extend(names.into_iter().map(|n| (now, n)));
+                sleep_until(
+                    start,
+                    Duration::from_micros(next * window_ms * 1000 / capacity),
+                );
+            }
+        })
+    };
+    let mut worst = 0.0f64;
+    for check in 1..=4u32 {
+        sleep_until(
+            start,
+            Duration::from_millis(window_ms) * check / 2 + Duration::from_millis(window_ms),
+        );
+        let snapshot = added.lock().unwrap().clone();
+        let recent: Vec<String> = snapshot
+            .iter()
+            .filter(|(t, _)| t.elapsed() < Duration::from_millis(window_ms - 500))
+            .map(|(_, n)| n.clone())
+            .collect();
+        assert!(
+            mexists(&mut c, "s", &recent).iter().all(|&f| f),
+            "a recent item is missing"
+        );
+        let old: Vec<String> = snapshot
+            .iter()
+            .filter(|(t, _)| t.elapsed() > Duration::from_millis(window_ms * 5 / 4 + 500))
+            .map(|(_, n)| n.clone())
+            .collect();
+        let lingering = mexists(&mut c, "s", &old).iter().filter(|&&f| f).count();
+        assert!(
+            lingering as f64 <= 2.0 * rate * old.len() as f64 + 5.0,
+            "{lingering} of {} old items found",
+            old.len()
+        );
+        let probes: Vec<String> = (0..40_000).map(|i| format!("absent:{check}:{i}")).collect();
+        let fp = mexists(&mut c, "s", &probes).iter().filter(|&&f| f).count();
+        worst = worst.max(fp as f64 / probes.len() as f64);
+    }
+    writer.join().unwrap();
+    assert!(worst <= rate, "measured false-positive rate {worst}");
+    let card = match ok(&mut c, &["BF.CARD", "s"]) {
+        Value::Int(n) => n as u64,
+        v => panic!("{v:?}"),
+    };
+    assert!(card.abs_diff(capacity) < capacity / 4, "BF.CARD {card}");
+}
+
+#[test]
+fn replicas_hold_identical_values_across_generation_changes() {
+    let master = Server::start();
+    let replica = Server::start();
+    let mut m = master.conn();
+    ok(
+        &mut m,
+        &["BF.RESERVE", "early", "0.01", "500", "WINDOW", "2"],
+    );
+    add_many(&mut m, "BF.MADD", "early", "e", 300);
+    attach_replica(&master, &replica);
+    let mut r = replica.conn();
+    let start = Instant::now();
+    let mut i = 0;
+    // Adds through five generation changes (slots of half a second), some creating keys.
+    while start.elapsed() < Duration::from_millis(2600) {
+        ok(&mut m, &["BF.ADD", "early", &format!("x{i}")]);
+        ok(
+            &mut m,
+            &[
+                "BF.INSERT",
+                "made",
+                "WINDOW",
+                "2",
+                "ITEMS",
+                &format!("y{i}"),
+            ],
+        );
+        ok(
+            &mut m,
+            &["BF.MADD", "made", &format!("y{}", i / 2), &format!("z{i}")],
+        );
+        i += 1;
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let acked: i64 = redis::cmd("WAIT").arg(1).arg(5000).query(&mut m).unwrap();
+    assert_eq!(acked, 1);
+    for key in ["early", "made"] {
+        let on_master: Vec<u8> = redis::cmd("DUMP").arg(key).query(&mut m).unwrap();
+        let on_replica: Vec<u8> = redis::cmd("DUMP").arg(key).query(&mut r).unwrap();
+        assert_eq!(on_master, on_replica, "{key}");
+    }
+    // A replica that syncs now (full sync, RDB) holds the same bytes too.
+    let late = Server::start();
+    attach_replica(&master, &late);
+    let mut l = late.conn();
+    for key in ["early", "made"] {
+        let on_master: Vec<u8> = redis::cmd("DUMP").arg(key).query(&mut m).unwrap();
+        let on_late: Vec<u8> = redis::cmd("DUMP").arg(key).query(&mut l).unwrap();
+        assert_eq!(on_master, on_late, "{key}");
+    }
+}
+
+#[test]
+fn reloads_and_aof_replays_keep_time() {
+    for preamble in ["yes", "no"] {
+        let mut s = Server::builder()
+            .arg("appendonly", "yes")
+            .arg("appendfsync", "always")
+            .arg("aof-use-rdb-preamble", preamble)
+            .start();
+        let mut c = s.conn();
+        ok(&mut c, &["BF.RESERVE", "t", "0.01", "100", "WINDOW", "3"]);
+        let start = Instant::now();
+        ok(&mut c, &["BF.ADD", "t", "old"]);
+        sleep_until(start, Duration::from_millis(1500));
+        ok(&mut c, &["BF.ADD", "t", "new"]);
+        ok(&mut c, &["DEBUG", "RELOAD"]);
+        assert!(exists(&mut c, "t", "old") && exists(&mut c, "t", "new"));
+        ok(&mut c, &["BGREWRITEAOF"]);
+        wait_aof_rewrite(&mut c);
+        ok(&mut c, &["BF.ADD", "t", "after-rewrite"]);
+        let before: Vec<u8> = redis::cmd("DUMP").arg("t").query(&mut c).unwrap();
+        s.restart();
+        let mut c = s.conn();
+        let after: Vec<u8> = redis::cmd("DUMP").arg("t").query(&mut c).unwrap();
+        assert_eq!(before, after, "preamble {preamble}");
+        assert!(exists(&mut c, "t", "old") && exists(&mut c, "t", "new"));
+        // Time moved on while the server was down and after: old (added at 0) is gone by
+        // 3.75 s, new (at 1.5 s) is still inside its window at 4.2 s.
+        sleep_until(start, Duration::from_millis(4200));
+        assert!(!exists(&mut c, "t", "old"), "preamble {preamble}");
+        assert!(exists(&mut c, "t", "new"), "preamble {preamble}");
+    }
+}
+
+#[test]
+fn bad_windows_are_refused_and_create_nothing() {
+    let s = Server::start();
+    let mut c = s.conn();
+    ok(&mut c, &["BF.RESERVE", "plain", "0.01", "100"]);
+    for (args, text) in [
+        (
+            &["BF.RESERVE", "k", "0.01", "100", "WINDOW", "0"][..],
+            "ERR bad WINDOW",
+        ),
+        (
+            &["BF.RESERVE", "k", "0.01", "100", "WINDOW", "-5"],
+            "ERR bad WINDOW",
+        ),
+        (
+            &["BF.RESERVE", "k", "0.01", "100", "WINDOW", "soon"],
+            "ERR bad WINDOW",
+        ),
+        (
+            &[
+                "BF.RESERVE",
+                "k",
+                "0.01",
+                "100",
+                "WINDOW",
+                "99999999999999999999",
+            ],
+            "ERR bad WINDOW",
+        ),
+        (
+            &["BF.RESERVE", "k", "0.01", "100", "WINDOW", "9999999999999"],
+            "ERR bad WINDOW",
+        ),
+        (
+            &["BF.RESERVE", "k", "0.01", "100", "WINDOW"],
+            "ERR bad WINDOW",
+        ),
+        (
+            &[
+                "BF.RESERVE",
+                "k",
+                "0.01",
+                "100",
+                "WINDOW",
+                "5",
+                "WINDOW",
+                "5",
+            ],
+            "ERR WINDOW given more than once",
+        ),
+        (
+            &[
+                "BF.RESERVE",
+                "k",
+                "0.01",
+                "100",
+                "WINDOW",
+                "5",
+                "LAYOUT",
+                "blocked",
+            ],
+            "ERR WINDOW and LAYOUT",
+        ),
+        (
+            &["BF.INSERT", "k", "WINDOW", "0", "ITEMS", "a"],
+            "ERR bad WINDOW",
+        ),
+        (
+            &["BF.INSERT", "plain", "WINDOW", "5", "ITEMS", "a"],
+            "ERR WINDOW or AT on a filter without a window",
+        ),
+        (
+            &["BF.RESERVE", "plain", "0.01", "100", "WINDOW", "5"],
+            "ERR item exists",
+        ),
+    ] {
+        let e = err_text(cmd(&mut c, args));
+        assert!(e.starts_with(text), "{args:?}: {e}");
+    }
+    let keys: Vec<String> = redis::cmd("KEYS").arg("*").query(&mut c).unwrap();
+    assert_eq!(keys, vec!["plain".to_string()]);
+    assert!(!exists(&mut c, "plain", "a"));
+}
+
+#[test]
+fn copy_memory_usage_events_and_info() {
+    let s = Server::start();
+    let mut c = s.conn();
+    ok(&mut c, &["CONFIG", "SET", "notify-keyspace-events", "Kd"]);
+    let client = redis::Client::open(s.url()).unwrap();
+    let mut sub = client.get_connection().unwrap();
+    let mut pubsub = sub.as_pubsub();
+    pubsub.subscribe("__keyspace@0__:ev").unwrap();
+    pubsub
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+
+    // Measured as tests/it/bf_memory.rs does: the writes through a connection closed before
+    // used_memory is read, a key written and deleted first (what the server allocates once).
+    let fill = |keys: &[&str]| {
+        let mut w = s.conn();
+        for key in keys {
+            ok(
+                &mut w,
+                &["BF.RESERVE", key, "0.01", "200000", "WINDOW", "60"],
+            );
+            add_many(&mut w, "BF.MADD", key, "i", 200_000);
+        }
+    };
+    ok(&mut c, &["CONFIG", "SET", "slowlog-log-slower-than", "-1"]);
+    fill(&["warm"]);
+    ok(&mut c, &["DEL", "warm"]);
+    let before = used_memory(&mut c, 2);
+    // Six keys of about 300 KB: an idle connection's query buffer (16 KB, freed by
+    // serverCron) stays a small part of the growth.
+    let keys = ["w", "v1", "v2", "v3", "v4", "v5"];
+    fill(&keys);
+    let grown = (used_memory(&mut c, 2) - before) / keys.len() as i64;
+    let usage: i64 = redis::cmd("MEMORY")
+        .arg("USAGE")
+        .arg("w")
+        .query(&mut c)
+        .unwrap();
+    assert!(
+        (usage - grown).abs() * 10 <= grown,
+        "MEMORY USAGE {usage}, used_memory grew {grown}"
+    );
+
+    ok(&mut c, &["COPY", "w", "w2"]);
+    let a: Vec<u8> = redis::cmd("DUMP").arg("w").query(&mut c).unwrap();
+    let b: Vec<u8> = redis::cmd("DUMP").arg("w2").query(&mut c).unwrap();
+    assert_eq!(a, b);
+    assert_eq!(digest(&mut c, "w"), digest(&mut c, "w2"));
+    // SCANDUMP / LOADCHUNK rebuild it byte for byte.
+    scandump_into(&mut c, "w", "w3");
+    let d: Vec<u8> = redis::cmd("DUMP").arg("w3").query(&mut c).unwrap();
+    assert_eq!(a, d);
+
+    ok(&mut c, &["BF.RESERVE", "ev", "0.01", "100", "WINDOW", "10"]);
+    ok(&mut c, &["BF.ADD", "ev", "a"]);
+    ok(&mut c, &["BF.INSERT", "ev", "ITEMS", "a", "b"]);
+    let events: Vec<String> = (0..3)
+        .map(|_| {
+            pubsub
+                .get_message()
+                .unwrap()
+                .get_payload::<String>()
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(events, ["bf.reserve", "bf.add", "bf.insert"]);
+
+    let info: String = redis::cmd("INFO").arg("lcbloom").query(&mut c).unwrap();
+    assert!(info.contains("bf_window_keys:9"), "{info}");
+    let docs: Value = redis::cmd("COMMAND")
+        .arg("DOCS")
+        .arg("BF.RESERVE")
+        .query(&mut c)
+        .unwrap();
+    assert!(format!("{docs:?}").contains("WINDOW"));
+}
