@@ -57,3 +57,14 @@ def test_billing_cycle(server):
     assert num(exact) * 0.99 <= num(new) <= num(exact), out
     assert f"BF.CARD unchanged by the dry run: {card:,.0f}" in out, out
     assert int(re.search(r"\(TTL ([\d,]+) s\)", out)[1].replace(",", "")) > 0, out
+
+
+def test_push_window(server):
+    out = run_example(server, "push_window.py", TOKENS="20000", WINDOW="2")
+    assert "repeats dropped:        2,000 of 2,000" in out, out
+    wrongly = num(re.search(r"wrongly dropped: +([\d,]+)", out)[1])
+    assert wrongly < 20_000 * 0.01, out
+    second = num(re.search(r"sent: +([\d,]+) of 20,000", out)[1])
+    assert second > 20_000 * 0.99, out  # day 1 forgotten: only false positives drop
+    assert num(re.search(r"\(([\d.]+) bits per token\)", out)[1]) < 20, out
+    assert "window (BF.INFO):       2 s" in out, out
