@@ -15,7 +15,7 @@ export PROPTEST_RNG_SEED
 # load the module `cargo build` made, target/release/liblcbloom.so.
 CARGO_TEST := CARGO_TARGET_DIR=$(CURDIR)/target/tests cargo test --release
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS := bf_value bf_loadchunk lc_value lc_loadchunk rb_value rb_loadchunk bf_any_loadchunk
+FUZZ_TARGETS := bf_value bf_loadchunk lc_value lc_loadchunk rb_value rb_loadchunk bf_any_loadchunk bf_window_value
 
 .PHONY: all build run test unit-test integration-test py-test test-redis-versions deps deps-system deps-python clean
 .PHONY: build-fault-injection valkey test-valkey redisbloom bench bench-memory bench-peer floors layout-sweep fuzz

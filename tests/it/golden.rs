@@ -170,6 +170,55 @@ fn cases() -> Vec<Case> {
     mixed.extend(add_items("BF.MADD", "i", 5_300, 1_000));
     cases.push(("bf_sparse_then_bits", mixed, bf_asks_grow("i", 5_300)));
 
+    // Windowed filters, every write at a time of its own (AT) so that the bytes do not depend
+    // on the clock: a window of 100 years (slots of 25), items added in 1970, 1995 and 2019,
+    // all inside the window until 2070 (the asks run at the clock's time).
+    const CENTURY: &str = "3153600000";
+    let at = |t: &str, from: u32, n: u32| {
+        let mut c = s(&["BF.INSERT", "k", "AT", t, "ITEMS"]);
+        c.extend((from..from + n).map(|i| format!("i{i}")));
+        c
+    };
+    cases.push((
+        "bf_window_empty",
+        vec![s(&["BF.RESERVE", "k", "0.01", "100", "WINDOW", CENTURY])],
+        bf_asks_grow("i", 0),
+    ));
+    let generations = vec![
+        s(&[
+            "BF.RESERVE",
+            "k",
+            "0.01",
+            "1000",
+            "NONSCALING",
+            "WINDOW",
+            CENTURY,
+        ]),
+        at("1000", 0, 300),
+        // 50 items of 1970 again (their windows restart), 200 new ones.
+        at("788400001000", 250, 250),
+        at("1576800001000", 500, 100),
+    ];
+    cases.push(("bf_window_generations", generations, bf_asks_grow("i", 600)));
+    let mut scaled = vec![s(&[
+        "BF.INSERT",
+        "k",
+        "CAPACITY",
+        "50",
+        "ERROR",
+        "0.001",
+        "EXPANSION",
+        "2",
+        "WINDOW",
+        CENTURY,
+        "AT",
+        "1000",
+        "ITEMS",
+        "i0",
+    ])];
+    scaled.push(at("2000", 1, 299));
+    cases.push(("bf_window_scaled", scaled, bf_asks_grow("i", 300)));
+
     cases.push((
         "lc_empty",
         vec![s(&["LC.RESERVE", "k", "0.01", "1000"])],

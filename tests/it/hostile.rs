@@ -74,9 +74,10 @@ const COMMANDS: [&str; 16] = [
     "LC.LOADCHUNK",
 ];
 
-const KEYS: [&str; 12] = [
+const KEYS: [&str; 13] = [
     "bf:a",
     "bf:b",
+    "bf:w",
     "bf:c",
     "lc:a",
     "lc:b",
@@ -89,7 +90,7 @@ const KEYS: [&str; 12] = [
     "\u{1F600}",
 ];
 
-const WORDS: [&str; 44] = [
+const WORDS: [&str; 48] = [
     "0",
     "1",
     "-1",
@@ -126,6 +127,10 @@ const WORDS: [&str; 44] = [
     "EXPANSION",
     "NONSCALING",
     "NOCREATE",
+    "WINDOW",
+    "AT",
+    "LAYOUT",
+    "window",
     "ITEMS",
     "items",
     "SIZE",
@@ -174,6 +179,7 @@ fn seed_keys(c: &mut redis::Connection) {
     ok(c, &["RPUSH", "list", "a", "b"]);
     ok(c, &["BF.RESERVE", "bf:a", "0.01", "100"]);
     ok(c, &["BF.RESERVE", "bf:b", "0.1", "10", "NONSCALING"]);
+    ok(c, &["BF.RESERVE", "bf:w", "0.01", "100", "WINDOW", "60"]);
     ok(c, &["LC.RESERVE", "lc:a", "0.01", "1000"]);
     ok(c, &["LC.ADD", "lc:b", "x", "y"]);
 }
@@ -206,6 +212,29 @@ fn seed_values(c: &mut redis::Connection) -> Vec<&'static str> {
             "blocked",
         ],
     );
+    // Windowed: scaled (layers), and non-scaling with items in several generations.
+    ok(
+        c,
+        &["BF.RESERVE", "s:bf-window", "0.05", "20", "WINDOW", "3600"],
+    );
+    ok(
+        c,
+        &[
+            "BF.RESERVE",
+            "s:bf-window-fixed",
+            "0.01",
+            "200",
+            "NONSCALING",
+            "WINDOW",
+            "4",
+        ],
+    );
+    for at in ["1000", "2000", "3000"] {
+        let mut q = redis::cmd("BF.INSERT");
+        q.arg("s:bf-window-fixed").arg("AT").arg(at).arg("ITEMS");
+        q.arg((0..40).map(|i| format!("{at}:{i}")).collect::<Vec<_>>());
+        let _: Value = q.query(c).unwrap();
+    }
     ok(c, &["LC.RESERVE", "s:lc-exact", "0.01", "1000"]);
     ok(c, &["LC.RESERVE", "s:lc-tokens", "0.01", "50000"]);
     ok(c, &["LC.RESERVE", "s:lc-registers", "0.05", "2000"]);
@@ -218,6 +247,7 @@ fn seed_values(c: &mut redis::Connection) -> Vec<&'static str> {
         ("s:bf-mixed", 5_100),
         ("s:bf-bits", 100),
         ("s:bf-blocked", 100),
+        ("s:bf-window", 100),
         ("s:lc-exact", 10),
         ("s:lc-tokens", 400),
         ("s:lc-registers", 1000),
@@ -240,6 +270,8 @@ fn seed_values(c: &mut redis::Connection) -> Vec<&'static str> {
         "s:bf-mixed",
         "s:bf-bits",
         "s:bf-blocked",
+        "s:bf-window",
+        "s:bf-window-fixed",
         "s:lc-exact",
         "s:lc-tokens",
         "s:lc-registers",

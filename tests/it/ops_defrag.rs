@@ -1,8 +1,9 @@
 //! Active defragmentation of lcbloom's values on a real server: a keyspace of each stored type
-//! (native Bloom filters, linear counters, filters imported from RedisBloom) is fragmented by
-//! deleting 70% of its keys at random; with `activedefrag yes` at least two thirds of the
-//! fragmented bytes (`allocator_frag_bytes`) must come back, lcbloom must report blocks it
-//! moved, and every surviving value must DUMP to the same bytes and answer the same as before.
+//! (native Bloom filters, linear counters, filters imported from RedisBloom, windowed filters)
+//! is fragmented by deleting 70% of its keys at random; with `activedefrag yes` at least two
+//! thirds of the fragmented bytes (`allocator_frag_bytes`) must come back, lcbloom must report
+//! blocks it moved, and every surviving value must DUMP to the same bytes and answer the same
+//! as before.
 //!
 //! Why bytes and not the ratio: jemalloc keeps about 3 MB fragmented whatever the values (its
 //! thread cache and each size class's current slab; plain strings keep as much), so the ratio
@@ -106,6 +107,9 @@ enum Kind {
     RedisBloom,
     /// Bloom filters with an 11 KB bit array, defragmented in steps.
     Stepped,
+    /// Windowed Bloom filters, their items in two generations: a window of 100 years (slots of
+    /// 25), items added at times in 1970 and 1995, all inside the window until 2070.
+    Window,
 }
 
 /// Keys of each kind: enough to fragment the heap by tens of MB.
@@ -146,6 +150,23 @@ fn fill(c: &mut Connection, kind: Kind) {
                 .arg(&key)
                 .arg(items_of(i)),
             Kind::Bloom => pipe.cmd("BF.MADD").arg(&key).arg(items_of(i)),
+            Kind::Window => {
+                // The items in 1970; in 1995 again (their windows restarted), with as many new.
+                let old = items_of(i);
+                let new: Vec<String> = old
+                    .iter()
+                    .flat_map(|x| [x.clone(), format!("{x}'")])
+                    .collect();
+                pipe.cmd("BF.INSERT")
+                    .arg(&key)
+                    .arg(&["WINDOW", "3153600000", "AT", "1000", "ITEMS"][..])
+                    .arg(&old)
+                    .ignore()
+                    .cmd("BF.INSERT")
+                    .arg(&key)
+                    .arg(&["AT", "788400001000", "ITEMS"][..])
+                    .arg(&new)
+            }
             Kind::Counter => pipe.cmd("LC.ADD").arg(&key).arg(items_of(i)),
             Kind::RedisBloom => pipe
                 .cmd("RESTORE")
@@ -168,7 +189,7 @@ fn answers(c: &mut Connection, kind: Kind, keys: &[usize]) -> Vec<Value> {
         let key = format!("k:{i}");
         pipe.cmd("DUMP").arg(&key);
         match kind {
-            Kind::Bloom | Kind::RedisBloom | Kind::Stepped => {
+            Kind::Bloom | Kind::RedisBloom | Kind::Stepped | Kind::Window => {
                 let probe: Vec<String> = (0..40).map(|j| format!("{i}:{j}")).collect();
                 pipe.cmd("BF.MEXISTS").arg(&key).arg(probe)
             }
@@ -282,4 +303,9 @@ fn defragments_large_filters_in_steps() {
 #[test]
 fn defragments_imported_redisbloom_filters() {
     defragments(Kind::RedisBloom);
+}
+
+#[test]
+fn defragments_windowed_filters() {
+    defragments(Kind::Window);
 }

@@ -41,6 +41,9 @@ pub const FIXTURES: &[&str] = &[
     // a separate bit array costs apart from its bits (still version 3): a 5% filter of 300,
     // and a small 0.5 one.
     "golden-2026-11-23-bf-v3b.txt",
+    // Windowed filters (type lcbloomBW, encoding version 1): empty, items in three
+    // generations, and a scaled one of several layers.
+    "golden-2026-11-23-bf-window.txt",
 ];
 
 /// What a value looks like on the wire.
