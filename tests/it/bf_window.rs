@@ -313,6 +313,36 @@ fn bad_windows_are_refused_and_create_nothing() {
             &["BF.RESERVE", "plain", "0.01", "100", "WINDOW", "5"],
             "ERR item exists",
         ),
+        // AT only takes a windowed filter, existing or made by the same command.
+        (
+            &["BF.INSERT", "plain", "AT", "1000", "ITEMS", "a"],
+            "ERR WINDOW or AT on a filter without a window",
+        ),
+        (
+            &["BF.INSERT", "k", "AT", "1000", "ITEMS", "a"],
+            "ERR WINDOW or AT on a filter without a window",
+        ),
+        (
+            &["BF.INSERT", "k", "WINDOW", "5", "AT", "-1", "ITEMS", "a"],
+            "ERR bad AT",
+        ),
+        (
+            &["BF.INSERT", "k", "WINDOW", "5", "AT", "soon", "ITEMS", "a"],
+            "ERR bad AT",
+        ),
+        (
+            &[
+                "BF.INSERT",
+                "k",
+                "WINDOW",
+                "5",
+                "AT",
+                "99999999999999999999",
+                "ITEMS",
+                "a",
+            ],
+            "ERR bad AT",
+        ),
     ] {
         let e = err_text(cmd(&mut c, args));
         assert!(e.starts_with(text), "{args:?}: {e}");
