@@ -50,7 +50,8 @@
 //! docs/BENCHMARKS.md at 0.001 / 200,000,000 over 1,000,000 non-members).
 
 use super::fp::{Occupancy, SizeError, MAX_BITS, MAX_HASHES};
-use super::words::{prefetch_line, WordRead, WordWrite};
+use super::words::{WordRead, WordWrite};
+use crate::core::batch::prefetch_line;
 use crate::core::hashing::{reduce, ItemHash};
 
 /// Bits in a block: one 64-byte cache line.

@@ -63,6 +63,8 @@ use crate::core::defrag::Defrag;
 use crate::core::hashing::ItemHash;
 use std::sync::Arc;
 
+mod batch;
+
 /// The share of the error budget the first sub-filter of a scaling chain gets.
 pub const HEAD_SHARE: f64 = 0.55;
 /// The error-rate tightening ratio r between consecutive later sub-filters.
@@ -104,29 +106,6 @@ pub fn min_scaling_error_rate() -> f64 {
             return shown;
         }
         rate *= 1.001;
-    }
-}
-
-/// How many items ahead batch operations prefetch: enough to overlap a few items' misses,
-/// few enough that the prefetched lines are still cached when their turn comes (and that the
-/// CPU's ~20 outstanding misses are not exceeded): a standard item needs k lines, a blocked
-/// one a single line, so blocked batches look further ahead.
-const PREFETCH_DISTANCE: usize = 4;
-const PREFETCH_DISTANCE_BLOCKED: usize = 16;
-/// Probes a batch lookup prefetches per item: a non-member is usually refused by its first
-/// one or two, so fetching all k would spend memory bandwidth on lines never read (5× slower
-/// on a sparse 0.001 / 200M filter, `benches/core.rs`).
-const LOOKUP_PREFETCH_PROBES: u32 = 2;
-/// Batches on a smaller newest filter (likely in the CPU's caches) do not prefetch.
-const PREFETCH_MIN_BYTES: u64 = 1 << 20;
-
-/// How far ahead batches on this bit array prefetch: 0 (not at all) when it is small enough
-/// to be cached anyway, where the prefetches would only cost instructions.
-fn prefetch_distance(p: &FilterParams) -> usize {
-    match p.layout {
-        _ if p.bytes() < PREFETCH_MIN_BYTES => 0,
-        Layout::Standard => PREFETCH_DISTANCE,
-        Layout::Blocked => PREFETCH_DISTANCE_BLOCKED,
     }
 }
 
@@ -383,11 +362,11 @@ impl Chain {
         let last_out = |kind_is_last: bool| usize::from(upto < count && kind_is_last);
         let last_is_bits = matches!(params.subs[count - 1], SubParams::Bits(_));
         if count > 1 {
-            // Only large arrays: smaller ones are likely cached, as in `prefetch_ahead`.
+            // Only large arrays: smaller ones are likely cached.
             self.body
                 .arrays(params)
-                .filter(|(p, _)| p.bytes() >= PREFETCH_MIN_BYTES)
-                .for_each(|(p, b)| b.prefetch_probes(p, hash, 2));
+                .filter(|(p, _)| p.prefetched())
+                .for_each(|(p, b)| b.prefetch_probes(p, hash, 0..2));
         }
         // Plain loops, not `any`: its fold is a function of its own, compiled without POPCNT.
         let arrays = params.bits().len() - last_out(last_is_bits);
@@ -432,7 +411,7 @@ impl Chain {
                 (&self.params.subs[last], self.body.bits().last())
             {
                 // Its misses overlap with the older sub-filters' lookups.
-                b.prefetch_probes(p, hash, p.hashes);
+                b.prefetch_probes(p, hash, 0..p.hashes);
             }
             // Presence in any older sub-filter first: only then may the last one change.
             if self.held_by_any(last, hash) {
@@ -484,107 +463,6 @@ impl Chain {
                 Ok(body.add_to_last_set(last, p, v)?)
             }
         }
-    }
-
-    /// Adds items in order, passing each result to `done`, and stops after the first error.
-    /// Same results as `add` one by one; the probes of later items are prefetched so that the
-    /// cache misses of a large filter overlap instead of following each other.
-    pub fn add_batch(
-        &mut self,
-        hashes: &[ItemHash],
-        limit: u64,
-        mut done: impl FnMut(Result<bool, ChainError>),
-    ) {
-        // One bit array with room for the whole batch (a large reserved filter): nothing can
-        // scale or fail, so the probes run in one loop over its words.
-        if let ([SubParams::Bits(p)], true) = (
-            self.params.subs.as_slice(),
-            self.can_hold(hashes.len() as u64),
-        ) {
-            let d = prefetch_distance(p);
-            let array = &mut self.body.bits_mut()[0];
-            let added = array.set_batch(p, hashes, d, |new| done(Ok(new)));
-            self.body.items_mut(&self.params)[0] += added;
-            return;
-        }
-        if self.add_batch_to_sparse(hashes, &mut done) {
-            return;
-        }
-        for (i, hash) in hashes.iter().enumerate() {
-            self.prefetch_ahead(hashes, i, u32::MAX);
-            let result = self.add(hash, limit);
-            let stop = result.is_err();
-            done(result);
-            if stop {
-                return;
-            }
-        }
-    }
-
-    /// `add_batch` when the newest sub-filter is a sparse set that takes the whole batch
-    /// without filling up: its set is re-coded once with every new fingerprint instead of once
-    /// per item (`sparse::add_all`). False, with nothing changed and `done` not called, when
-    /// that does not apply or the memory cannot be had (then the items go one at a time).
-    fn add_batch_to_sparse(
-        &mut self,
-        hashes: &[ItemHash],
-        done: &mut impl FnMut(Result<bool, ChainError>),
-    ) -> bool {
-        let last = self.params.subs.len() - 1;
-        let SubParams::Sparse(p) = &self.params.subs[last] else {
-            return false;
-        };
-        let n = self.filter_items()[last];
-        // Re-coding costs about n values' work, one insert about n/64 words' shift.
-        let worth_it = hashes.len() > 1 && hashes.len() as u64 * 64 >= n;
-        if !worth_it || n + hashes.len() as u64 >= p.capacity {
-            return false;
-        }
-        // Items an older sub-filter holds are answered there and do not reach the set.
-        let held: Vec<bool> = hashes
-            .iter()
-            .map(|h| last > 0 && self.held_by_any(last, h))
-            .collect();
-        let vs: Vec<u64> = hashes
-            .iter()
-            .zip(&held)
-            .filter(|(_, &h)| !h)
-            .map(|(hash, _)| sparse::fingerprint(hash, p.universe))
-            .collect();
-        let Some(new) = self.body.add_all_to_last_set(last, p, &vs) else {
-            return false;
-        };
-        let mut new = new.into_iter();
-        for h in held {
-            done(Ok(!h && new.next().unwrap_or(false)));
-        }
-        true
-    }
-
-    /// `contains` for each item, in order, with the same prefetching as `add_batch`.
-    pub fn contains_batch(&self, hashes: &[ItemHash], mut done: impl FnMut(bool)) {
-        if let [SubParams::Bits(p)] = self.params.subs.as_slice() {
-            let d = prefetch_distance(p);
-            self.body.bits()[0].contains_batch(p, hashes, d, LOOKUP_PREFETCH_PROBES, done);
-            return;
-        }
-        for (i, hash) in hashes.iter().enumerate() {
-            self.prefetch_ahead(hashes, i, LOOKUP_PREFETCH_PROBES);
-            done(self.contains(hash));
-        }
-    }
-
-    /// Before item i of a batch: prefetch the first `probes` probes of item i + distance in the
-    /// newest bit array if it is large, and at the start the items up to the distance.
-    #[inline]
-    fn prefetch_ahead(&self, hashes: &[ItemHash], i: usize, probes: u32) {
-        // Only the newest sub-filter takes items; a sparse one is small.
-        let (Some(SubParams::Bits(p)), Some(last)) =
-            (self.params.subs.last(), self.body.bits().last())
-        else {
-            return;
-        };
-        last.prefetch_ahead(p, hashes, prefetch_distance(p), probes, i);
     }
 
     /// The next sub-filter: capacity c·e^i, error rate (p − Σ p_j)·(1−r).

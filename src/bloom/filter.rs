@@ -33,9 +33,11 @@
 use super::blocked;
 pub use super::fp::SizeError;
 use super::fp::{best_hashes, MAX_BITS, MAX_HASHES};
-use super::words::{prefetch_line, View, ViewMut, WordRead, WordWrite, Words};
+use super::words::{View, ViewMut, WordRead, WordWrite, Words};
+use crate::core::batch::{self, prefetch_line};
 use crate::core::defrag::Defrag;
 use crate::core::hashing::{reduce, ItemHash};
+use std::ops::Range;
 use std::sync::Mutex;
 
 /// Smallest error rate a filter may be sized for: below it the bits per item become absurd and
@@ -227,70 +229,54 @@ impl BitArray {
         }
     }
 
-    /// `set` for each item in order, passing each result to `done`; before item i, the
-    /// probes of item i + `distance` are prefetched (0: none), so that the cache misses of a
-    /// large array overlap. How many items were new.
+    /// `set` for each item in order, passing each result to `done`; a large array's lines
+    /// are prefetched a window at a time (`core::batch`). How many items were new.
     pub fn set_batch(
         &mut self,
         params: &FilterParams,
         hashes: &[ItemHash],
-        distance: usize,
         mut done: impl FnMut(bool),
     ) -> u64 {
         match self.words.view_mut() {
-            ViewMut::One(words) => set_batch_in(words, params, hashes, distance, &mut done),
-            ViewMut::Segments(mut words) => {
-                set_batch_in(&mut words, params, hashes, distance, &mut done)
-            }
+            ViewMut::One(words) => set_batch_in(words, params, hashes, &mut done),
+            ViewMut::Segments(mut words) => set_batch_in(&mut words, params, hashes, &mut done),
         }
     }
 
-    /// `contains` for each item in order, prefetching as `set_batch` does, but only the first
-    /// `probes` probes of each item.
+    /// `contains` for each item in order; a large array's lookups go in the two rounds of
+    /// `core::batch::lookups` (the first probe's line of every item of a window, then the
+    /// other probes of the items that passed it).
     pub fn contains_batch(
         &self,
         params: &FilterParams,
         hashes: &[ItemHash],
-        distance: usize,
-        probes: u32,
         mut done: impl FnMut(bool),
     ) {
         match self.words.view() {
-            View::One(words) => {
-                contains_batch_in(words, params, hashes, distance, probes, &mut done)
-            }
-            View::Segments(words) => {
-                contains_batch_in(&words, params, hashes, distance, probes, &mut done)
-            }
+            View::One(words) => contains_batch_in(words, params, hashes, &mut done),
+            View::Segments(words) => contains_batch_in(&words, params, hashes, &mut done),
         }
     }
 
-    /// Before item i of a batch, its prefetches (see `set_batch`) when the batch has to go
-    /// item by item.
+    /// Asks the CPU to start loading the cache lines of the item's probes `probes` (a blocked
+    /// filter has one line, fetched for any range that holds probe 0): the batches of a chain
+    /// of several sub-filters prefetch a window of items this way, and a lookup in a filter
+    /// that does not hold the item usually stops after one or two probes.
     #[inline]
-    pub fn prefetch_ahead(
-        &self,
-        params: &FilterParams,
-        hashes: &[ItemHash],
-        distance: usize,
-        probes: u32,
-        i: usize,
-    ) {
-        match self.words.view() {
-            View::One(words) => prefetch_ahead_in(words, params, hashes, distance, probes, i),
-            View::Segments(words) => prefetch_ahead_in(&words, params, hashes, distance, probes, i),
-        }
-    }
-
-    /// Asks the CPU to start loading the cache lines of the item's first `probes` probes: a
-    /// batch command prefetches a few items ahead so that the misses of a large filter
-    /// overlap, and a lookup in a filter that does not hold the item usually stops after one
-    /// or two. A blocked filter has one line to fetch.
-    #[inline]
-    pub fn prefetch_probes(&self, params: &FilterParams, hash: &ItemHash, probes: u32) {
+    pub fn prefetch_probes(&self, params: &FilterParams, hash: &ItemHash, probes: Range<u32>) {
         match self.words.view() {
             View::One(words) => prefetch_in(words, params, hash, probes),
             View::Segments(words) => prefetch_in(&words, params, hash, probes),
+        }
+    }
+
+    /// Whether probe 0 of the item is set: a test every item the array holds passes, on one
+    /// line (a blocked filter's whole lookup).
+    #[inline]
+    pub fn first_probe(&self, params: &FilterParams, hash: &ItemHash) -> bool {
+        match self.words.view() {
+            View::One(words) => first_in(words, params, hash),
+            View::Segments(words) => first_in(&words, params, hash),
         }
     }
 
@@ -336,14 +322,7 @@ fn contains_in<W: WordRead + ?Sized>(words: &W, params: &FilterParams, hash: &It
     if params.layout == Layout::Blocked {
         return blocked::contains(words, hash, params.hashes);
     }
-    let m = params.bits;
-    check_len(words, m);
-    (0..params.hashes).all(|i| {
-        let bit = reduce(hash.probe(i), m);
-        // SAFETY: bit < m (`reduce`) ≤ 64·words (`check_len`).
-        let word = unsafe { words.word_unchecked((bit / 64) as usize) };
-        word & (1 << (bit % 64)) != 0
-    })
+    probes_set(words, params, hash, 0..params.hashes)
 }
 
 #[inline(always)]
@@ -365,44 +344,27 @@ fn set_in<W: WordWrite + ?Sized>(words: &mut W, params: &FilterParams, hash: &It
     changed != 0
 }
 
-/// Before item i of a batch: prefetches the first `probes` probes of item i + `distance`, and
-/// at the start those of the items before it (nothing when `distance` is 0).
-#[inline(always)]
-fn prefetch_ahead_in<W: WordRead + ?Sized>(
-    words: &W,
-    params: &FilterParams,
-    hashes: &[ItemHash],
-    distance: usize,
-    probes: u32,
-    i: usize,
-) {
-    if distance == 0 {
-        return;
-    }
-    if i == 0 {
-        for hash in hashes.iter().take(distance) {
-            prefetch_in(words, params, hash, probes);
-        }
-    }
-    if let Some(ahead) = hashes.get(i + distance) {
-        prefetch_in(words, params, ahead, probes);
-    }
-}
-
 #[inline(always)]
 fn set_batch_in<W: WordWrite + ?Sized>(
     words: &mut W,
     params: &FilterParams,
     hashes: &[ItemHash],
-    distance: usize,
     done: &mut impl FnMut(bool),
 ) -> u64 {
     let mut added = 0;
-    for (i, hash) in hashes.iter().enumerate() {
-        prefetch_ahead_in(words, params, hashes, distance, params.hashes, i);
+    let mut set = |words: &mut W, hash: &ItemHash| {
         let new = set_in(words, params, hash);
         added += u64::from(new);
         done(new);
+        true
+    };
+    if params.prefetched() {
+        let prefetch = |words: &W, hash: &ItemHash| prefetch_in(words, params, hash, 0..params.hashes);
+        batch::in_windows(hashes, params.lines(), words, prefetch, set);
+    } else {
+        hashes.iter().for_each(|hash| {
+            set(words, hash);
+        });
     }
     added
 }
@@ -412,13 +374,74 @@ fn contains_batch_in<W: WordRead + ?Sized>(
     words: &W,
     params: &FilterParams,
     hashes: &[ItemHash],
-    distance: usize,
-    probes: u32,
     done: &mut impl FnMut(bool),
 ) {
-    for (i, hash) in hashes.iter().enumerate() {
-        prefetch_ahead_in(words, params, hashes, distance, probes, i);
-        done(contains_in(words, params, hash));
+    if params.prefetched() {
+        batch::lookups(&Probes { words, params }, hashes, done);
+    } else {
+        hashes
+            .iter()
+            .for_each(|hash| done(contains_in(words, params, hash)));
+    }
+}
+
+/// A bit array's lookup in `batch::lookups`' two rounds: probe 0, then the others (a blocked
+/// filter's one line is all of it).
+struct Probes<'a, W: ?Sized> {
+    words: &'a W,
+    params: &'a FilterParams,
+}
+
+impl<W: WordRead + ?Sized> batch::Lookup<ItemHash> for Probes<'_, W> {
+    #[inline(always)]
+    fn rest_lines(&self) -> usize {
+        self.params.lines() - 1
+    }
+
+    #[inline(always)]
+    fn prefetch_first(&self, hash: &ItemHash) {
+        prefetch_in(self.words, self.params, hash, 0..1)
+    }
+
+    #[inline(always)]
+    fn first(&self, hash: &ItemHash) -> bool {
+        first_in(self.words, self.params, hash)
+    }
+
+    #[inline(always)]
+    fn prefetch_rest(&self, hash: &ItemHash) {
+        prefetch_in(self.words, self.params, hash, 1..self.params.hashes)
+    }
+
+    #[inline(always)]
+    fn rest(&self, hash: &ItemHash) -> bool {
+        probes_set(self.words, self.params, hash, 1..self.params.hashes)
+    }
+}
+
+/// Whether the standard layout's probes `probes` of the item are all set.
+#[inline(always)]
+fn probes_set<W: WordRead + ?Sized>(
+    words: &W,
+    params: &FilterParams,
+    hash: &ItemHash,
+    probes: Range<u32>,
+) -> bool {
+    let m = params.bits;
+    check_len(words, m);
+    probes.into_iter().all(|i| {
+        let bit = reduce(hash.probe(i), m);
+        // SAFETY: bit < m (`reduce`) ≤ 64·words (`check_len`).
+        let word = unsafe { words.word_unchecked((bit / 64) as usize) };
+        word & (1 << (bit % 64)) != 0
+    })
+}
+
+#[inline(always)]
+fn first_in<W: WordRead + ?Sized>(words: &W, params: &FilterParams, hash: &ItemHash) -> bool {
+    match params.layout {
+        Layout::Blocked => blocked::contains(words, hash, params.hashes),
+        Layout::Standard => probes_set(words, params, hash, 0..1),
     }
 }
 
@@ -427,14 +450,17 @@ fn prefetch_in<W: WordRead + ?Sized>(
     words: &W,
     params: &FilterParams,
     hash: &ItemHash,
-    probes: u32,
+    probes: Range<u32>,
 ) {
     if params.layout == Layout::Blocked {
-        return blocked::prefetch(words, hash);
+        if probes.start == 0 && !probes.is_empty() {
+            blocked::prefetch(words, hash);
+        }
+        return;
     }
     let m = params.bits;
     check_len(words, m);
-    for i in 0..probes.min(params.hashes) {
+    for i in probes.start..probes.end.min(params.hashes) {
         let bit = reduce(hash.probe(i), m);
         // SAFETY: bit < m (`reduce`) ≤ 64·words (`check_len`).
         prefetch_line(unsafe { words.word_ptr_unchecked((bit / 64) as usize) });
@@ -442,6 +468,21 @@ fn prefetch_in<W: WordRead + ?Sized>(
 }
 
 impl FilterParams {
+    /// Whether batches prefetch this array's lines (it is too large to stay cached).
+    #[inline]
+    pub fn prefetched(&self) -> bool {
+        self.bytes() >= batch::PREFETCH_MIN_BYTES
+    }
+
+    /// Cache lines an add touches: one per probe, one block in the blocked layout.
+    #[inline]
+    pub fn lines(&self) -> usize {
+        match self.layout {
+            Layout::Standard => self.hashes as usize,
+            Layout::Blocked => 1,
+        }
+    }
+
     /// The bits of the last word that lie past m and must stay zero.
     pub fn padding_mask(&self) -> u64 {
         match self.bits % 64 {
@@ -548,7 +589,7 @@ mod tests {
                 present += 1;
             }
             assert_eq!(b.set(&params, &h), absent);
-            b.prefetch_probes(&params, &h, params.hashes);
+            b.prefetch_probes(&params, &h, 0..params.hashes);
         }
         assert_eq!(a, b);
         assert!(present > 0);
@@ -572,7 +613,7 @@ mod tests {
             let item = |i: u32| hash_item(format!("{seed}:{i}").as_bytes());
             for i in 0..items {
                 let h = item(i);
-                array.prefetch_probes(&params, &h, params.hashes);
+                array.prefetch_probes(&params, &h, 0..params.hashes);
                 proptest::prop_assert_eq!(array.set(&params, &h), set_in(&mut slice[..], &params, &h));
             }
             for i in 0..items * 2 {

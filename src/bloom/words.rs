@@ -614,19 +614,6 @@ impl WordWrite for SegmentsMut<'_> {
     }
 }
 
-/// Asks the CPU to start loading the cache line holding `word` (a hint: nothing else happens).
-#[inline(always)]
-pub fn prefetch_line(word: *const u64) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: a prefetch is only a hint: it never faults, whatever the address.
-    unsafe {
-        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-        _mm_prefetch::<_MM_HINT_T0>(word.cast());
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = word;
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

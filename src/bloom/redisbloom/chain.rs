@@ -7,7 +7,9 @@ use super::murmur::HashPair;
 use super::DecodeError;
 use crate::bloom::chain::ChainError;
 use crate::core::alloc::{self, size_class};
+use crate::core::batch;
 use crate::core::defrag::Defrag;
+use std::ops::Range;
 
 /// Most links a chain may have. RedisBloom 2.8.2 asserts (aborts the server) when it loads
 /// 1000 or more, so a chain that is to go back to it must stay below.
@@ -189,6 +191,55 @@ impl RedisBloomChain {
         Ok(true)
     }
 
+    /// `add` for each item in order, passing each result to `done` and stopping after the first
+    /// error; the lines of large links are prefetched a window of items at a time
+    /// (`core::batch`): the first probe of each (where a new item is refused), and every probe
+    /// of the newest (where it is written).
+    pub fn add_batch(
+        &mut self,
+        hashes: &[HashPair],
+        limit: u64,
+        mut done: impl FnMut(Result<bool, ChainError>),
+    ) {
+        let newest = self.links.last().filter(|l| l.prefetched());
+        let lines = self.prefetched_lines(0..1) + newest.map_or(0, |l| l.params.hashes - 1);
+        let prefetch = |chain: &Self, hash: &HashPair| {
+            chain.prefetch(hash, 0..1);
+            if let Some(newest) = chain.links.last().filter(|l| l.prefetched()) {
+                newest.prefetch(hash, 1..u32::MAX);
+            }
+        };
+        batch::in_windows(hashes, lines as usize, self, prefetch, |chain, hash| {
+            let result = chain.add(hash, limit);
+            let go_on = result.is_ok();
+            done(result);
+            go_on
+        });
+    }
+
+    /// `contains` for each item in order; the lookups of large links go in the two rounds of
+    /// `core::batch::lookups`.
+    pub fn contains_batch(&self, hashes: &[HashPair], mut found: impl FnMut(bool)) {
+        match self.links.iter().any(Link::prefetched) {
+            true => batch::lookups(self, hashes, &mut found),
+            false => hashes.iter().for_each(|h| found(self.contains(h))),
+        }
+    }
+
+    /// Lines a lookup reads for `probes` in the large links.
+    fn prefetched_lines(&self, probes: Range<u32>) -> u32 {
+        let lines = |l: &Link| probes.end.min(l.params.hashes).saturating_sub(probes.start);
+        self.links.iter().filter(|l| l.prefetched()).map(lines).sum()
+    }
+
+    /// Starts loading the lines of the item's `probes` in every large link.
+    fn prefetch(&self, hash: &HashPair, probes: Range<u32>) {
+        self.links
+            .iter()
+            .filter(|l| l.prefetched())
+            .for_each(|l| l.prefetch(hash, probes.clone()));
+    }
+
     /// A deep copy, allocated fallibly (`COPY` must not abort the server).
     pub fn try_clone(&self) -> Result<Self, ChainError> {
         let mut links = Vec::new();
@@ -222,6 +273,30 @@ impl RedisBloomChain {
             data,
         });
         Ok(())
+    }
+}
+
+/// A lookup in `batch::lookups`' two rounds: the first probe of every link, then the whole
+/// lookup for the items that passed.
+impl batch::Lookup<HashPair> for RedisBloomChain {
+    fn rest_lines(&self) -> usize {
+        self.prefetched_lines(1..u32::MAX) as usize
+    }
+
+    fn prefetch_first(&self, hash: &HashPair) {
+        self.prefetch(hash, 0..1)
+    }
+
+    fn first(&self, hash: &HashPair) -> bool {
+        self.links.iter().any(|l| l.probes_set(hash, 0..1))
+    }
+
+    fn prefetch_rest(&self, hash: &HashPair) {
+        self.prefetch(hash, 1..u32::MAX)
+    }
+
+    fn rest(&self, hash: &HashPair) -> bool {
+        self.contains(hash)
     }
 }
 
@@ -279,6 +354,49 @@ mod tests {
         for i in 0..n {
             c.add(&c.hash(format!("i{i}").as_bytes()), u64::MAX)
                 .unwrap();
+        }
+    }
+
+    #[test]
+    fn batches_match_one_by_one() {
+        // A large non-scaling link (its batches go in prefetched windows), a scaling chain
+        // grown past a large first link (two large links), and a small one (no prefetching),
+        // which fills up mid-batch: the batch stops at the error, as one-by-one adds do.
+        let mut grown = RedisBloomChain::reserve(0.01, 600_000, Some(2), u64::MAX).unwrap();
+        fill(&mut grown, 700_000);
+        let chains = [
+            RedisBloomChain::reserve(0.01, 1_000_000, None, u64::MAX).unwrap(),
+            grown,
+            RedisBloomChain::reserve(0.01, 1000, None, u64::MAX).unwrap(),
+        ];
+        assert!(chains[0].links[0].prefetched() && chains[1].links[1].prefetched());
+        for chain in chains {
+            let hashes: Vec<HashPair> = (0..3000)
+                .map(|i| chain.hash(format!("b{}", i * 7 % 2900).as_bytes()))
+                .collect();
+            let mut one = chain.try_clone().unwrap();
+            let mut expected = Vec::new();
+            for h in &hashes {
+                expected.push(one.add(h, u64::MAX));
+                if expected.last().unwrap().is_err() {
+                    break;
+                }
+            }
+            let (mut batch, mut got) = (chain, Vec::new());
+            for chunk in hashes.chunks(300) {
+                batch.add_batch(chunk, u64::MAX, |r| got.push(r));
+                if got.last().unwrap().is_err() {
+                    break;
+                }
+            }
+            assert_eq!((got, &batch), (expected, &one));
+            let probes: Vec<HashPair> = (0..6000)
+                .map(|i| batch.hash(format!("b{i}").as_bytes()))
+                .collect();
+            let mut found = Vec::new();
+            batch.contains_batch(&probes, |f| found.push(f));
+            let singles: Vec<bool> = probes.iter().map(|p| one.contains(p)).collect();
+            assert_eq!(found, singles);
         }
     }
 

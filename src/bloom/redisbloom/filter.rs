@@ -2,11 +2,12 @@
 //! its lookups and adds, its `BF.INFO` figures and its scan-dump (`scandump.rs`).
 
 use super::chain::RedisBloomChain;
+use super::murmur::HashPair;
 use super::scandump;
 use crate::bloom::any::{Added, BloomFilter, ChunkError, Env, Info};
 use crate::bloom::chain::ChainError;
 
-/// RedisBloom's answers: one item at a time (each add may grow the chain), its own scan-dump
+/// RedisBloom's answers: item by item in order (each add may grow the chain), its own scan-dump
 /// chunks, and its `BF.INFO` figures with `Size` by its own accounting.
 impl BloomFilter for RedisBloomChain {
     fn contains_one(&self, item: &[u8], _: &dyn Env) -> bool {
@@ -14,9 +15,14 @@ impl BloomFilter for RedisBloomChain {
     }
 
     fn contains_all(&self, items: &[&[u8]], _: &dyn Env, found: &mut dyn FnMut(bool)) {
-        items
-            .iter()
-            .for_each(|item| found(self.contains(&self.hash(item))));
+        // Hashed first so that the lookups can prefetch their lines (`core::batch`).
+        let hashes: Vec<HashPair> = items.iter().map(|i| self.hash(i)).collect();
+        self.contains_batch(&hashes, found);
+    }
+
+    fn add_one(&mut self, item: &[u8], env: &dyn Env) -> Result<Added, ChainError> {
+        let limit = env.memory_limit();
+        self.add(&self.hash(item), limit).map(Added::new_or_present)
     }
 
     fn add_all(
@@ -26,14 +32,8 @@ impl BloomFilter for RedisBloomChain {
         done: &mut dyn FnMut(Result<Added, ChainError>),
     ) {
         let limit = env.memory_limit();
-        for item in items {
-            let result = self.add(&self.hash(item), limit);
-            let stop = result.is_err();
-            done(result.map(Added::new_or_present));
-            if stop {
-                return;
-            }
-        }
+        let hashes: Vec<HashPair> = items.iter().map(|i| self.hash(i)).collect();
+        self.add_batch(&hashes, limit, |r| done(r.map(Added::new_or_present)));
     }
 
     fn info(&self, _: &dyn Env) -> Info {

@@ -2,6 +2,8 @@
 //! the probe rule (`mod.rs` explains both).
 
 use super::murmur::HashPair;
+use crate::core::batch::{self, prefetch_line};
+use std::ops::Range;
 use super::DecodeError;
 
 /// RedisBloom's truncated literals; they decide `hashes` when `ln2·bpe` is near an integer.
@@ -145,11 +147,35 @@ impl Link {
     /// Whether all of the item's probes are set.
     #[inline]
     pub fn contains(&self, hash: &HashPair) -> bool {
+        self.probes_set(hash, 0..self.params.hashes)
+    }
+
+    /// Whether batches prefetch this link's lines (it is too large to stay cached).
+    #[inline]
+    pub fn prefetched(&self) -> bool {
+        self.data.len() as u64 >= batch::PREFETCH_MIN_BYTES
+    }
+
+    /// Whether the item's probes `probes` are all set.
+    #[inline]
+    pub fn probes_set(&self, hash: &HashPair, probes: Range<u32>) -> bool {
         let m = self.params.modulus();
-        (0..self.params.hashes).all(|i| {
+        probes.into_iter().all(|i| {
             let x = hash.probe(i) % m;
             self.data[(x >> 3) as usize] & (1 << (x & 7)) != 0
         })
+    }
+
+    /// Starts loading the lines of the item's probes `probes`.
+    #[inline]
+    pub fn prefetch(&self, hash: &HashPair, probes: Range<u32>) {
+        let m = self.params.modulus();
+        for i in probes.start..probes.end.min(self.params.hashes) {
+            let x = hash.probe(i) % m;
+            if let Some(byte) = self.data.get((x >> 3) as usize) {
+                prefetch_line(byte);
+            }
+        }
     }
 
     /// Sets the item's probes (the caller has checked it is absent).
