@@ -60,6 +60,8 @@ ROUNDS = int(os.environ.get("BENCH_ROUNDS", "5"))
 SECONDS = float(os.environ.get("BENCH_SECONDS", "1.5"))
 CLIENTS = 50
 RAND_RANGE = 100_000_000  # __rand_int__ draws from 0..RAND_RANGE-1 (12-digit zero-padded)
+PEER_HAS_LAYOUTS = False  # set in main: the peer is an lcbloom build (has_layouts)
+MEMBERS = 1_000_000  # the items of the cached filters' batches and of the members workloads
 REDISBLOOM_200M_BYTES = 402_653_360  # RedisBloom 2.8.2's used_memory growth, when no peer runs
 REDISBLOOM_SCALING_BITS = 25.3  # ditto, bits per item of the grown scaling filter
 random.seed(20240501)  # the items of the probes and pre-checks are reproducible
@@ -124,6 +126,19 @@ class Server:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
+def has_layouts(server):
+    """Whether the server's Bloom module has lcbloom's blocked layout (an A/B run of two lcbloom
+    builds: then the blocked workloads run on blocked filters on both sides)."""
+    if server is None:
+        return False
+    try:
+        server.client.execute_command("BF.RESERVE", "layout-probe", "0.01", "100", "LAYOUT", "blocked")
+        server.client.delete("layout-probe")
+        return True
+    except redis.exceptions.RedisError:
+        return False
+
+
 def short_error(exc):
     """An error fit for a table cell (redis-py strips the "ERR " of error replies: put it back)."""
     text = str(exc) or type(exc).__name__
@@ -140,12 +155,13 @@ def tidy(text):
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def fill(server, command, key, prefix, count, batch=1000, per_pipeline=20):
-    """Adds `count` distinct items `prefix<i>` with pipelined multi-item commands."""
+def fill(server, command, key, prefix, count, batch=1000, per_pipeline=20, digits=0):
+    """Adds `count` distinct items `prefix<i>` (i zero-padded to `digits`) with pipelined
+    multi-item commands."""
     pipe = server.client.pipeline(transaction=False)
     queued = 0
     for start in range(0, count, batch):
-        pipe.execute_command(command, key, *(f"{prefix}{i}" for i in range(start, min(count, start + batch))))
+        pipe.execute_command(command, key, *(f"{prefix}{i:0{digits}d}" for i in range(start, min(count, start + batch))))
         queued += 1
         if queued == per_pipeline:
             pipe.execute()
@@ -165,8 +181,9 @@ def mexists_hits(server, key, prefix, count, batch=1000):
 class Side:
     """One side of a comparison: a server, optional set-up commands, the benchmarked command."""
 
-    def __init__(self, server, command, setup=()):
+    def __init__(self, server, command, setup=(), rand_range=RAND_RANGE):
         self.server = server
+        self.rand_range = rand_range
         self.command = command.split()
         self.stat = "cmdstat_" + self.command[0].lower()
         self.setup = setup
@@ -184,7 +201,7 @@ class Side:
                     step(self.server)
                 else:
                     self.server.client.execute_command(*step.split())
-            probe = [str(random.randrange(RAND_RANGE)).zfill(12) if a == "__rand_int__" else a
+            probe = [str(random.randrange(self.rand_range)).zfill(12) if a == "__rand_int__" else a
                      for a in self.command]
             self.server.client.execute_command(*probe)
         except redis.exceptions.RedisError as e:
@@ -197,7 +214,7 @@ class Side:
         c.config_resetstat()
         out = subprocess.run(
             [BENCH_BIN, "-h", "127.0.0.1", "-p", str(self.server.port), "-c", str(CLIENTS),
-             "-n", str(requests), "-r", str(RAND_RANGE), "-P", str(pipeline), "--csv",
+             "-n", str(requests), "-r", str(self.rand_range), "-P", str(pipeline), "--csv",
              *self.command],
             capture_output=True, text=True, timeout=600)
         stats = c.info("commandstats").get(self.stat, {})
@@ -382,8 +399,43 @@ def workloads(ours, peer, floor):
     def reserve_lines(server):
         server.client.execute_command("FLOOR.RESERVE", "flline", ours.client.memory_usage("bfblk"))
 
-    def bf(command, setup=()):
-        return Side(ours, command, setup), Side(peer, command, setup)
+    def bf(command, setup=(), rand_range=RAND_RANGE):
+        return Side(ours, command, setup, rand_range), Side(peer, command, setup, rand_range)
+
+    def blocked(command, peer_command, setup=(), rand_range=RAND_RANGE):
+        """Ours on a blocked filter; the peer on the same one if it is lcbloom (an A/B run),
+        else `peer_command` on its standard filter of that size (RedisBloom has one layout)."""
+        if PEER_HAS_LAYOUTS:
+            return bf(command, setup, rand_range)
+        return Side(ours, command, setup, rand_range), Side(peer, peer_command, (), rand_range)
+
+    def members(key):
+        return [lambda s: fill(s, "BF.MADD", key, "", MEMBERS, digits=12)]
+
+    def stall_workloads():
+        """The 100-item batches on filters that fit in the caches (0.001 / 2M: 3.6 MB standard,
+        3.9 MB blocked), and lookups of members (all k probes read) on both sizes: what a large
+        filter adds over a cached one is its memory stall (stall_rows). The items of the cached
+        filters' batches and of every members workload are drawn from MEMBERS numbers, so that
+        the cached filters never scale and the members are all present."""
+        rows = []
+        for layout, big, cached in (("", "bf200m", "bf2m"), (", blocked", "bfblk", "bf2mblk")):
+            reserve = [f"BF.RESERVE {cached} 0.001 2000000" + (" LAYOUT blocked" if layout else "")]
+
+            def sides(cmd, key, setup, rand_range, layout=layout):
+                command = f"BF.{cmd} {key} " + rand_items(100)
+                if not layout:
+                    return bf(command, setup, rand_range)
+                standard = {"bfblk": "bf200m", "bf2mblk": "bf2m"}[key]
+                return blocked(command, command.replace(key, standard), setup, rand_range)
+            for cmd, what, size, key, setup, rand_range in (
+                    ("MADD", "items", "2M", cached, reserve, MEMBERS),
+                    ("MEXISTS", "items", "2M", cached, (), RAND_RANGE),
+                    ("MEXISTS", "members", "2M", cached, members(cached), MEMBERS),
+                    ("MEXISTS", "members", "200M", big, members(big), MEMBERS)):
+                rows.append(Workload(batch_name(cmd, what, size, layout), *sides(cmd, key, setup, rand_range),
+                                     None, pipeline=1, calibrate=2_000))
+        return rows
 
     return [
         Workload("BF.ADD 0.01/10M, pipeline 16", *bf("BF.ADD bf10m __rand_int__", reserve10m), 1.0),
@@ -399,14 +451,17 @@ def workloads(ours, peer, floor):
         Workload("BF.MEXISTS 100 items 0.001/200M", *bf("BF.MEXISTS bf200m " + rand_items(100)), 2.5,
                  pipeline=1, calibrate=2_000),
         # lcbloom's blocked layout against RedisBloom's (only) layout on the same workloads.
-        Workload("BF.ADD 0.001/200M, blocked", Side(ours, "BF.ADD bfblk __rand_int__", reserve_blocked),
-                 Side(peer, "BF.ADD bf200m __rand_int__"), 2.0),
-        Workload("BF.EXISTS 0.001/200M, blocked", Side(ours, "BF.EXISTS bfblk __rand_int__"),
-                 Side(peer, "BF.EXISTS bf200m __rand_int__"), 2.0),
-        Workload("BF.MADD 100 items 0.001/200M, blocked", Side(ours, "BF.MADD bfblk " + rand_items(100)),
-                 Side(peer, "BF.MADD bf200m " + rand_items(100)), 6.0, pipeline=1, calibrate=2_000),
-        Workload("BF.MEXISTS 100 items 0.001/200M, blocked", Side(ours, "BF.MEXISTS bfblk " + rand_items(100)),
-                 Side(peer, "BF.MEXISTS bf200m " + rand_items(100)), 6.0, pipeline=1, calibrate=2_000),
+        Workload("BF.ADD 0.001/200M, blocked",
+                 *blocked("BF.ADD bfblk __rand_int__", "BF.ADD bf200m __rand_int__", reserve_blocked), 2.0),
+        Workload("BF.EXISTS 0.001/200M, blocked",
+                 *blocked("BF.EXISTS bfblk __rand_int__", "BF.EXISTS bf200m __rand_int__"), 2.0),
+        Workload("BF.MADD 100 items 0.001/200M, blocked",
+                 *blocked("BF.MADD bfblk " + rand_items(100), "BF.MADD bf200m " + rand_items(100)), 6.0,
+                 pipeline=1, calibrate=2_000),
+        Workload("BF.MEXISTS 100 items 0.001/200M, blocked",
+                 *blocked("BF.MEXISTS bfblk " + rand_items(100), "BF.MEXISTS bf200m " + rand_items(100)), 6.0,
+                 pipeline=1, calibrate=2_000),
+        *stall_workloads(),
         # The module-API floor (bench/floor/floor_module.c, loaded into our server).
         Workload("LC.ADD 1 item vs floor module", Side(ours, "LC.ADD lc1 __rand_int__"),
                  Side(floor, "FLOOR.ADD fl1 __rand_int__"), 0.9),
@@ -476,10 +531,9 @@ def dram_floor(array_bytes, reads):
     return float(found.group(1)) if found else None
 
 
-def floor_rows(by_name, array_bytes):
+def floor_rows(by_name, floors):
     """The 0.001 / 200M batches in ns per item against the DRAM floor (goal: within 1.3×)."""
     rows = []
-    floors = {reads: dram_floor(array_bytes, reads) for reads in (STANDARD_PROBES_200M, 1)}
     for name, reads in (("BF.MADD 100 items 0.001/200M", STANDARD_PROBES_200M),
                         ("BF.MEXISTS 100 items 0.001/200M", STANDARD_PROBES_200M),
                         ("BF.MADD 100 items 0.001/200M, blocked", 1),
@@ -492,6 +546,43 @@ def floor_rows(by_name, array_bytes):
                      "—" if ours is None else f"{ours:.0f} ns/item",
                      "—" if floor is None else f"{floor:.0f} ns/item (floor)",
                      fmt_ratio(ratio), "≥ 0.77 (ours ≤ 1.3 × floor)", met(ratio is not None and ratio >= 1 / 1.3, ratio)])
+    return rows
+
+
+def batch_name(cmd, what, size, layout):
+    """The name of a 100-item batch workload on a 0.001 filter of `size` ("200M" or "2M", the
+    cached one) and `layout` ("" or ", blocked")."""
+    return f"BF.{cmd} 100 {what} 0.001/{size}{layout}" + (" (cached)" if size == "2M" else "")
+
+
+def stall_rows(by_name, floors):
+    """What a large filter adds over a cached one per item of a 100-item batch (the memory
+    stall), against the DRAM floor of the lines the operation reads: k per add and per member
+    lookup in the standard layout, about one per non-member lookup (its first probe refuses it),
+    one per item in the blocked layout. Goal: within 1.5× the floor."""
+    rows = []
+    for layout in ("", ", blocked"):
+        for cmd, what, standard_lines in (("MADD", "items", STANDARD_PROBES_200M), ("MEXISTS", "items", 1),
+                                          ("MEXISTS", "members", STANDARD_PROBES_200M)):
+            lines = 1 if layout else standard_lines
+            big, cached = (by_name.get(batch_name(cmd, what, size, layout)) for size in ("200M", "2M"))
+            if not big or not cached:
+                continue
+            stalls = []
+            for side in ("ours", "peer"):
+                b, c = (w.ns_per_item(getattr(w, side), 100) for w in (big, cached))
+                stalls.append(None if b is None or c is None else (b - c, b, c))
+            floor = floors.get(lines)
+            ours = stalls[0]
+            ratio = ours[0] / floor if ours and floor else None
+            shown = lambda st: "—" if st is None else f"{st[0]:.0f} ns/item ({st[1]:.0f} − {st[2]:.0f})"  # noqa: E731
+            rows.append([f"memory stall per item, BF.{cmd} 100 {what}{layout} (200M − cached 2M) "
+                         f"vs DRAM floor ({lines} line{'s' if lines > 1 else ''})",
+                         shown(ours),
+                         (f"peer {shown(stalls[1])}; " if stalls[1] else "")
+                         + ("floor —" if floor is None else f"floor {floor:.0f} ns/item"),
+                         "—" if ratio is None else f"{ratio:.2f} (stall ÷ floor)",
+                         "≤ 1.5 × floor", met(ratio is not None and ratio <= 1.5, ratio)])
     return rows
 
 
@@ -510,6 +601,8 @@ def main():
     ours = Server("lcbloom", OUR_MODULE, FLOOR_MODULE)
     peer = Server("peer", PEER_MODULE) if PEER_MODULE else None
     floor = ours if FLOOR_MODULE else None
+    global PEER_HAS_LAYOUTS
+    PEER_HAS_LAYOUTS = has_layouts(peer)
     try:
         version = ours.client.info("server")
         server_version = f"{version.get('server_name', 'redis')} {version.get('valkey_version', version['redis_version'])}"
@@ -525,11 +618,13 @@ def main():
             array_bytes = ours.client.memory_usage("bf200m")
             for server in (ours, peer):
                 if server:
-                    server.client.delete("bf200m", "bfblk", "flline")
+                    server.client.delete("bf200m", "bfblk", "flline", "bf2m", "bf2mblk")
         except redis.exceptions.RedisError:
             pass
         if array_bytes:
-            rows += floor_rows(by_name, array_bytes)
+            floors = {reads: dram_floor(array_bytes, reads) for reads in (STANDARD_PROBES_200M, 1)}
+            rows += floor_rows(by_name, floors)
+            rows += stall_rows(by_name, floors)
         rows += line_floor_rows(by_name)
         rows += memory_rows(ours, peer)
     finally:
@@ -542,7 +637,8 @@ def main():
               "ratio peer÷ours (min–max of rounds)", "goal", "met?"]
     lines = [
         f"Server benchmark, {when:%Y-%m-%d %H:%M %Z}: {server_version} on {machine()}.",
-        f"Peer module: {PEER_MODULE or 'none (BF peer columns empty; LC rows compare with PFADD/PFCOUNT)'}.",
+        f"Peer module: {PEER_MODULE or 'none (BF peer columns empty; LC rows compare with PFADD/PFCOUNT)'}"
+        + (" (an lcbloom build: blocked rows on blocked filters on both sides)." if PEER_HAS_LAYOUTS else "."),
         f"Floor module: {FLOOR_MODULE or 'none'}; DRAM floor: {DRAM_FLOOR or 'none'}; "
         f"load average at start {os.getloadavg()[0]:.2f}.",
         f"{ROUNDS} alternating rounds, {CLIENTS} clients, ~{SECONDS} s per run; server time per call "

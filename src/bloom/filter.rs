@@ -398,6 +398,7 @@ impl<W: WordRead + ?Sized> batch::Lookup<ItemHash> for Probes<'_, W> {
         self.params.lines() - 1
     }
 
+
     #[inline(always)]
     fn prefetch_first(&self, hash: &ItemHash) {
         prefetch_in(self.words, self.params, hash, 0..1)
@@ -415,7 +416,10 @@ impl<W: WordRead + ?Sized> batch::Lookup<ItemHash> for Probes<'_, W> {
 
     #[inline(always)]
     fn rest(&self, hash: &ItemHash) -> bool {
-        probes_set(self.words, self.params, hash, 1..self.params.hashes)
+        match self.params.layout {
+            Layout::Blocked => true,
+            Layout::Standard => probes_set(self.words, self.params, hash, 1..self.params.hashes),
+        }
     }
 }
 

@@ -4,7 +4,7 @@
 //! once.
 
 use super::{Chain, ChainError};
-use crate::bloom::filter::Layout;
+use crate::bloom::filter::{FilterParams, Layout};
 use crate::bloom::params::SubParams;
 use crate::bloom::sparse;
 use crate::core::batch;
@@ -97,7 +97,10 @@ impl Chain {
             self.body.bits()[0].contains_batch(p, hashes, done);
             return;
         }
-        batch::lookups(self, hashes, &mut done);
+        match self.params.bits().iter().any(FilterParams::prefetched) {
+            true => batch::lookups(self, hashes, &mut done),
+            false => hashes.iter().for_each(|h| done(self.contains(h))),
+        }
     }
 
     /// Lines a lookup reads for `probes` in the large arrays (those batches prefetch).
@@ -237,6 +240,20 @@ mod tests {
             assert!(scaled.params.bits()[0].prefetched());
             let hashes: Vec<ItemHash> = (0..3000).map(|i| h(i * 7 % 2900)).collect();
             check_batches(&scaled, &hashes, 300);
+        }
+    }
+
+    #[test]
+    fn batches_on_chains_of_small_arrays_match_one_by_one() {
+        // Several bit arrays and sparse sets, none prefetched (the plain loops).
+        for layout in [Layout::Standard, Layout::Blocked] {
+            let mut chain = Chain::with_layout(layout, 0.01, 5_000, 2, GIB).unwrap();
+            for i in 0..40_000 {
+                chain.add(&h(i << 32), GIB).unwrap();
+            }
+            assert!(chain.params.bits().len() >= 3);
+            let hashes: Vec<ItemHash> = (0..3000).map(|i| h(i * 7 % 2900)).collect();
+            check_batches(&chain, &hashes, 100);
         }
     }
 }
