@@ -25,10 +25,19 @@ floor module's line commands (FLOOR.SET/PROBE/MSET/MPROBE over an array as large
 filter) give the floor of the blocked layout's commands: the module API, one DRAM line per item
 and the replies; RedisBloom's time over it is the largest ratio any module could reach.
 
+Memory stalls: the 100-item batches also run on 0.001 / 2M filters, which fit in the caches,
+and lookups of members (all k probes read) on both sizes; per layout and operation, what the
+200M filter adds per item over the cached one is its memory stall, compared with the DRAM floor
+of the lines the operation reads (k per add and per member lookup in the standard layout, one
+per non-member, one per item in the blocked layout). When the peer is an lcbloom build (an A/B
+run), the blocked workloads use blocked filters on both sides.
+
 A side whose command fails (a peer module without the command) is shown as an error cell; the
 rest still runs. Prints a markdown table and writes it
 to bench/results/. Knobs (environment): BENCH_ROUNDS (default 5), BENCH_SECONDS (target length
-of one redis-benchmark run, default 1.5), BENCH_OUT (file to write instead of the dated one).
+of one redis-benchmark run, default 1.5), BENCH_OUT (file to write instead of the dated one),
+BENCH_ONLY (a regular expression: only the workloads whose names it matches are timed, the
+others only set up; no memory rows).
 Only servers this script started are contacted or stopped.
 """
 import datetime
@@ -57,6 +66,7 @@ DRAM_FLOOR = os.environ.get("DRAM_FLOOR") or None
 # the reads per item the DRAM floor is measured with (src/bloom/blocked.rs has the table).
 STANDARD_PROBES_200M = 11
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "5"))
+ONLY = os.environ.get("BENCH_ONLY")  # a regular expression: only the workloads it matches
 SECONDS = float(os.environ.get("BENCH_SECONDS", "1.5"))
 CLIENTS = 50
 RAND_RANGE = 100_000_000  # __rand_int__ draws from 0..RAND_RANGE-1 (12-digit zero-padded)
@@ -609,6 +619,11 @@ def main():
         rows = []
         by_name = {}
         for w in workloads(ours, peer, floor):
+            if ONLY and not re.search(ONLY, w.name):
+                # Its set-up still runs: later workloads use the keys it makes.
+                w.ours.prepare()
+                w.peer.prepare()
+                continue
             w.measure()
             rows.append(w.row())
             by_name[w.name] = w
@@ -626,7 +641,8 @@ def main():
             rows += floor_rows(by_name, floors)
             rows += stall_rows(by_name, floors)
         rows += line_floor_rows(by_name)
-        rows += memory_rows(ours, peer)
+        if not ONLY:
+            rows += memory_rows(ours, peer)
     finally:
         ours.close()
         if peer:

@@ -359,7 +359,8 @@ fn set_batch_in<W: WordWrite + ?Sized>(
         true
     };
     if params.prefetched() {
-        let prefetch = |words: &W, hash: &ItemHash| prefetch_in(words, params, hash, 0..params.hashes);
+        let prefetch =
+            |words: &W, hash: &ItemHash| prefetch_in(words, params, hash, 0..params.hashes);
         batch::in_windows(hashes, params.lines(), words, prefetch, set);
     } else {
         hashes.iter().for_each(|hash| {
@@ -397,7 +398,6 @@ impl<W: WordRead + ?Sized> batch::Lookup<ItemHash> for Probes<'_, W> {
     fn rest_lines(&self) -> usize {
         self.params.lines() - 1
     }
-
 
     #[inline(always)]
     fn prefetch_first(&self, hash: &ItemHash) {

@@ -208,7 +208,13 @@ mod tests {
         assert_eq!(batch, one);
         // Half members, half not, interleaved.
         let probes: Vec<ItemHash> = (0..2 * hashes.len() as u64)
-            .map(|i| if i % 2 == 0 { hashes[i as usize / 2] } else { h(i << 40) })
+            .map(|i| {
+                if i % 2 == 0 {
+                    hashes[i as usize / 2]
+                } else {
+                    h(i << 40)
+                }
+            })
             .collect();
         let mut found = Vec::new();
         for chunk in probes.chunks(size) {

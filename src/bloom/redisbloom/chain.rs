@@ -229,7 +229,11 @@ impl RedisBloomChain {
     /// Lines a lookup reads for `probes` in the large links.
     fn prefetched_lines(&self, probes: Range<u32>) -> u32 {
         let lines = |l: &Link| probes.end.min(l.params.hashes).saturating_sub(probes.start);
-        self.links.iter().filter(|l| l.prefetched()).map(lines).sum()
+        self.links
+            .iter()
+            .filter(|l| l.prefetched())
+            .map(lines)
+            .sum()
     }
 
     /// Starts loading the lines of the item's `probes` in every large link.

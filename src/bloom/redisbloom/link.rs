@@ -2,9 +2,9 @@
 //! the probe rule (`mod.rs` explains both).
 
 use super::murmur::HashPair;
+use super::DecodeError;
 use crate::core::batch::{self, prefetch_line};
 use std::ops::Range;
-use super::DecodeError;
 
 /// RedisBloom's truncated literals; they decide `hashes` when `ln2·bpe` is near an integer.
 pub const LN2SQ: f64 = 0.480453013918201;
