@@ -123,14 +123,14 @@ mod tests {
         }
         fn first(&self, i: &u32) -> bool {
             self.0.borrow_mut().push(('f', *i));
-            i % 2 == 0 || i % 3 == 0
+            i.is_multiple_of(2) || i.is_multiple_of(3)
         }
         fn prefetch_rest(&self, i: &u32) {
             self.0.borrow_mut().push(('q', *i));
         }
         fn rest(&self, i: &u32) -> bool {
             self.0.borrow_mut().push(('r', *i));
-            i % 3 == 0
+            i.is_multiple_of(3)
         }
     }
 
@@ -142,7 +142,7 @@ mod tests {
                 let l = Logged(RefCell::new(Vec::new()), rest);
                 let mut got = Vec::new();
                 lookups(&l, &items, &mut |f| got.push(f));
-                let want: Vec<bool> = items.iter().map(|i| i % 3 == 0).collect();
+                let want: Vec<bool> = items.iter().map(|i| i.is_multiple_of(3)).collect();
                 assert_eq!(got, want, "n={n} rest={rest}");
                 let log = l.0.into_inner();
                 // Every touch follows its prefetch, and the rest only for items that passed.
@@ -150,7 +150,11 @@ mod tests {
                     let before = |p: char| log[..at].contains(&(p, i));
                     match what {
                         'f' => assert!(before('p')),
-                        'r' => assert!(before('q') && before('f') && (i % 2 == 0 || i % 3 == 0)),
+                        'r' => assert!(
+                            before('q')
+                                && before('f')
+                                && (i.is_multiple_of(2) || i.is_multiple_of(3))
+                        ),
                         _ => {}
                     }
                 }
