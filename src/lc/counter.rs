@@ -574,9 +574,7 @@ impl Counter {
                 all.dedup();
                 Ok(all.len() as u64)
             }
-            _ if !counters.iter().any(|c| c.is_bitmap()) => {
-                Ok(Counter::sketch_union_count(counters))
-            }
+            _ if !counters.iter().any(|c| c.is_bitmap()) => Counter::sketch_union_count(counters),
             _ => {
                 let mut union = Counter::empty_for_union(counters).ok_or(LcError::OutOfMemory)?;
                 for c in counters {

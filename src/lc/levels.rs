@@ -60,7 +60,7 @@ pub const SUB_LEVELS: u64 = 4;
 pub const WINDOW: u64 = 19;
 /// Bits of a register: the highest level (8 bits), then the window.
 pub const REGISTER_BITS: u64 = 8 + WINDOW;
-const WINDOW_MASK: u32 = (1 << WINDOW) - 1;
+pub const WINDOW_MASK: u32 = (1 << WINDOW) - 1;
 /// Smallest and largest precision.
 pub const MIN_PRECISION: u32 = 4;
 pub const MAX_PRECISION: u32 = 20;
@@ -146,15 +146,18 @@ pub fn update(reg: u32, k: u64) -> u32 {
             (((u64::from(window) << shift) | old) & u64::from(WINDOW_MASK)) as u32
         };
         ((k as u32) << WINDOW) | moved
-    } else if k < top && top - k <= WINDOW {
-        reg | (1 << (top - k - 1))
     } else {
-        reg
+        // Level k sits at window bit top − k − 1 when 1 ≤ top − k ≤ WINDOW; nothing to set
+        // otherwise. Without a branch: unions feed low levels, mostly below the window, in an
+        // order no predictor learns.
+        let below = (top - k).min(63);
+        reg | ((1u64 << below) >> 1) as u32 & WINDOW_MASK
     }
 }
 
-/// The union of two registers.
-#[inline]
+/// The union of two registers (unions collect levels: collect.rs; this is the register-wise
+/// reference they are checked against).
+#[cfg(test)]
 pub fn union(a: u32, b: u32) -> u32 {
     let (hi, lo) = if a >> WINDOW >= b >> WINDOW {
         (a, b)
