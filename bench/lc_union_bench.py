@@ -11,7 +11,8 @@ out). Prints a markdown table: the answers, their error against the truth, the s
 each (median of the rounds, min–max) and the ratio.
 
 Environment: LCBLOOM_MODULE (default target/release/liblcbloom.so), UNION_SHAPES
-("keys:items,..."; default 10000:2000,100000:2000), UNION_ROUNDS (default 5).
+("keys:items,..."; default 10000:2000,100000:2000), UNION_ROUNDS (default 5), UNION_BASES
+(default 200; 350 bases of 2,000 give about 500,000 distinct items).
 """
 import os
 import random
@@ -26,7 +27,7 @@ from server_bench import OUR_MODULE, Server, log, machine  # noqa: E402
 SHAPES = [tuple(int(x) for x in s.split(":"))
           for s in os.environ.get("UNION_SHAPES", "10000:2000,100000:2000").split(",")]
 ROUNDS = int(os.environ.get("UNION_ROUNDS", "5"))
-BASES = 200
+BASES = int(os.environ.get("UNION_BASES", "200"))
 UNIVERSE = 1_000_000
 SEED = 20261123
 

@@ -78,11 +78,12 @@
 
 pub use super::geometry::{bitmap_bytes, bits_for, exact_limit, Geometry};
 use super::geometry::{
-    dense_words, estimate, standard_error, stream_words, MAX_BITS, SATURATION_ZEROS,
+    dense_words, estimate, registers_words, standard_error, stream_words, MAX_BITS,
+    SATURATION_ZEROS,
 };
 pub use super::header::Mode;
 use super::header::{Header, DENSE_ESTIMATE};
-use super::levels::set_levels;
+use super::levels::{precision_for, set_levels};
 use crate::core::alloc::size_class;
 use crate::core::block::Block;
 use crate::core::defrag::Defrag;
@@ -171,21 +172,25 @@ impl std::fmt::Debug for Counter {
 }
 
 impl Counter {
-    /// An empty counter sized for `capacity` items at `error_rate`, refused when its bitmap
-    /// would take more than `max_bytes`.
+    /// An empty counter sized for `capacity` items at `error_rate`, refused when its registers,
+    /// the most it grows to (its exact set and token lists stay in smaller size classes: see
+    /// `geometry::token_limit`), would take more than `max_bytes`.
     pub fn reserve(error_rate: f64, capacity: u64, max_bytes: u64) -> Result<Counter, LcError> {
         if capacity == 0 || !(error_rate > 0.0 && error_rate < 1.0) {
             return Err(LcError::InvalidParameters);
         }
-        // Beyond the search range: at least that many bytes.
-        let m = bits_for(capacity, error_rate).unwrap_or(MAX_BITS);
-        let bytes = bitmap_bytes(m);
-        if bytes > max_bytes || m == MAX_BITS {
+        let bytes = registers_words(precision_for(error_rate)) * 8;
+        if bytes > max_bytes {
             return Err(LcError::TooLarge {
                 bytes,
                 limit: max_bytes,
             });
         }
+        // The exact set's size follows the bitmap a counter of this capacity would have had
+        // (part of the encoding); none exists beyond the sizing range.
+        let m = bits_for(capacity, error_rate)
+            .filter(|&m| m < MAX_BITS)
+            .ok_or(LcError::InvalidParameters)?;
         Ok(Counter::empty(capacity, error_rate, m))
     }
 
@@ -643,17 +648,36 @@ mod tests {
     use crate::lc::geometry::registers_words;
     use proptest::prelude::*;
 
+    /// The limit binds what a counter allocates at most, its registers (6,952 bytes at 1%,
+    /// 27 bits for each of 2^11), whatever its capacity; no bitmap is ever allocated.
     #[test]
     fn reserve_respects_the_memory_limit() {
-        let err = Counter::reserve(0.01, 50_000, 1000).unwrap_err();
+        for capacity in [1_000, 50_000, 10_000_000] {
+            let err = Counter::reserve(0.01, capacity, 6_951).unwrap_err();
+            assert_eq!(
+                err,
+                LcError::TooLarge {
+                    bytes: 6_952,
+                    limit: 6_951
+                }
+            );
+            assert!(Counter::reserve(0.01, capacity, 6_952).is_ok());
+        }
+        let refused = Counter::reserve(0.001, 1_000, 100_000).unwrap_err();
         assert_eq!(
-            err,
+            refused,
             LcError::TooLarge {
-                bytes: 2144,
-                limit: 1000
+                bytes: 884_776,
+                limit: 100_000
             }
         );
-        assert!(Counter::reserve(0.01, 50_000, 2144).is_ok());
+        // A counter that fits its limit at reserve never meets it later.
+        let mut c = Counter::reserve(0.01, 1_000, 6_952).unwrap();
+        for i in 0..20_000u64 {
+            c.add_within(&i.to_le_bytes(), 6_952).unwrap();
+        }
+        assert_eq!(c.mode(), Mode::Registers);
+        assert!(c.block.memory_bytes() <= 7_168);
     }
 
     /// The default geometry, pinned: these numbers are part of encoding version 2.

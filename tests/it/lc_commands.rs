@@ -64,25 +64,37 @@ fn reserve_and_its_errors() {
         let r = redis::cmd("LC.RESERVE").arg(args).query::<()>(&mut c);
         assert!(err_text(r).contains("wrong number of arguments"));
     }
-    // 1,000,000 at 1% needs 19,272 bytes.
+    // A counter at 1% takes 6,952 bytes at most (its registers), whatever its capacity: the
+    // limit binds that, not the bitmap the capacity once asked for (19,272 bytes at 10^6).
     let _: () = redis::cmd("CONFIG")
         .arg(&["SET", "lcbloom.max-memory-per-key", "10000"])
         .query(&mut c)
         .unwrap();
+    let _: () = redis::cmd("LC.RESERVE")
+        .arg(&["big", "0.01", "1000000"])
+        .query(&mut c)
+        .unwrap();
+    let items: Vec<String> = (0..20_000).map(|i| format!("i{i}")).collect();
+    let _: i64 = redis::cmd("LC.ADD")
+        .arg("big")
+        .arg(&items)
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(lc_mode(&mut c, "big"), "registers");
+    let _: () = redis::cmd("CONFIG")
+        .arg(&["SET", "lcbloom.max-memory-per-key", "6951"])
+        .query(&mut c)
+        .unwrap();
     let r = redis::cmd("LC.RESERVE")
-        .arg(&["r", "0.01", "1000000"])
+        .arg(&["r", "0.01", "1000"])
         .query::<()>(&mut c);
     let text = err_text(r);
     assert!(
-        text.starts_with("ERR counter would take 19272 bytes"),
+        text.starts_with("ERR counter would take 6952 bytes"),
         "{text}"
     );
     assert!(text.contains("max-memory-per-key"));
-    // The defaults (2,144 bytes) are refused too, by LC.ADD on a missing key.
-    let _: () = redis::cmd("CONFIG")
-        .arg(&["SET", "lcbloom.max-memory-per-key", "1024"])
-        .query(&mut c)
-        .unwrap();
+    // The defaults are refused too, by LC.ADD on a missing key.
     let r = redis::cmd("LC.ADD").arg(&["r", "a"]).query::<i64>(&mut c);
     assert!(err_text(r).contains("max-memory-per-key"));
     let huge = redis::cmd("LC.RESERVE")
