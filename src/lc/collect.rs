@@ -1,10 +1,13 @@
 //! Where a union of many sketches collects its indicators: one bit per (register, level), 256
 //! bits a register (levels go up to `max_level(MIN_PRECISION)` = 236), so that a token sets
 //! its bit with one OR, whatever the register's state, and tokens of every counter go in
-//! without a branch on their level. The union's registers (levels.rs, "Registers") are read
-//! out at the end: each register's highest level and the window below it, what `update`
-//! would have kept had the same levels come one by one. Its size: 32 bytes per register
-//! (64 KiB at the default `p = 11`, a cache-resident working set; 32 MiB at the largest `p`).
+//! without a branch on their level. Within a register's 256 bits level `k` is bit `255 − k`:
+//! a register's highest level and the window below it (levels.rs, "Registers") are then one
+//! run of bits in the same order as the register's own, laid down and read out with shifts.
+//! The union's registers are read out at the end: each register's highest level and the
+//! window below it, what `update` would have kept had the same levels come one by one. Its
+//! size: 32 bytes per register (64 KiB at the default `p = 11`, a cache-resident working set;
+//! 32 MiB at the largest `p`).
 
 use super::counter::LcError;
 use super::levels::{WINDOW, WINDOW_MASK};
@@ -26,32 +29,29 @@ impl LevelBits {
         Ok(LevelBits(bits))
     }
 
-    /// Sets the indicator of token `index·256 + level` (index below `2^p`).
+    /// Sets the indicator of token `index·256 + level` (index below `2^p`): bit
+    /// `index·256 + 255 − level`.
     #[inline(always)]
     pub fn set(&mut self, token: u64) {
-        self.0[(token >> 6) as usize] |= 1 << (token & 63);
+        let bit = token ^ 0xff;
+        self.0[(bit >> 6) as usize] |= 1 << (bit & 63);
     }
 
     /// Sets the levels register `reg` holds in register `i`: its highest and the window's,
     /// twenty bits laid down at once.
     #[inline]
     pub fn add_register(&mut self, i: usize, reg: u32) {
-        let top = reg >> WINDOW;
+        let top = u64::from(reg >> WINDOW);
         if top == 0 {
             return;
         }
-        // Bit j of `levels` is level top − WINDOW + j: the top at bit WINDOW, window bit
-        // i − 1 (level top − i) at bit WINDOW − i.
-        let window = (reg & WINDOW_MASK).reverse_bits() >> (32 - WINDOW);
-        let levels = u64::from(1 << WINDOW | window);
-        let (levels, from) = match top.checked_sub(WINDOW as u32) {
-            Some(from) => (levels, from),
-            None => (levels >> (WINDOW as u32 - top), 0),
-        };
-        let at = i * WORDS + (from / 64) as usize;
-        let wide = u128::from(levels) << (from % 64);
+        // The top at bit 255 − top, window bit i − 1 (level top − i) just above it.
+        let run = u128::from(1 | (reg & WINDOW_MASK) << 1);
+        let bit = 255 - top;
+        let at = i * WORDS + (bit / 64) as usize;
+        let wide = run << (bit % 64);
         self.0[at] |= wide as u64;
-        // The highest level is below 256: the top word's levels never spill further.
+        // Bits past the register's last word are levels below 1, never set.
         if (wide >> 64) != 0 {
             self.0[at + 1] |= (wide >> 64) as u64;
         }
@@ -60,23 +60,18 @@ impl LevelBits {
     /// The registers of these levels, in order.
     pub fn registers(&self) -> impl Iterator<Item = u32> + '_ {
         self.0.chunks_exact(WORDS).map(|words| {
-            let Some(w) = (0..WORDS).rev().find(|&w| words[w] != 0) else {
+            let Some(w) = (0..WORDS).find(|&w| words[w] != 0) else {
                 return 0;
             };
-            let top = (w * 64) as u32 + 63 - words[w].leading_zeros();
-            // The WINDOW levels below the top, as bits 0.. of `below` (level top − WINDOW
-            // at bit 0), then reversed into the window (level top − i at bit i − 1).
-            let below = match top.checked_sub(WINDOW as u32) {
-                Some(from) => bits_at(words, from) & u64::from(WINDOW_MASK),
-                None => bits_at(words, 0) << (WINDOW as u32 - top) & u64::from(WINDOW_MASK),
-            };
-            let window = (below as u32).reverse_bits() >> (32 - WINDOW);
+            let bit = w as u32 * 64 + words[w].trailing_zeros();
+            let top = 255 - bit;
+            let window = bits_at(words, bit + 1) as u32 & WINDOW_MASK;
             top << WINDOW | window
         })
     }
 }
 
-/// 64 bits of a register's levels from level `from` (< 256) on, zeros past the last word.
+/// 64 bits of a register's words from bit `from` (≤ 255) on, zeros past the last word.
 fn bits_at(words: &[u64], from: u32) -> u64 {
     let (w, s) = ((from / 64) as usize, from % 64);
     let high = words.get(w + 1).copied().unwrap_or(0);

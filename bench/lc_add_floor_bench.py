@@ -1,0 +1,99 @@
+#!/usr/bin/env python3
+"""LC.ADD of one new item against the module-API floor (FLOOR.ADD), at each size of counter.
+
+One server loads lcbloom and bench/floor's module (`make floors`). For each size n, KEYS
+default counters are filled with n distinct items (exact mode at 100, tokens at 1,000 and
+3,000, registers at 10^4 and 10^6; enough keys that the rounds' new items leave each in its
+mode), and as many FLOOR.ADD keys made.
+A round sends, per key and in turn, one LC.ADD of a new item (so that each counter stays at its
+size give or take a few items), then the same number of FLOOR.ADD calls; the time compared is
+the server's own (INFO commandstats usec_per_call, after CONFIG RESETSTAT). Rounds alternate
+LC.ADD and FLOOR.ADD; the ratio is floor ÷ LC.ADD (1 = as fast as the floor), the median of
+the per-round ratios with its min–max.
+
+Environment: LCBLOOM_MODULE (default target/release/liblcbloom.so), FLOOR_MODULE (default
+target/floor/floor_module.so), ADD_ROUNDS (default 7), ADD_CALLS (calls per side per round,
+default 20,000).
+"""
+import os
+import random
+import statistics
+import sys
+
+import redis
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from server_bench import OUR_MODULE, ROOT, Server, log, machine  # noqa: E402
+
+FLOOR = os.environ.get("FLOOR_MODULE") or os.path.join(ROOT, "target/floor/floor_module.so")
+ROUNDS = int(os.environ.get("ADD_ROUNDS", "7"))
+CALLS = int(os.environ.get("ADD_CALLS", "20000"))
+# (items per counter, keys): the mode each size is in with the defaults (0.01 / 50,000).
+SIZES = [(100, 2_000), (1_000, 2_000), (3_000, 2_000), (10_000, 50), (1_000_000, 2)]
+
+
+def usec_per_call(client, command):
+    stats = client.info("commandstats").get(f"cmdstat_{command}")
+    return stats["usec_per_call"] if stats else None
+
+
+def fill(client, key, n, prefix):
+    pipe = client.pipeline(transaction=False)
+    for start in range(0, n, 1000):
+        pipe.execute_command("LC.ADD", key, *(f"{prefix}{i}" for i in range(start, min(n, start + 1000))))
+        if start % 50_000 == 0:
+            pipe.execute()
+    pipe.execute()
+
+
+def timed_round(client, command, keys, fresh):
+    client.config_resetstat()
+    pipe = client.pipeline(transaction=False)
+    for i in range(CALLS):
+        pipe.execute_command(command, keys[i % len(keys)], next(fresh))
+        if i % 1000 == 999:
+            pipe.execute()
+    pipe.execute()
+    return usec_per_call(client, command.lower())
+
+
+def main():
+    server = Server("lcbloom+floor", OUR_MODULE, FLOOR)
+    rows = []
+    try:
+        c = server.client
+        run = random.random()
+        fresh = (f"new:{run}:{i}" for i in range(10**12))
+        for n, nkeys in SIZES:
+            c.flushall()
+            log(f"== {nkeys} counters of {n:,} items")
+            lc_keys = [f"lc:{n}:{k}" for k in range(nkeys)]
+            fl_keys = [f"fl:{n}:{k}" for k in range(nkeys)]
+            for k, key in enumerate(lc_keys):
+                fill(c, key, n, f"{k}:")
+            for key in fl_keys:
+                c.execute_command("FLOOR.ADD", key, "x")
+            mode = c.execute_command("LC.INFO", lc_keys[0])
+            mode = dict(zip(mode[::2], mode[1::2]))[b"Mode"].decode()
+            lc_t, fl_t, ratios = [], [], []
+            for _ in range(ROUNDS):
+                a = timed_round(c, "LC.ADD", lc_keys, fresh)
+                b = timed_round(c, "FLOOR.ADD", fl_keys, fresh)
+                lc_t.append(a)
+                fl_t.append(b)
+                ratios.append(b / a)
+            rows.append((n, mode, lc_t, fl_t, ratios))
+    finally:
+        server.close()
+    print(f"LC.ADD of one new item against FLOOR.ADD, by counter size: {machine()}, {ROUNDS} "
+          f"alternating rounds of {CALLS:,} calls a side, server time per call (INFO "
+          "commandstats).\n")
+    print("| items in the counter (mode) | LC.ADD µs | FLOOR.ADD µs | floor ÷ LC.ADD |")
+    print("|---|---:|---:|---:|")
+    for n, mode, lc_t, fl_t, r in rows:
+        print(f"| {n:,} ({mode}) | {statistics.median(lc_t):.3f} | {statistics.median(fl_t):.3f} | "
+              f"{statistics.median(r):.2f} ({min(r):.2f}–{max(r):.2f}) |")
+
+
+if __name__ == "__main__":
+    main()
