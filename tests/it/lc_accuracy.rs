@@ -264,11 +264,12 @@ fn timed(c: &mut Connection, command: &str, keys: &[String]) -> (i64, f64) {
 }
 
 /// Default counters in tokens mode (2,000 items each: 60 sets copied to 5,000 keys, about
-/// 90,000 distinct in their union): LC.COUNT over all of them is within 2% of the truth and
-/// takes less server time than PFCOUNT over HyperLogLogs of the same items (the median of
-/// alternating rounds). Over 100,000 such keys: bench/lc_union_bench.py.
+/// 90,000 distinct in their union): LC.COUNT over all of them is within 2% of the truth, as
+/// PFCOUNT over HyperLogLogs of the same items within 3%. The server times are printed, not
+/// compared: Redis 7.0's PFCOUNT takes about 3× LC.COUNT's, Valkey 9's about a third of it.
+/// Over 100,000 such keys: bench/lc_union_bench.py.
 #[test]
-fn many_default_counters_count_right_and_faster_than_pfcount() {
+fn many_default_counters_count_right() {
     let server = Server::start();
     let mut c = server.conn();
     let (keys, sets, per_set) = (5_000usize, 60usize, 2_000u64);
@@ -315,5 +316,4 @@ fn many_default_counters_count_right_and_faster_than_pfcount() {
     lc_times.sort_by(f64::total_cmp);
     hll_times.sort_by(f64::total_cmp);
     println!("LC.COUNT {lc_times:?} us, PFCOUNT {hll_times:?} us over {keys} keys");
-    assert!(lc_times[1] < hll_times[1], "{lc_times:?} vs {hll_times:?}");
 }
