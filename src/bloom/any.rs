@@ -238,14 +238,7 @@ impl BloomFilter for Chain {
     }
 
     fn load_chunk(&mut self, iterator: i64, data: &[u8]) -> Result<(), ChunkError> {
-        let iterator = u64::try_from(iterator)
-            .ok()
-            .filter(|&i| i >= 1)
-            .ok_or(ChunkError::Iterator)?;
-        if iterator == 1 {
-            return Err(ChunkError::Exists);
-        }
-        let offset = chunk_start(iterator, data.len()).ok_or(ChunkError::Length)?;
+        let offset = data_offset(iterator, data.len())?;
         Ok(codec::write_data(self, offset, data)?)
     }
 }
@@ -260,6 +253,19 @@ impl Chain {
             false => env.memory_limit(),
         }
     }
+}
+
+/// Where a `BF.LOADCHUNK` data chunk of `len` bytes named by `iterator` starts in the data:
+/// iterator 1 is the header, which only a missing key takes.
+pub fn data_offset(iterator: i64, len: usize) -> Result<u64, ChunkError> {
+    let iterator = u64::try_from(iterator)
+        .ok()
+        .filter(|&i| i >= 1)
+        .ok_or(ChunkError::Iterator)?;
+    if iterator == 1 {
+        return Err(ChunkError::Exists);
+    }
+    chunk_start(iterator, len).ok_or(ChunkError::Length)
 }
 
 #[cfg(test)]

@@ -15,6 +15,7 @@
 //! (`alloc::size_class`), so its capacity is what it costs.
 
 use crate::core::alloc::size_class;
+use crate::core::batch::prefetch_line;
 use crate::core::defrag::Defrag;
 use crate::core::ef;
 
@@ -132,7 +133,9 @@ impl Partition {
             // Bucket fp >> l starts near its share of the upper bits.
             let bucket = fp >> shape.l;
             let near = count * shape.l as u64 + bucket + bucket * count / shape.buckets;
-            prefetch_line(self.words[start..end].get((near / 64) as usize));
+            if let Some(word) = self.words[start..end].get((near / 64) as usize) {
+                prefetch_line(word);
+            }
             gens[live] = (start, end, shape, slot);
             live += 1;
             end = start;
@@ -222,19 +225,6 @@ impl Partition {
             counts: self.counts,
             words,
         })
-    }
-}
-
-/// Hints the CPU to fetch the line holding `word` (if any).
-#[inline(always)]
-fn prefetch_line(word: Option<&u64>) {
-    #[cfg(target_arch = "x86_64")]
-    if let Some(word) = word {
-        // SAFETY: a prefetch is a hint; it never faults, and the address is a valid reference.
-        unsafe {
-            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-            _mm_prefetch::<_MM_HINT_T0>((word as *const u64).cast());
-        }
     }
 }
 

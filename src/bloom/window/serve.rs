@@ -19,9 +19,9 @@
 
 use super::codec;
 use super::value::Windowed;
-use crate::bloom::any::{Added, BloomFilter, ChunkError, Env, Field, Info};
+use crate::bloom::any::{data_offset, Added, BloomFilter, ChunkError, Env, Field, Info};
 use crate::bloom::chain::ChainError;
-use crate::core::chunks::{chunk_start, iterator_after};
+use crate::core::chunks::iterator_after;
 use crate::core::hashing::hash_item;
 
 /// `BF.INFO key LAYOUT` of a windowed filter.
@@ -102,14 +102,7 @@ impl BloomFilter for Windowed {
     }
 
     fn load_chunk(&mut self, iterator: i64, data: &[u8]) -> Result<(), ChunkError> {
-        let iterator = u64::try_from(iterator)
-            .ok()
-            .filter(|&i| i >= 1)
-            .ok_or(ChunkError::Iterator)?;
-        if iterator == 1 {
-            return Err(ChunkError::Exists);
-        }
-        let start = chunk_start(iterator, data.len()).ok_or(ChunkError::Length)?;
+        let start = data_offset(iterator, data.len())?;
         Ok(Windowed::load_chunk(self, start, data)?)
     }
 }
