@@ -1,16 +1,17 @@
-//! Where a union of many sketches collects its indicators: one bit per (register, level), 256
-//! bits a register (levels go up to `max_level(MIN_PRECISION)` = 236), so that a token sets
-//! its bit with one OR, whatever the register's state, and tokens of every counter go in
-//! without a branch on their level. Within a register's 256 bits level `k` is bit `255 − k`:
-//! a register's highest level and the window below it (levels.rs, "Registers") are then one
-//! run of bits in the same order as the register's own, laid down and read out with shifts.
-//! The union's registers are read out at the end: each register's highest level and the
-//! window below it, what `update` would have kept had the same levels come one by one. Its
-//! size: 32 bytes per register (64 KiB at the default `p = 11`, a cache-resident working set;
-//! 32 MiB at the largest `p`).
+//! Where a union of many sketches collects its indicators. Registers (levels.rs, "Registers")
+//! go into registers, united one by one (`union_packed`: their packed words read once, no
+//! branch). Tokens, and registers of a larger precision (reduced level by level), go into
+//! [`LevelBits`]: one bit per (register, level), 256 bits a register (levels go up to
+//! `max_level(MIN_PRECISION)` = 236), so that a token sets its bit with one OR, whatever the
+//! register's state, and tokens of every counter go in without a branch on their level.
+//! Within a register's 256 bits level `k` is bit `255 − k`, so that a register's highest level
+//! and the window below it are read out at the end as one run of bits: what `update` would
+//! have kept had the same levels come one by one. Its size: 32 bytes per register (64 KiB at
+//! the default `p = 11`, a cache-resident working set; 32 MiB at the largest `p`).
 
 use super::counter::LcError;
-use super::levels::{WINDOW, WINDOW_MASK};
+use super::levels::{union, REGISTER_BITS, WINDOW, WINDOW_MASK};
+use super::registers::read_register;
 
 /// Words per register: levels 0..256.
 const WORDS: usize = 4;
@@ -37,26 +38,6 @@ impl LevelBits {
         self.0[(bit >> 6) as usize] |= 1 << (bit & 63);
     }
 
-    /// Sets the levels register `reg` holds in register `i`: its highest and the window's,
-    /// twenty bits laid down at once.
-    #[inline]
-    pub fn add_register(&mut self, i: usize, reg: u32) {
-        let top = u64::from(reg >> WINDOW);
-        if top == 0 {
-            return;
-        }
-        // The top at bit 255 − top, window bit i − 1 (level top − i) just above it.
-        let run = u128::from(1 | (reg & WINDOW_MASK) << 1);
-        let bit = 255 - top;
-        let at = i * WORDS + (bit / 64) as usize;
-        let wide = run << (bit % 64);
-        self.0[at] |= wide as u64;
-        // Bits past the register's last word are levels below 1, never set.
-        if (wide >> 64) != 0 {
-            self.0[at + 1] |= (wide >> 64) as u64;
-        }
-    }
-
     /// The registers of these levels, in order.
     pub fn registers(&self) -> impl Iterator<Item = u32> + '_ {
         self.0.chunks_exact(WORDS).map(|words| {
@@ -71,6 +52,42 @@ impl LevelBits {
     }
 }
 
+/// Makes `registers` the union of themselves and the packed registers `words` (registers.rs:
+/// 27 bits each, low bits first; at least `registers.len()` of them). Whole groups of 64
+/// registers (27 words) are unpacked, then united register-wise (a loop the compiler
+/// vectorises); a small sketch's few registers one by one.
+#[inline(always)]
+pub fn union_packed(registers: &mut [u32], words: &[u64]) {
+    const GROUP_WORDS: usize = REGISTER_BITS as usize;
+    let whole = registers.len() / 64 * 64;
+    let groups = registers[..whole].chunks_exact_mut(64);
+    for (dest, group) in groups.zip(words.chunks_exact(GROUP_WORDS)) {
+        let group: &[u64; GROUP_WORDS] = group.try_into().expect("27 words");
+        let mut unpacked = [0u32; 64];
+        for (j, r) in unpacked.iter_mut().enumerate() {
+            *r = packed(group, j as u64);
+        }
+        for (d, r) in dest.iter_mut().zip(unpacked) {
+            *d = union(*d, r);
+        }
+    }
+    for (i, d) in registers.iter_mut().enumerate().skip(whole) {
+        *d = union(*d, read_register(words, i as u64));
+    }
+}
+
+/// Register `j` (< 64) of a group of 64 packed registers.
+#[inline(always)]
+fn packed(group: &[u64; REGISTER_BITS as usize], j: u64) -> u32 {
+    let bit = REGISTER_BITS * j;
+    let (w, shift) = ((bit / 64) as usize, bit % 64);
+    let mut value = group[w] >> shift;
+    if shift + REGISTER_BITS > 64 {
+        value |= group[w + 1] << (64 - shift);
+    }
+    (value as u32) & ((1 << REGISTER_BITS) - 1)
+}
+
 /// 64 bits of a register's words from bit `from` (≤ 255) on, zeros past the last word.
 fn bits_at(words: &[u64], from: u32) -> u64 {
     let (w, s) = ((from / 64) as usize, from % 64);
@@ -81,7 +98,9 @@ fn bits_at(words: &[u64], from: u32) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lc::levels::{max_level, union, update, MIN_PRECISION};
+    use crate::lc::header::SKETCH_REGISTERS;
+    use crate::lc::levels::{max_level, update, MIN_PRECISION};
+    use crate::lc::registers::registers_block;
     use proptest::prelude::*;
 
     #[test]
@@ -91,21 +110,42 @@ mod tests {
 
     proptest! {
         /// Levels set one by one and read out give the registers `update` builds from the
-        /// same levels; registers added whole give their union.
+        /// same levels.
         #[test]
-        fn registers_read_out_as_update_and_union_build_them(
+        fn registers_read_out_as_update_builds_them(
             a in proptest::collection::vec(1u64..=236, 0..40),
-            b in proptest::collection::vec(1u64..=236, 0..40),
         ) {
             let build = |ks: &[u64]| ks.iter().fold(0u32, |r, &k| update(r, k));
             let mut bits = LevelBits::new(1).unwrap();
             for &k in &a {
                 bits.set(k);
             }
-            bits.add_register(1, build(&b));
-            bits.add_register(1, build(&a));
             let got: Vec<u32> = bits.registers().collect();
-            prop_assert_eq!(got, vec![build(&a), union(build(&a), build(&b))]);
+            prop_assert_eq!(got, vec![build(&a), 0]);
+        }
+
+        /// Packed registers united into registers give the registers of both sides' levels,
+        /// at a precision of whole groups of 64 and at one of fewer registers.
+        #[test]
+        fn packed_registers_unite_as_their_levels(
+            a in proptest::collection::vec((0u64..1 << 7, 1u64..=236), 0..600),
+            b in proptest::collection::vec((0u64..1 << 7, 1u64..=236), 0..600),
+        ) {
+            for p in [MIN_PRECISION, 7] {
+                let build = |tokens: &[(u64, u64)]| {
+                    let mut registers = vec![0u32; 1 << p];
+                    for &(i, k) in tokens {
+                        let r = &mut registers[(i % (1 << p)) as usize];
+                        *r = update(*r, k);
+                    }
+                    registers
+                };
+                let all: Vec<(u64, u64)> = a.iter().chain(&b).copied().collect();
+                let block = registers_block(p, &build(&b), 0.0, 0.0).unwrap();
+                let mut got = build(&a);
+                union_packed(&mut got, &block.words()[SKETCH_REGISTERS..]);
+                prop_assert_eq!(got, build(&all));
+            }
         }
     }
 }

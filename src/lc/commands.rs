@@ -184,8 +184,8 @@ pub fn merge(ctx: &Context, args: &[RedisString]) -> RedisResult {
         let Some(mut union) = Counter::empty_for_union(&sources) else {
             return OK;
         };
-        for source in &sources {
-            union.absorb(source).map_err(|e| union_refused(e, &named))?;
+        if let (_, _, Some(e)) = union.absorb_all_within(&sources, u64::MAX) {
+            return Err(union_refused(e, &named));
         }
         store(&mut dest_key, union)?;
         finish_write(ctx, c"lc.merge", dest_name, Applied::Whole);
@@ -199,16 +199,7 @@ pub fn merge(ctx: &Context, args: &[RedisString]) -> RedisResult {
     // only the switch to the bitmap. A merge stopped part-way propagates as the merge of the
     // sources before the one refused.
     let limit = memory_limit(ctx);
-    let (changed, done, error) = modify(dest, |dest| {
-        let mut changed = false;
-        for (done, source) in sources.iter().enumerate() {
-            match dest.absorb_within(source, limit) {
-                Ok(new) => changed |= new,
-                Err(e) => return (changed, done, Some(e)),
-            }
-        }
-        (changed, sources.len(), None)
-    });
+    let (changed, done, error) = modify(dest, |dest| dest.absorb_all_within(&sources, limit));
     let progress = Progress {
         created: false,
         changed,

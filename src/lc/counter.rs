@@ -509,6 +509,33 @@ impl Counter {
         Ok(changed || was_exact)
     }
 
+    /// Absorbs `sources` in order, each whole or not at all (`absorb_within`): whether the
+    /// counter changed, how many sources it absorbed, and the error that stopped it. When
+    /// neither side holds a bitmap, every source is united in one pass (`absorb_sketches`);
+    /// if that needs registers beyond `limit`, they are absorbed one by one, up to the source
+    /// refused.
+    pub fn absorb_all_within(
+        &mut self,
+        sources: &[&Counter],
+        limit: u64,
+    ) -> (bool, usize, Option<LcError>) {
+        if !sources.is_empty() && !self.is_bitmap() && !sources.iter().any(|c| c.is_bitmap()) {
+            match self.absorb_sketches(sources, limit) {
+                Ok(changed) => return (changed, sources.len(), None),
+                Err(LcError::TooLarge { .. }) => {}
+                Err(e) => return (false, 0, Some(e)),
+            }
+        }
+        let mut changed = false;
+        for (done, source) in sources.iter().enumerate() {
+            match self.absorb_within(source, limit) {
+                Ok(new) => changed |= new,
+                Err(e) => return (changed, done, Some(e)),
+            }
+        }
+        (changed, sources.len(), None)
+    }
+
     /// Adds bit positions (sorted, maybe repeated, below m) to this counter, leaving exact
     /// mode; true if a bit was set.
     fn absorb_positions(

@@ -155,25 +155,19 @@ pub fn update(reg: u32, k: u64) -> u32 {
     }
 }
 
-/// The union of two registers (unions collect levels: collect.rs; this is the register-wise
-/// reference they are checked against).
-#[cfg(test)]
+/// The union of two registers: the higher top, and every level either knows within the window
+/// below it. Without a branch: many-key unions run it over every register of every counter
+/// (collect.rs), whose tops differ in no order a predictor learns.
+#[inline(always)]
 pub fn union(a: u32, b: u32) -> u32 {
-    let (hi, lo) = if a >> WINDOW >= b >> WINDOW {
-        (a, b)
-    } else {
-        (b, a)
-    };
+    // The top sits in the high bits: the larger register has the higher top.
+    let (hi, lo) = (a.max(b), a.min(b));
     let d = (hi >> WINDOW) - (lo >> WINDOW);
-    if lo >> WINDOW == 0 || u64::from(d) > WINDOW {
-        return hi;
-    }
-    if d == 0 {
-        return hi | lo;
-    }
-    // `lo`'s top and window, seen from `hi`'s top.
-    let moved = ((u64::from(lo & WINDOW_MASK) << d) | 1 << (d - 1)) & u64::from(WINDOW_MASK);
-    hi | moved as u32
+    // A register's known levels from its top down: bit 0 the top (none when empty), bit i
+    // level top − i. `lo`'s, shifted by `d`, line up with `hi`'s; past 31 they fall off whole.
+    let run = |r: u32| (r & WINDOW_MASK) << 1 | u32::from(r >> WINDOW != 0);
+    let levels = run(hi) | run(lo) << d.min(31);
+    hi & !WINDOW_MASK | levels >> 1 & WINDOW_MASK
 }
 
 /// The levels register `reg` knows to be set, each once.
