@@ -238,6 +238,26 @@ pub fn find(words: &[u64], base: u64, shape: Shape, x: u64) -> Probe {
     find_from(words, base, shape, x, start)
 }
 
+/// Where a bucket starts in the upper bits at `upper` (relative to them) when the zero that
+/// closes the bucket before it is zero number `left` (from 0) at or after upper bit `from`:
+/// a count of zeros word by word, for callers that start close by (upper bits a few words
+/// long, or an index sample of their own). None if the stream ends first.
+#[inline(always)]
+pub fn after_zero(words: &[u64], upper: u64, from: u64, mut left: u64) -> Option<u64> {
+    let at = upper + from;
+    let mut w = (at / 64) as usize;
+    let mut zeros = !*words.get(w)? & !low_mask((at % 64) as u32);
+    loop {
+        let count = zeros.count_ones() as u64;
+        if left < count {
+            return Some(w as u64 * 64 + select_in_word(zeros, left) - upper + 1);
+        }
+        left -= count;
+        w += 1;
+        zeros = !*words.get(w)?;
+    }
+}
+
 /// [`find`] when the caller knows where `x`'s bucket starts in the upper bits (`start`, from
 /// an index of its own): the scan of that bucket.
 #[inline(always)]
@@ -489,6 +509,26 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
     use std::collections::BTreeSet;
+
+    #[test]
+    fn after_zero_counts_zeros_word_by_word() {
+        let words = [0xF0F0_F0F0_F0F0_F0F0u64, !0, 0x0123_4567_89AB_CDEF];
+        let bits = words.len() as u64 * 64;
+        for upper in [0, 5, 63, 64, 70] {
+            for from in [0, 1, 9, 60] {
+                // The naive answer: the position after zero number `left` from upper + from.
+                let zeros: Vec<u64> = (upper + from..bits).filter(|&b| !bit(&words, b)).collect();
+                for left in 0..zeros.len() as u64 + 2 {
+                    let naive = zeros.get(left as usize).map(|&z| z - upper + 1);
+                    assert_eq!(
+                        after_zero(&words, upper, from, left),
+                        naive,
+                        "{upper} {from} {left}"
+                    );
+                }
+            }
+        }
+    }
 
     fn words_for(base: u64, shape: Shape) -> Vec<u64> {
         vec![0; ((base + shape.bits()).div_ceil(64) + 1) as usize]

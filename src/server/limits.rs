@@ -37,7 +37,7 @@ pub fn max_memory_per_key() -> u64 {
 /// already acknowledged. A value saved under a higher limit (or before `CONFIG SET` lowered it)
 /// still loads, and a replica with a lower limit still follows its master. Such a value is
 /// kept, with a warning in the log (see `note_loaded_size`).
-fn rebuilding(ctx: &Context) -> bool {
+pub fn rebuilding(ctx: &Context) -> bool {
     let trusted = ContextFlags::LOADING | ContextFlags::ASYNC_LOADING | ContextFlags::REPLICATED;
     ctx.get_flags().intersects(trusted)
 }
@@ -46,7 +46,12 @@ fn rebuilding(ctx: &Context) -> bool {
 /// and `RESTORE`, no limit while rebuilding (see `rebuilding`). Type callbacks pass the context
 /// of their IO handle (`RedisModule_GetContextFromIO`).
 pub fn memory_limit(ctx: &Context) -> u64 {
-    if rebuilding(ctx) {
+    memory_limit_while(rebuilding(ctx))
+}
+
+/// `memory_limit` of a command that is (or is not) `rebuilding`.
+pub fn memory_limit_while(rebuilding: bool) -> u64 {
+    if rebuilding {
         u64::MAX
     } else {
         max_memory_per_key()

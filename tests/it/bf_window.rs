@@ -166,7 +166,9 @@ fn replicas_hold_identical_values_across_generation_changes() {
     let mut r = replica.conn();
     let start = Instant::now();
     let mut i = 0;
-    // Adds through five generation changes (slots of half a second), some creating keys.
+    // Adds through five generation changes (slots of half a second), some creating keys, and
+    // pipelined bursts: most of a burst's adds run in the millisecond of the one before (at
+    // the filter's own time), which propagates as sent, without AT.
     while start.elapsed() < Duration::from_millis(2600) {
         ok(&mut m, &["BF.ADD", "early", &format!("x{i}")]);
         ok(
@@ -184,6 +186,16 @@ fn replicas_hold_identical_values_across_generation_changes() {
             &mut m,
             &["BF.MADD", "made", &format!("y{}", i / 2), &format!("z{i}")],
         );
+        let mut burst = redis::pipe();
+        for j in 0..40 {
+            burst.cmd("BF.ADD").arg("early").arg(format!("b{i}.{j}"));
+            burst
+                .cmd("BF.MADD")
+                .arg("made")
+                .arg(format!("b{i}.{j}"))
+                .arg(j);
+        }
+        burst.exec(&mut m).unwrap();
         i += 1;
         std::thread::sleep(Duration::from_millis(20));
     }
@@ -193,6 +205,15 @@ fn replicas_hold_identical_values_across_generation_changes() {
         let on_master: Vec<u8> = redis::cmd("DUMP").arg(key).query(&mut m).unwrap();
         let on_replica: Vec<u8> = redis::cmd("DUMP").arg(key).query(&mut r).unwrap();
         assert_eq!(on_master, on_replica, "{key}");
+    }
+    // Both ways reached the replica: adds as sent, and adds with their time.
+    let stats = server_info(&mut r, "commandstats");
+    for command in ["cmdstat_bf.add", "cmdstat_bf.insert"] {
+        let calls = stats.get(command).map_or("", String::as_str);
+        assert!(
+            calls.starts_with("calls=") && !calls.starts_with("calls=0,"),
+            "{command}: {calls}"
+        );
     }
     // A replica that syncs now (full sync, RDB) holds the same bytes too.
     let late = Server::start();
@@ -224,6 +245,12 @@ fn reloads_and_aof_replays_keep_time() {
         ok(&mut c, &["BGREWRITEAOF"]);
         wait_aof_rewrite(&mut c);
         ok(&mut c, &["BF.ADD", "t", "after-rewrite"]);
+        // A burst: most adds run at the filter's own time and are logged without AT.
+        let mut burst = redis::pipe();
+        for i in 0..200 {
+            burst.cmd("BF.ADD").arg("t").arg(format!("burst{i}"));
+        }
+        burst.exec(&mut c).unwrap();
         let before: Vec<u8> = redis::cmd("DUMP").arg("t").query(&mut c).unwrap();
         s.restart();
         let mut c = s.conn();
@@ -311,7 +338,7 @@ fn bad_windows_are_refused_and_create_nothing() {
         ),
         (
             &["BF.RESERVE", "plain", "0.01", "100", "WINDOW", "5"],
-            "ERR item exists",
+            "ERR item exists: a filter without a window",
         ),
         // AT only takes a windowed filter, existing or made by the same command.
         (
@@ -350,6 +377,109 @@ fn bad_windows_are_refused_and_create_nothing() {
     let keys: Vec<String> = redis::cmd("KEYS").arg("*").query(&mut c).unwrap();
     assert_eq!(keys, vec!["plain".to_string()]);
     assert!(!exists(&mut c, "plain", "a"));
+}
+
+/// `BF.RESERVE` on an existing key: RedisBloom's `ERR item exists`, which says what else is
+/// wrong when `WINDOW` meets a filter without a window; nothing changes.
+#[test]
+fn reserve_on_an_existing_filter_changes_nothing() {
+    let s = Server::start();
+    let mut c = s.conn();
+    ok(&mut c, &["BF.RESERVE", "plain", "0.01", "100"]);
+    ok(
+        &mut c,
+        &["BF.RESERVE", "win", "0.01", "100", "WINDOW", "60"],
+    );
+    ok(&mut c, &["BF.MADD", "plain", "a", "b"]);
+    ok(&mut c, &["BF.MADD", "win", "a", "b"]);
+    let dump = |c: &mut Connection, key: &str| -> Vec<u8> {
+        redis::cmd("DUMP").arg(key).query(c).unwrap()
+    };
+    let (plain, win) = (dump(&mut c, "plain"), dump(&mut c, "win"));
+    for (args, text) in [
+        (
+            &["BF.RESERVE", "plain", "0.01", "100", "WINDOW", "5"][..],
+            "ERR item exists: a filter without a window",
+        ),
+        (&["BF.RESERVE", "plain", "0.01", "100"], "ERR item exists"),
+        (&["BF.RESERVE", "win", "0.01", "100"], "ERR item exists"),
+        (
+            &["BF.RESERVE", "win", "0.01", "100", "WINDOW", "5"],
+            "ERR item exists",
+        ),
+        (
+            &["BF.INSERT", "plain", "WINDOW", "5", "ITEMS", "c"],
+            "ERR WINDOW or AT on a filter without a window",
+        ),
+    ] {
+        assert_eq!(err_text(cmd(&mut c, args)), text, "{args:?}");
+    }
+    assert_eq!(dump(&mut c, "plain"), plain);
+    assert_eq!(dump(&mut c, "win"), win);
+}
+
+/// A client's `AT` may lie in the past (the filter's clock never goes back), never ahead of
+/// the server's clock: refused, nothing changes, no key made. An AOF that carries a later
+/// time (its master's) loads as written.
+#[test]
+fn a_clients_at_ahead_of_the_clock_is_refused_a_loaded_one_is_taken() {
+    let mut s = Server::builder()
+        .arg("appendonly", "yes")
+        .arg("appendfsync", "always")
+        .arg("aof-use-rdb-preamble", "no")
+        .start();
+    let mut c = s.conn();
+    let now: i64 = {
+        let (secs, micros): (String, String) = redis::cmd("TIME").query(&mut c).unwrap();
+        secs.parse::<i64>().unwrap() * 1000 + micros.parse::<i64>().unwrap() / 1000
+    };
+    let ahead = (now + 3_600_000).to_string();
+    ok(&mut c, &["BF.RESERVE", "w", "0.01", "100", "WINDOW", "60"]);
+    ok(&mut c, &["BF.ADD", "w", "a"]);
+    let before: Vec<u8> = redis::cmd("DUMP").arg("w").query(&mut c).unwrap();
+    for args in [
+        &["BF.INSERT", "w", "AT", &ahead, "ITEMS", "b"][..],
+        &[
+            "BF.INSERT",
+            "new",
+            "WINDOW",
+            "60",
+            "AT",
+            &ahead,
+            "ITEMS",
+            "b",
+        ],
+    ] {
+        let e = err_text(cmd(&mut c, args));
+        assert_eq!(e, "ERR bad AT: later than the server's clock", "{args:?}");
+    }
+    assert_eq!(ok(&mut c, &["EXISTS", "new"]), Value::Int(0));
+    let after: Vec<u8> = redis::cmd("DUMP").arg("w").query(&mut c).unwrap();
+    assert_eq!(before, after);
+    assert!(exists(&mut c, "w", "a") && !exists(&mut c, "w", "b"));
+    // A time in the past is taken, at the filter's own time.
+    let past = (now - 1000).to_string();
+    ok(&mut c, &["BF.INSERT", "w", "AT", &past, "ITEMS", "c"]);
+    assert!(exists(&mut c, "w", "c"));
+
+    // The same write in the AOF (as a master whose clock was ahead would have logged it).
+    s.shutdown("SAVE");
+    let incr = std::fs::read_dir(s.dir.join("appendonlydir"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.to_string_lossy().ends_with(".incr.aof"))
+        .expect("an incremental AOF file");
+    let mut log = std::fs::read(&incr).unwrap();
+    let args = ["BF.INSERT", "w", "AT", &ahead, "ITEMS", "b"];
+    log.extend(format!("*{}\r\n", args.len()).bytes());
+    for a in args {
+        log.extend(format!("${}\r\n{a}\r\n", a.len()).bytes());
+    }
+    std::fs::write(&incr, log).unwrap();
+    s.restart();
+    let mut c = s.conn();
+    assert!(exists(&mut c, "w", "b"));
+    assert_eq!(info_field(&mut c, "w", "Time"), Value::Int(now + 3_600_000));
 }
 
 #[test]
@@ -391,9 +521,10 @@ fn copy_memory_usage_events_and_info() {
         .arg("w")
         .query(&mut c)
         .unwrap();
+    let band = usage_band(&mut c);
     assert!(
-        (usage - grown).abs() * 10 <= grown,
-        "MEMORY USAGE {usage}, used_memory grew {grown}"
+        band.contains(&(usage as f64 / grown as f64)),
+        "MEMORY USAGE {usage}, used_memory grew {grown}, outside {band:?}"
     );
 
     ok(&mut c, &["COPY", "w", "w2"]);

@@ -15,7 +15,6 @@
 //! * `COPY` makes a deep copy; `MEMORY USAGE` reports real bytes; windowed filters count in
 //!   `INFO lcbloom`'s `bf_*` fields and again in `bf_window_*`.
 
-use super::table::WINDOWED;
 use super::value::Windowed;
 use crate::bloom::stats::FILTERS;
 use crate::core::defrag::Defrag;
@@ -27,6 +26,9 @@ use std::os::raw::c_int;
 
 pub static WINDOW_TYPE: RedisType =
     RedisType::new("lcbloomBW", Windowed::ENCVER, methods::<Windowed>());
+
+/// Windowed filters (also counted in `bloom::stats::FILTERS`).
+pub static WINDOWED: Tally = Tally::new();
 
 impl StoredValue for Windowed {
     const NAME: &'static str = "windowed Bloom filter";

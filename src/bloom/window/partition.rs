@@ -240,24 +240,13 @@ fn stream_holds(stream: &[u64], shape: ef::Shape, v: u64) -> bool {
     // stream has `buckets` > high zeros there.
     let mut position = match high {
         0 => 0,
-        h => {
-            let mut left = h - 1;
-            let mut w = (upper / 64) as usize;
-            let mut zeros = !stream[w] & (!0u64 << (upper % 64));
-            loop {
-                let count = zeros.count_ones() as u64;
-                if left < count {
-                    break w as u64 * 64 + ef::select_in_word(zeros, left) - upper + 1;
-                }
-                left -= count;
-                w += 1;
-                match stream.get(w) {
-                    Some(word) => zeros = !word,
-                    None => return false,
-                }
-            }
-        }
+        h => match ef::after_zero(stream, upper, 0, h - 1) {
+            Some(start) => start,
+            None => return false,
+        },
     };
+    // The bucket's values, in order, as `ef::find_from` reads them (its bounds on a rank
+    // cost a lookup here a few percent).
     let mut rank = position - high;
     while rank < k {
         let at = upper + position;

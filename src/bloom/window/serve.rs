@@ -15,13 +15,15 @@
 //! * `BF.SCANDUMP`/`BF.LOADCHUNK`: the header at iterator 0, then data chunks named by
 //!   1 + their end offset; chunks load in order only. A negative iterator ends the dump, as
 //!   for every Bloom filter.
-//! * Its writes depend on the time (`clocked`): the handlers replicate them with it.
+//! * Its writes depend on the time (`clock`: the filter's own, the latest a write brought):
+//!   the handlers replicate a write that moves it forward with its time.
 
 use super::codec;
 use super::value::Windowed;
-use crate::bloom::any::{data_offset, Added, BloomFilter, ChunkError, Env, Field, Info};
+use crate::bloom::any::{
+    data_offset, scandump_part, Added, BloomFilter, ChunkError, Env, Field, Info,
+};
 use crate::bloom::chain::ChainError;
-use crate::core::chunks::iterator_after;
 use crate::core::hashing::hash_item;
 
 /// `BF.INFO key LAYOUT` of a windowed filter.
@@ -61,8 +63,8 @@ impl BloomFilter for Windowed {
         }
     }
 
-    fn clocked(&self) -> bool {
-        true
+    fn clock(&self) -> Option<u64> {
+        Some(self.filter.time())
     }
 
     fn info(&self, env: &dyn Env) -> Info {
@@ -89,16 +91,11 @@ impl BloomFilter for Windowed {
     }
 
     fn scandump(&self, iterator: i64) -> (u64, Vec<u8>) {
-        let Ok(iterator) = u64::try_from(iterator) else {
-            return (0, Vec::new());
-        };
-        let Some(offset) = iterator.checked_sub(1) else {
-            return (1, codec::encode_header(&self.filter));
-        };
-        match codec::data_chunk(&self.filter, offset) {
-            Some(chunk) => (iterator_after(offset + chunk.len() as u64), chunk),
-            None => (0, Vec::new()),
-        }
+        scandump_part(
+            iterator,
+            || codec::encode_header(&self.filter),
+            |offset| codec::data_chunk(&self.filter, offset),
+        )
     }
 
     fn load_chunk(&mut self, iterator: i64, data: &[u8]) -> Result<(), ChunkError> {

@@ -3,12 +3,9 @@
 //! and `bf_window_bytes`. No commands of their own: the `BF.*` commands of the Bloom family
 //! (`bloom/table.rs`) serve them, and a windowed filter counts in `bf_keys`/`bf_bytes` too.
 
-use super::datatype::WINDOW_TYPE;
+use super::datatype::{WINDOWED, WINDOW_TYPE};
 use crate::server::module::Family;
-use crate::server::stats::{InfoField, Tally};
-
-/// Windowed filters (also counted in `bloom::stats::FILTERS`).
-pub static WINDOWED: Tally = Tally::new();
+use crate::server::stats::InfoField;
 
 pub static FAMILY: Family = Family {
     types: &[&WINDOW_TYPE],
