@@ -60,11 +60,13 @@ def run(port, pid):
     })
 
 
-def main():
+def main(workloads=run, prefix="bf-callgrind-"):
+    """Runs `workloads(port, pid)` under callgrind and prints the table (window_callgrind.py
+    passes its own)."""
     module = os.path.abspath(sys.argv[1])
-    out = sys.argv[2] if len(sys.argv) > 2 else tempfile.mkdtemp(prefix="bf-callgrind-")
+    out = sys.argv[2] if len(sys.argv) > 2 else tempfile.mkdtemp(prefix=prefix)
     os.makedirs(out, exist_ok=True)
-    under_callgrind(module, out, run)
+    under_callgrind(module, out, workloads)
     print(f"module {module}")
     report(out, CALLS)
 

@@ -204,7 +204,7 @@ fn bench_large_batches(c: &mut Criterion) {
     group.sample_size(10);
     let fresh = hashes(0, 2_000_000);
     for layout in [Layout::Standard, Layout::Blocked] {
-        let mut chain = Chain::with_layout(layout, 0.001, 200_000_000, 2, LIMIT).unwrap();
+        let mut chain = Chain::with_layout(layout, 0, 0.001, 200_000_000, 2, LIMIT).unwrap();
         // Touch every page first (zeroed pages are mapped lazily): 2M items, ≥ 1 probe each.
         for batch in hashes(1 << 40, 2_000_000).chunks(100) {
             chain.add_batch(batch, LIMIT, |r| {

@@ -19,7 +19,7 @@ fn main() {
     let standard_bytes = standard.memory_bytes();
     drop(standard);
     let start = Instant::now();
-    let mut chain = Chain::with_layout(Layout::Blocked, rate, capacity, 2, limit).unwrap();
+    let mut chain = Chain::with_layout(Layout::Blocked, 0, rate, capacity, 2, limit).unwrap();
     let mut batch: Vec<ItemHash> = Vec::with_capacity(1000);
     let mut added = 0u64;
     for i in 0..capacity {

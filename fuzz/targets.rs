@@ -23,7 +23,7 @@ pub fn bf_value(data: &[u8]) {
         );
         // A decoded filter must be usable: lookups, adds and scaling within the limit.
         for i in 0..4u32 {
-            let h = hash_item(&i.to_le_bytes());
+            let h = chain.hash(&i.to_le_bytes());
             let _ = chain.contains(&h);
             let _ = chain.add(&h, LIMIT);
         }

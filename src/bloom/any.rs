@@ -10,7 +10,8 @@
 //!   the first error. Each result says whether the item was new (the reply's 1) and whether
 //!   the filter changed (what is replicated and notified); a filter may change without the
 //!   item being new (a windowed filter that restarts an item's window).
-//! * `clocked`: whether writes depend on the time, and so are replicated with it.
+//! * `clock`: the filter's own time, for a filter whose writes depend on the time (they are
+//!   replicated with it when it moves the filter's clock).
 //! * `info`: `BF.INFO`'s five RedisBloom fields, the `LAYOUT` answer, and fields of the
 //!   representation's own that follow RedisBloom's in the full reply.
 //! * `card`: `BF.CARD`.
@@ -27,7 +28,7 @@ use super::codec;
 use super::filter::Layout;
 use crate::core::chunks::{chunk_start, iterator_after};
 use crate::core::decode::DecodeError;
-use crate::core::hashing::{hash_item, ItemHash};
+use crate::core::hashing::ItemHash;
 
 /// What a filter may ask of the server while a command runs.
 pub trait Env {
@@ -146,11 +147,13 @@ pub trait BloomFilter {
         done: &mut dyn FnMut(Result<Added, ChainError>),
     );
 
-    /// Whether the filter's writes depend on the command's time (`Env::now_ms`), as a windowed
-    /// filter's do: the handlers then replicate each write with its time (`BF.INSERT ... AT`),
-    /// and only such a filter takes `WINDOW` or `AT` on an existing key.
-    fn clocked(&self) -> bool {
-        false
+    /// For a filter whose writes depend on the command's time (`Env::now_ms`), as a windowed
+    /// filter's do, its own time (ms): a write at a time no later than that runs at the
+    /// filter's time, otherwise at its own, which the handlers then replicate with it
+    /// (`BF.INSERT ... AT`). Only such a filter takes `WINDOW` or `AT` on an existing key.
+    /// None: the time does not matter.
+    fn clock(&self) -> Option<u64> {
+        None
     }
 
     fn info(&self, env: &dyn Env) -> Info;
@@ -168,7 +171,7 @@ pub trait BloomFilter {
 
 impl BloomFilter for Chain {
     fn contains_one(&self, item: &[u8], _: &dyn Env) -> bool {
-        self.contains(&hash_item(item))
+        self.contains(&self.hash(item))
     }
 
     fn contains_all(&self, items: &[&[u8]], env: &dyn Env, found: &mut dyn FnMut(bool)) {
@@ -176,13 +179,13 @@ impl BloomFilter for Chain {
             return found(self.contains_one(item, env));
         }
         // Hashed first so that the chain can prefetch ahead of its probes.
-        let hashes: Vec<ItemHash> = items.iter().map(|i| hash_item(i)).collect();
+        let hashes: Vec<ItemHash> = items.iter().map(|i| self.hash(i)).collect();
         self.contains_batch(&hashes, found);
     }
 
     fn add_one(&mut self, item: &[u8], env: &dyn Env) -> Result<Added, ChainError> {
         let limit = self.limit_for(1, env);
-        self.add(&hash_item(item), limit).map(Added::new_or_present)
+        self.add(&self.hash(item), limit).map(Added::new_or_present)
     }
 
     fn add_all(
@@ -195,7 +198,7 @@ impl BloomFilter for Chain {
             return done(self.add_one(item, env));
         }
         let limit = self.limit_for(items.len() as u64, env);
-        let hashes: Vec<ItemHash> = items.iter().map(|i| hash_item(i)).collect();
+        let hashes: Vec<ItemHash> = items.iter().map(|i| self.hash(i)).collect();
         self.add_batch(&hashes, limit, |r| done(r.map(Added::new_or_present)));
     }
 
@@ -222,19 +225,11 @@ impl BloomFilter for Chain {
     }
 
     fn scandump(&self, iterator: i64) -> (u64, Vec<u8>) {
-        let Ok(iterator) = u64::try_from(iterator) else {
-            return (0, Vec::new());
-        };
-        let Some(offset) = iterator.checked_sub(1) else {
-            return (1, codec::encode_header(self));
-        };
-        match codec::data_chunk(self, offset) {
-            Some(chunk) => (
-                iterator_after(offset + chunk.len() as u64),
-                chunk.into_owned(),
-            ),
-            None => (0, Vec::new()),
-        }
+        scandump_part(
+            iterator,
+            || codec::encode_header(self),
+            |offset| codec::data_chunk(self, offset),
+        )
     }
 
     fn load_chunk(&mut self, iterator: i64, data: &[u8]) -> Result<(), ChunkError> {
@@ -252,6 +247,27 @@ impl Chain {
             true => u64::MAX,
             false => env.memory_limit(),
         }
+    }
+}
+
+/// `BF.SCANDUMP`'s part at `iterator` of a filter whose dump is `header()` then its data in
+/// chunks (`chunk(offset)`: the chunk starting at that data offset, None past the end): a
+/// negative iterator ends the dump, 0 gives the header (next: 1), n ≥ 1 the chunk at data
+/// offset n − 1 (next: 1 + its end), past the data the end (0 and nothing).
+pub fn scandump_part<C: Into<Vec<u8>>>(
+    iterator: i64,
+    header: impl FnOnce() -> Vec<u8>,
+    chunk: impl FnOnce(u64) -> Option<C>,
+) -> (u64, Vec<u8>) {
+    let Ok(iterator) = u64::try_from(iterator) else {
+        return (0, Vec::new());
+    };
+    let Some(offset) = iterator.checked_sub(1) else {
+        return (1, header());
+    };
+    match chunk(offset).map(Into::into) {
+        Some(chunk) => (iterator_after(offset + chunk.len() as u64), chunk),
+        None => (0, Vec::new()),
     }
 }
 
@@ -273,6 +289,7 @@ pub mod tests {
     use super::*;
     use crate::bloom::load::from_header;
     use crate::bloom::redisbloom::chain::RedisBloomChain;
+    use crate::core::hashing::hash_item;
 
     /// The server as a test sees it: no memory limit, time stands still.
     pub struct Unlimited;

@@ -19,7 +19,9 @@
 //! chain of sparse sets pays nothing for them.
 //!
 //! Block: word 0 its header (the data length n above the block's own bits), word 1 the bit
-//! arrays' box (an exposed address, or 0), words 2..2+n the data. Allocation is fallible: a
+//! arrays' box (an exposed address, or 0), word 2 the chain's hash seed (`hashing.rs`; in the
+//! block, not beside its pointer in the chain's box, where it would move the box from the 16-
+//! to the 32-byte size class), words 3..3+n the data. Allocation is fallible: a
 //! failure is an error, never an abort.
 
 use super::filter::{BitArray, FilterParams, SizeError};
@@ -31,8 +33,10 @@ use crate::core::defrag::Defrag;
 use crate::core::hashing::ItemHash;
 use std::ptr::NonNull;
 
-/// Words before the data: the header and the bit arrays' box.
-const HEAD: usize = 2;
+/// Words before the data: the header, the bit arrays' box and the seed.
+const HEAD: usize = 3;
+/// The seed's word.
+const SEED: usize = 2;
 
 pub struct Body {
     block: Block,
@@ -120,9 +124,14 @@ pub fn planned_bytes(subs: &[SubParams], items: &[u64]) -> Option<u64> {
 }
 
 impl Body {
-    /// The body of sub-filters each with its items, the sparse ones' streams one after the
-    /// other in `streams` (valid, `sparse::is_valid`), the bit arrays zero.
-    pub fn from_parts(subs: &[(SubParams, u64)], streams: &[u64]) -> Result<Self, SizeError> {
+    /// The body of a chain hashing with `seed`, of sub-filters each with its items, the sparse
+    /// ones' streams one after the other in `streams` (valid, `sparse::is_valid`), the bit
+    /// arrays zero.
+    pub fn from_parts(
+        seed: u64,
+        subs: &[(SubParams, u64)],
+        streams: &[u64],
+    ) -> Result<Self, SizeError> {
         let count = subs.len();
         // The sparse sets' regions first: a full one's size depends on its values.
         let mut regions = Vec::new();
@@ -138,6 +147,7 @@ impl Body {
         }
         let words: usize = regions.iter().map(Vec::len).sum();
         let mut body = Body::zeroed(count + words).ok_or(SizeError::OutOfMemory)?;
+        body.block.words_mut()[SEED] = seed;
         let data = body.data_mut();
         for (word, (_, n)) in data.iter_mut().zip(subs) {
             *word = *n;
@@ -154,6 +164,14 @@ impl Body {
             }
         }
         Ok(body)
+    }
+
+    /// The chain's hash seed.
+    #[inline]
+    pub fn seed(&self) -> u64 {
+        // SAFETY: a body's block always holds its HEAD words.
+        let head = unsafe { self.block.prefix(HEAD) };
+        head[SEED]
     }
 
     /// Items in each sub-filter, oldest first.
@@ -438,6 +456,7 @@ impl Body {
     /// A deep copy, allocated fallibly.
     pub fn try_clone(&self) -> Option<Self> {
         let mut copy = Self::zeroed(self.len())?;
+        copy.block.words_mut()[SEED] = self.seed();
         copy.data_mut().copy_from_slice(self.data());
         for bits in self.bits() {
             copy.push_bits(bits.try_clone().ok()?).ok()?;
@@ -448,7 +467,7 @@ impl Body {
 
 impl PartialEq for Body {
     fn eq(&self, other: &Self) -> bool {
-        self.data() == other.data() && self.bits() == other.bits()
+        self.seed() == other.seed() && self.data() == other.data() && self.bits() == other.bits()
     }
 }
 
@@ -479,7 +498,7 @@ mod tests {
         assert!(b.resize(0, 7, 0));
         assert!(b.data().is_empty());
         assert!(!b.resize(0, 0, usize::MAX));
-        assert_eq!(b.memory_bytes(), 16);
+        assert_eq!(b.memory_bytes(), 32);
     }
 
     #[test]
@@ -500,6 +519,6 @@ mod tests {
         let arrays: u64 = b.bits().iter().map(BitArray::memory_bytes).sum();
         assert!(arrays >= 3 * size_class(params.bytes()));
         let list = size_class(3 * std::mem::size_of::<BitArray>() as u64);
-        assert_eq!(b.memory_bytes(), size_class(104 * 8) + 32 + list + arrays);
+        assert_eq!(b.memory_bytes(), size_class(105 * 8) + 32 + list + arrays);
     }
 }

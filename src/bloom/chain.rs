@@ -60,7 +60,7 @@ use super::params::{self as shared, ChainParams, SubParams};
 use super::sparse;
 use crate::core::alloc::size_class;
 use crate::core::defrag::Defrag;
-use crate::core::hashing::ItemHash;
+use crate::core::hashing::{hash_item_seeded, ItemHash};
 use std::sync::Arc;
 
 mod batch;
@@ -193,20 +193,21 @@ pub struct Chain {
 }
 
 impl Chain {
-    /// A standard-layout chain with one empty filter, refused if it would take more than
-    /// `limit` bytes.
+    /// A standard-layout chain with one empty filter and no seed (0), refused if it would take
+    /// more than `limit` bytes.
     pub fn new(
         error_rate: f64,
         capacity: u64,
         expansion: u32,
         limit: u64,
     ) -> Result<Self, ChainError> {
-        Self::with_layout(Layout::Standard, error_rate, capacity, expansion, limit)
+        Self::with_layout(Layout::Standard, 0, error_rate, capacity, expansion, limit)
     }
 
-    /// `new` with the given layout.
+    /// `new` with the given layout and hash seed.
     pub fn with_layout(
         layout: Layout,
+        seed: u64,
         error_rate: f64,
         capacity: u64,
         expansion: u32,
@@ -229,21 +230,22 @@ impl Chain {
         if needed > limit {
             return Err(ChainError::TooLarge { needed, limit });
         }
-        Self::from_parts(error_rate, expansion, layout, &[(first, 0)], &[])
+        Self::from_parts(seed, error_rate, expansion, layout, &[(first, 0)], &[])
     }
 
-    /// A chain from decoded parts, each sub-filter with its items, the sparse ones' streams
-    /// one after the other in `streams`, the bit arrays zero. The codec has validated them
-    /// (at least one sub-filter, a non-scaling chain has exactly one, every stream is the
-    /// set of its sub-filter's items, `sparse::is_valid`).
+    /// A chain hashing with `seed` from decoded parts, each sub-filter with its items, the
+    /// sparse ones' streams one after the other in `streams`, the bit arrays zero. The codec
+    /// has validated them (at least one sub-filter, a non-scaling chain has exactly one, every
+    /// stream is the set of its sub-filter's items, `sparse::is_valid`).
     pub fn from_parts(
+        seed: u64,
         error_rate: f64,
         expansion: u32,
         layout: Layout,
         subs: &[(SubParams, u64)],
         streams: &[u64],
     ) -> Result<Self, ChainError> {
-        let body = Body::from_parts(subs, streams)?;
+        let body = Body::from_parts(seed, subs, streams)?;
         let subs = subs.iter().map(|(s, _)| *s).collect();
         let params = ChainParams::new(error_rate, expansion, layout, subs);
         Ok(Self {
@@ -262,6 +264,19 @@ impl Chain {
 
     pub fn error_rate(&self) -> f64 {
         self.params.error_rate
+    }
+
+    /// The seed every sub-filter hashes items with (0: none, the hash of values written
+    /// before filters had seeds).
+    #[inline]
+    pub fn seed(&self) -> u64 {
+        self.body.seed()
+    }
+
+    /// An item's hash under the chain's seed: what its lookups and adds take.
+    #[inline(always)]
+    pub fn hash(&self, item: &[u8]) -> ItemHash {
+        hash_item_seeded(item, self.seed())
     }
 
     pub fn layout(&self) -> Layout {
@@ -597,7 +612,7 @@ mod tests {
             .flat_map(|l| shapes.map(|s| (l, s)))
             .flat_map(|(l, s)| [97, 13].map(|size| (l, s, size)))
         {
-            let mut one = Chain::with_layout(layout, 0.01, capacity, expansion, GIB).unwrap();
+            let mut one = Chain::with_layout(layout, 0, 0.01, capacity, expansion, GIB).unwrap();
             let mut batch = one.clone();
             let hashes: Vec<ItemHash> = (0..3000).map(|i| h(i * 7 % 1900)).collect();
             let mut expected = Vec::new();
@@ -630,7 +645,7 @@ mod tests {
         // 1% reserved at 1,000 and grown 100× (8 sub-filters), then 0.1% grown 10×: the
         // compound rate over 1,000,000 non-members stays within p (plus 3σ of noise).
         for (p, capacity, items) in [(0.01, 1000u64, 100_000u64), (0.001, 10_000, 100_000)] {
-            let mut c = Chain::with_layout(Layout::Blocked, p, capacity, 2, GIB).unwrap();
+            let mut c = Chain::with_layout(Layout::Blocked, 0, p, capacity, 2, GIB).unwrap();
             for i in 0..items {
                 c.add(&hash_item(format!("member:{i}").as_bytes()), GIB)
                     .unwrap();
@@ -686,7 +701,7 @@ mod tests {
                 (SubParams::Bits(params), params.capacity)
             })
             .collect();
-        let mut c = Chain::from_parts(p, 2, Layout::Standard, &filters, &[]).unwrap();
+        let mut c = Chain::from_parts(0, p, 2, Layout::Standard, &filters, &[]).unwrap();
         for i in 0..200_000 {
             c.add(&h(i), GIB).unwrap();
         }
@@ -761,7 +776,7 @@ mod tests {
             layout: Layout::Standard,
         };
         let filters = [(SubParams::Bits(params), huge)];
-        let mut c = Chain::from_parts(0.5, 4, Layout::Standard, &filters, &[]).unwrap();
+        let mut c = Chain::from_parts(0, 0.5, 4, Layout::Standard, &filters, &[]).unwrap();
         assert_eq!(c.add(&h(1), u64::MAX), Err(ChainError::Overflow));
     }
 
@@ -783,7 +798,7 @@ mod tests {
                     (100, 2, &[1_000, 10_000]),
                     (1_000, 4, &[10_000]),
                 ] {
-                    let mut c = Chain::with_layout(layout, p, capacity, expansion, GIB).unwrap();
+                    let mut c = Chain::with_layout(layout, 0, p, capacity, expansion, GIB).unwrap();
                     let mut added = 0u64;
                     for &fill in fills {
                         while added < fill {
@@ -818,8 +833,9 @@ mod tests {
     #[test]
     fn small_default_filters_are_small() {
         // A default filter (0.01, 100, ×2) holding n items: its value (box and body) stays
-        // within a few bytes per item, far below the 120 bytes of its bit array.
-        for (n, most) in [(0u64, 48u64), (1, 48), (10, 64), (30, 96), (100, 176)] {
+        // within a few bytes per item, far below the 120 bytes of its bit array. The seed's
+        // word moves one item's block to the next size class.
+        for (n, most) in [(0u64, 48u64), (1, 64), (10, 64), (30, 96), (100, 176)] {
             let mut c = Chain::new(0.01, 100, 2, GIB).unwrap();
             assert!(matches!(c.filters()[0], SubParams::Sparse(_)));
             for i in 0..n {
@@ -840,6 +856,7 @@ mod tests {
         // array and scales with sparse sub-filters, and answers for all its items.
         let first = FilterParams::for_capacity(100, 0.01 * HEAD_SHARE).unwrap();
         let mut old = Chain::from_parts(
+            0,
             0.01,
             2,
             Layout::Standard,
@@ -902,7 +919,7 @@ mod tests {
             // Sparse sub-filters, bit arrays, and (unit tests' 512-byte segments) segmented
             // arrays; steps of one and of five blocks.
             for budget in [1, 5] {
-                let mut c = Chain::with_layout(layout, 0.01, 50, 2, GIB).unwrap();
+                let mut c = Chain::with_layout(layout, 0, 0.01, 50, 2, GIB).unwrap();
                 for i in 0..30_000 {
                     c.add(&h(i), GIB).unwrap();
                 }

@@ -4,12 +4,13 @@
 //! An encoded value is a header followed by the data. All integers are little-endian; rates are
 //! IEEE-754 doubles (their exact bits, so a value re-encodes to the same bytes).
 //!
-//! Header (32 + 40·count bytes, then in version 3 the sparse sets):
+//! Header (32 + 40·count bytes, 40 + 40·count in version 4, then in versions 3 and 4 the
+//! sparse sets):
 //!
 //! | offset | size | field |
 //! |---|---|---|
 //! | 0 | 4 | magic `LCBF` |
-//! | 4 | 1 | encoding version (1, 2 or 3, see below) |
+//! | 4 | 1 | encoding version (1 to 4, see below) |
 //! | 5 | 1 | hash scheme (`hashing::HASH_SCHEME`, 1) |
 //! | 6 | 1 | layout of the bit arrays: 0 standard, 1 blocked |
 //! | 7 | 1 | reserved, zero |
@@ -17,13 +18,14 @@
 //! | 16 | 4 | expansion (0: non-scaling) |
 //! | 20 | 4 | count: number of sub-filters, 1..=1024 (exactly 1 when non-scaling) |
 //! | 24 | 8 | items: total items, the sum of the sub-filters' items |
+//! | 32 | 8 | version 4 only: the hash seed (`hashing.rs`), not 0; the entries below then start at 40, not 32 |
 //! | 32 + 40i | 8 | sub-filter i: capacity (≥ 1; ≤ `sparse::MAX_CAPACITY` if sparse) |
 //! | +8 | 8 | its error rate, in (0, 1) |
 //! | +16 | 8 | bit array: its bits m, 1..=2^48 (a multiple of 512 in the blocked layout); sparse: its universe U ≥ capacity |
 //! | +24 | 4 | bit array: its hashes k, 1..=64; sparse: 0 |
-//! | +28 | 4 | its kind: 0 bit array, 1 sparse (version 3 only; reserved, zero, before) |
+//! | +28 | 4 | its kind: 0 bit array, 1 sparse (versions 3 and 4; reserved, zero, before) |
 //! | +32 | 8 | its items (≤ capacity) |
-//! | 32 + 40·count | | version 3: each sparse sub-filter's stream in order (`sparse.rs`: the Elias–Fano stream of `ef.rs` of its fingerprints, ⌈bits/64⌉ little-endian u64 words, bits past its end zero, its length a function of its items and U) |
+//! | after the entries | | versions 3 and 4: each sparse sub-filter's stream in order (`sparse.rs`: the Elias–Fano stream of `ef.rs` of its fingerprints, ⌈bits/64⌉ little-endian u64 words, bits past its end zero, its length a function of its items and U) |
 //!
 //! Data: the bit arrays in order, each as ⌈m/64⌉ little-endian u64 words (bit j of the filter
 //! is bit j%64 of word j/64); bits past m are zero. Sparse sub-filters have no data: they are
@@ -48,6 +50,10 @@
 //!   block), bit arrays only. A version 2 value with layout 0 is refused as non-canonical.
 //! * 3: sparse sub-filters (fingerprint sets), with either layout; at least one sub-filter is
 //!   sparse (else it is written as version 1 or 2, and refused as non-canonical).
+//! * 4: a seeded chain (its items hashed under a seed of its own, not 0): the seed after the
+//!   fixed fields, either layout, bit arrays and sparse sets in any mix. Versions 1 to 3 are
+//!   the unseeded chains (seed 0), so a value written before seeds existed re-encodes to the
+//!   same bytes; a version 4 value with seed 0 is refused as non-canonical.
 
 use super::chain::{memory_bytes_for, Chain};
 use super::filter::{FilterParams, Layout};
@@ -57,19 +63,24 @@ use crate::core::chunks::{Reader, Writer};
 use crate::core::decode::DecodeError;
 use crate::core::hashing::HASH_SCHEME;
 use std::borrow::Cow;
+use std::ptr::NonNull;
 
 pub const MAGIC: &[u8; 4] = b"LCBF";
 /// The newest encoding version (see "Versions" above).
-pub const ENCODING_VERSION: u8 = 3;
+pub const ENCODING_VERSION: u8 = 4;
 pub use crate::core::chunks::CHUNK_BYTES;
 /// Most sub-filters a value may have (scaling stops near 200, see `chain.rs`).
 pub const MAX_FILTERS: u32 = 1024;
 const FIXED: usize = 32;
+/// The seed after the fixed fields (version 4).
+const SEED_BYTES: usize = 8;
 const PER_FILTER: usize = 40;
 
 /// The validated header: what a chain is made of, without its bit arrays' bits.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Header {
+    /// The hash seed (0: none).
+    pub seed: u64,
     pub error_rate: f64,
     pub expansion: u32,
     pub layout: Layout,
@@ -93,6 +104,7 @@ impl Header {
     /// The chain, its sparse sets loaded and its bit arrays zero, ready for its data.
     pub fn into_chain(self) -> Result<Chain, DecodeError> {
         Chain::from_parts(
+            self.seed,
             self.error_rate,
             self.expansion,
             self.layout,
@@ -115,19 +127,24 @@ const BAD_PADDING: DecodeError = DecodeError("invalid chunk: sets bits past a fi
 pub fn encode_header(chain: &Chain) -> Vec<u8> {
     let filters = chain.filters();
     let sparse = filters.iter().any(|f| matches!(f, SubParams::Sparse(_)));
-    let mut out = Vec::with_capacity(FIXED + PER_FILTER * filters.len());
+    let seed = chain.seed();
+    let mut out = Vec::with_capacity(FIXED + SEED_BYTES + PER_FILTER * filters.len());
     out.extend_from_slice(MAGIC);
     let layout = chain.layout() as u8;
-    let version = match (sparse, chain.layout()) {
-        (true, _) => 3,
-        (false, Layout::Standard) => 1,
-        (false, Layout::Blocked) => 2,
+    let version = match (seed != 0, sparse, chain.layout()) {
+        (true, _, _) => 4,
+        (false, true, _) => 3,
+        (false, false, Layout::Standard) => 1,
+        (false, false, Layout::Blocked) => 2,
     };
     out.extend_from_slice(&[version, HASH_SCHEME, layout, 0]);
     out.put_f64(chain.error_rate());
     out.put_u32(chain.expansion().unwrap_or(0));
     out.put_u32(filters.len() as u32);
     out.put_u64(chain.items());
+    if seed != 0 {
+        out.put_u64(seed);
+    }
     for (f, items) in filters.iter().zip(chain.filter_items()) {
         let (third, hashes, kind) = match f {
             SubParams::Bits(p) => (p.bits, p.hashes, 0u32),
@@ -151,9 +168,17 @@ pub fn encode_header(chain: &Chain) -> Vec<u8> {
     out
 }
 
-/// The fixed part and the sub-filters' entries, validated, and the header's whole length
-/// (sparse streams included), from a prefix of `bytes`.
-fn decode_entries(bytes: &[u8]) -> Result<(Header, usize), DecodeError> {
+/// Where a header's parts end in its bytes.
+struct Extent {
+    /// The entries' end: the sparse streams start here.
+    entries: usize,
+    /// The whole header's, sparse streams included.
+    header: usize,
+}
+
+/// The fixed part and the sub-filters' entries, validated, and the header's extent, from a
+/// prefix of `bytes`.
+fn decode_entries(bytes: &[u8]) -> Result<(Header, Extent), DecodeError> {
     if bytes.len() < FIXED {
         return Err(BAD_DATA);
     }
@@ -165,17 +190,24 @@ fn decode_entries(bytes: &[u8]) -> Result<(Header, usize), DecodeError> {
         return Err(BAD_DATA);
     }
     let count = count as usize;
-    let entries_end = FIXED + PER_FILTER * count;
-    if bytes.len() < entries_end || magic != MAGIC || scheme != HASH_SCHEME || reserved != 0 {
-        return Err(BAD_DATA);
-    }
     let (version, layout) = match (version, layout) {
         (1, 0) => (1, Layout::Standard),
         (2, 1) => (2, Layout::Blocked),
-        (3, 0) => (3, Layout::Standard),
-        (3, 1) => (3, Layout::Blocked),
+        (3 | 4, 0) => (version, Layout::Standard),
+        (3 | 4, 1) => (version, Layout::Blocked),
         _ => return Err(BAD_DATA),
     };
+    let seeded = version == 4;
+    let fixed = FIXED + if seeded { SEED_BYTES } else { 0 };
+    let entries_end = fixed + PER_FILTER * count;
+    if bytes.len() < entries_end || magic != MAGIC || scheme != HASH_SCHEME || reserved != 0 {
+        return Err(BAD_DATA);
+    }
+    let seed = if seeded { r.u64()? } else { 0 };
+    // Seed 0 is written as versions 1 to 3: one encoding per value.
+    if seeded && seed == 0 {
+        return Err(BAD_DATA);
+    }
     if !(error_rate > 0.0 && error_rate < 1.0) || (expansion == 0 && count != 1) {
         return Err(BAD_DATA);
     }
@@ -195,7 +227,7 @@ fn decode_entries(bytes: &[u8]) -> Result<(Header, usize), DecodeError> {
                 hashes,
                 layout,
             }),
-            1 if version == 3 && hashes == 0 => {
+            1 if version >= 3 && hashes == 0 => {
                 SubParams::Sparse(SparseParams::new(capacity, rate, third).ok_or(BAD_DATA)?)
             }
             _ => return Err(BAD_DATA),
@@ -213,24 +245,29 @@ fn decode_entries(bytes: &[u8]) -> Result<(Header, usize), DecodeError> {
         .iter()
         .filter(|(s, _)| matches!(s, SubParams::Sparse(_)))
         .count();
-    // Version 3 exactly when some sub-filter is sparse: one encoding per value.
-    if items_sum != total_items || (version == 3) != (sparse_count > 0) {
+    // Unseeded, version 3 exactly when some sub-filter is sparse: one encoding per value.
+    if items_sum != total_items || (!seeded && (version == 3) != (sparse_count > 0)) {
         return Err(BAD_DATA);
     }
     let header = Header {
+        seed,
         error_rate,
         expansion,
         layout,
         filters,
         streams: Vec::new(),
     };
-    Ok((header, entries_end + 8 * stream_words))
+    let extent = Extent {
+        entries: entries_end,
+        header: entries_end + 8 * stream_words,
+    };
+    Ok((header, extent))
 }
 
 /// Decodes and validates a header that is exactly `bytes`; `limit` is the key's byte budget.
 pub fn decode_header(bytes: &[u8], limit: u64) -> Result<Header, DecodeError> {
-    let (mut header, len) = decode_entries(bytes)?;
-    if bytes.len() != len {
+    let (mut header, extent) = decode_entries(bytes)?;
+    if bytes.len() != extent.header {
         return Err(BAD_DATA);
     }
     let items: Vec<u64> = header.filters.iter().map(|(_, n)| *n).collect();
@@ -239,7 +276,7 @@ pub fn decode_header(bytes: &[u8], limit: u64) -> Result<Header, DecodeError> {
         Some(needed) if needed <= limit => {}
         _ => return Err(TOO_LARGE),
     }
-    let streams = &bytes[FIXED + PER_FILTER * header.filters.len()..];
+    let streams = &bytes[extent.entries..];
     header
         .streams
         .try_reserve_exact(streams.len() / 8)
@@ -275,7 +312,7 @@ pub fn encode(chain: &Chain) -> Vec<u8> {
 
 /// Decodes a whole value, refusing trailing bytes.
 pub fn decode(bytes: &[u8], limit: u64) -> Result<Chain, DecodeError> {
-    let split = decode_entries(bytes)?.1;
+    let split = decode_entries(bytes)?.1.header;
     if bytes.len() < split {
         return Err(BAD_DATA);
     }
@@ -324,36 +361,77 @@ pub fn data_chunk(chain: &Chain, offset: u64) -> Option<Cow<'_, [u8]>> {
 /// Writes `bytes` at data offset `offset`, after checking that they lie within the data and
 /// leave every padding bit zero; on error nothing is written.
 pub fn write_data(chain: &mut Chain, offset: u64, bytes: &[u8]) -> Result<(), DecodeError> {
+    visit_data(chain, offset, bytes, false)?;
+    visit_data(chain, offset, bytes, true)
+}
+
+/// `write_data` without the copy where it can: when `block` holds exactly one allocation of
+/// one bit array's words (a 16 MiB segment of a large one, or a whole small one) and passes
+/// `write_data`'s checks, the bit array takes the block over (`Words::adopt`). Otherwise the
+/// block is handed back, nothing written, for `write_data` to copy it or refuse it.
+///
+/// # Safety
+/// As `Words::adopt`: `block` holds `len` initialised bytes and is a block of the global
+/// allocator with u64 alignment, owned by the caller.
+pub unsafe fn adopt_data(
+    chain: &mut Chain,
+    offset: u64,
+    block: NonNull<u8>,
+    len: usize,
+) -> Result<(), NonNull<u8>> {
+    // SAFETY: the block holds `len` initialised bytes (the caller's contract).
+    let bytes = unsafe { std::slice::from_raw_parts(block.as_ptr(), len) };
+    if visit_data(chain, offset, bytes, false).is_err() {
+        return Err(block);
+    }
+    let end = offset + len as u64;
+    let mut start = 0u64;
+    for (p, bits) in chain.bit_arrays_mut() {
+        let fend = start + p.bytes();
+        if start <= offset && end <= fend {
+            // SAFETY: the caller's contract is adopt's.
+            return unsafe { bits.adopt((offset - start) as usize, block, len) };
+        }
+        start = fend;
+    }
+    Err(block)
+}
+
+/// The bit arrays' parts of data range `offset..offset + bytes.len()`: checked (in range,
+/// padding zero), or written.
+fn visit_data(
+    chain: &mut Chain,
+    offset: u64,
+    bytes: &[u8],
+    write: bool,
+) -> Result<(), DecodeError> {
     let end = offset.checked_add(bytes.len() as u64).ok_or(BAD_CHUNK)?;
     if bytes.is_empty() || end > chain.data_bytes() {
         return Err(BAD_CHUNK);
     }
-    // Pass 1 checks, pass 2 writes.
-    for write in [false, true] {
-        let mut start = 0u64;
-        for (p, bits) in chain.bit_arrays_mut() {
-            let fbytes = p.bytes();
-            let fend = start + fbytes;
-            if fend > offset && start < end {
-                let a = offset.max(start);
-                let b = end.min(fend);
-                let src = &bytes[(a - offset) as usize..(b - offset) as usize];
-                let local = (a - start) as usize;
-                if write {
-                    bits.write_bytes(local, src);
-                } else {
-                    let pad = p.padding_mask().to_le_bytes();
-                    let last_word = fbytes as usize - 8;
-                    for (i, byte) in src.iter().enumerate() {
-                        let pos = local + i;
-                        if pos >= last_word && byte & pad[pos - last_word] != 0 {
-                            return Err(BAD_PADDING);
-                        }
-                    }
+    let mut start = 0u64;
+    for (p, bits) in chain.bit_arrays_mut() {
+        let fbytes = p.bytes();
+        let fend = start + fbytes;
+        if fend > offset && start < end {
+            let a = offset.max(start);
+            let b = end.min(fend);
+            let src = &bytes[(a - offset) as usize..(b - offset) as usize];
+            let local = (a - start) as usize;
+            if write {
+                bits.write_bytes(local, src);
+            } else {
+                // Only the last word has padding: look at the bytes of it this chunk holds.
+                let pad = p.padding_mask().to_le_bytes();
+                let last_word = fbytes as usize - 8;
+                let from = local.max(last_word);
+                let to = local + src.len();
+                if (from..to).any(|pos| src[pos - local] & pad[pos - last_word] != 0) {
+                    return Err(BAD_PADDING);
                 }
             }
-            start = fend;
         }
+        start = fend;
     }
     Ok(())
 }
@@ -375,13 +453,20 @@ mod tests {
     }
 
     fn chain(p: f64, capacity: u64, expansion: u32, items: u64) -> Chain {
-        chain_of(Layout::Standard, p, capacity, expansion, items)
+        chain_of(Layout::Standard, 0, p, capacity, expansion, items)
     }
 
-    fn chain_of(layout: Layout, p: f64, capacity: u64, expansion: u32, items: u64) -> Chain {
-        let mut c = Chain::with_layout(layout, p, capacity, expansion, LIMIT).unwrap();
+    fn chain_of(
+        layout: Layout,
+        seed: u64,
+        p: f64,
+        capacity: u64,
+        expansion: u32,
+        items: u64,
+    ) -> Chain {
+        let mut c = Chain::with_layout(layout, seed, p, capacity, expansion, LIMIT).unwrap();
         for i in 0..items {
-            let _ = c.add(&hash_item(&i.to_le_bytes()), LIMIT);
+            let _ = c.add(&c.hash(&i.to_le_bytes()), LIMIT);
         }
         c
     }
@@ -449,7 +534,7 @@ mod tests {
         short.pop();
         assert!(decode(&short, LIMIT).is_err());
         // A blocked chain's small sub-filters are sparse too: version 3, layout 1.
-        let b = chain_of(Layout::Blocked, 0.01, 100, 2, 30);
+        let b = chain_of(Layout::Blocked, 0, 0.01, 100, 2, 30);
         assert_eq!(&encode(&b)[0..8], b"LCBF\x03\x01\x01\x00");
         assert_eq!(
             decode(&encode(&b), LIMIT).unwrap().layout(),
@@ -498,7 +583,8 @@ mod tests {
         assert!(mutate(0, b"X").is_err()); // magic
         assert!(mutate(4, &[2]).is_err()); // version 2 must say blocked
         assert!(mutate(4, &[3]).is_err()); // version 3 must have a sparse sub-filter
-        assert!(mutate(4, &[4]).is_err()); // unknown encoding version
+        assert!(mutate(4, &[4]).is_err()); // version 4 has a seed before the entries
+        assert!(mutate(4, &[5]).is_err()); // unknown encoding version
         assert!(mutate(5, &[9]).is_err()); // hash scheme
         assert!(mutate(6, &[1]).is_err()); // version 1 has no layout byte
         assert!(mutate(7, &[1]).is_err()); // reserved
@@ -520,7 +606,7 @@ mod tests {
 
     #[test]
     fn blocked_chains_are_version_2() {
-        let c = chain_of(Layout::Blocked, 0.01, 10_000, 2, 25_000);
+        let c = chain_of(Layout::Blocked, 0, 0.01, 10_000, 2, 25_000);
         assert!(c.filters().len() > 1);
         let good = encode(&c);
         assert_eq!(&good[0..8], b"LCBF\x02\x01\x01\x00");
@@ -540,6 +626,48 @@ mod tests {
         assert!(mutate(6, &[2]).is_err()); // unknown layout
         let bits = c.bit_params().next().unwrap().bits;
         assert!(mutate(32 + 16, &(bits - 64).to_le_bytes()).is_err()); // not whole blocks
+    }
+
+    #[test]
+    fn seeded_chains_are_version_4() {
+        const SEED: u64 = 0x0123_4567_89ab_cdef;
+        for (layout, capacity, expansion, items) in [
+            (Layout::Standard, 10_000, 2, 25_000), // bit arrays
+            (Layout::Blocked, 10_000, 0, 500),
+            (Layout::Standard, 100, 2, 30),   // one sparse set
+            (Layout::Blocked, 100, 2, 3_000), // sparse sets, then bit arrays
+        ] {
+            let c = chain_of(layout, SEED, 0.01, capacity, expansion, items);
+            let good = encode(&c);
+            assert_eq!(
+                &good[0..8],
+                &[b'L', b'C', b'B', b'F', 4, 1, layout as u8, 0]
+            );
+            assert_eq!(u64_at(&good, FIXED), SEED);
+            assert_eq!(u64_at(&good, FIXED + SEED_BYTES), c.filters()[0].capacity());
+            let back = decode(&good, LIMIT).unwrap();
+            assert_eq!((back.seed(), &back), (SEED, &c));
+            assert_eq!(encode(&back), good);
+            assert!((0..items).all(|i| back.contains(&back.hash(&i.to_le_bytes()))));
+            // The same filter unseeded: the same rate and expansion, another version.
+            let plain = encode_header(&chain_of(layout, 0, 0.01, capacity, expansion, items));
+            assert_ne!(plain[4], 4);
+            assert_eq!(plain[8..20], good[8..20]);
+            let mutate = |at: usize, value: &[u8]| {
+                let mut b = good.clone();
+                b[at..at + value.len()].copy_from_slice(value);
+                decode(&b, LIMIT)
+            };
+            assert_eq!(mutate(FIXED, &0u64.to_le_bytes()), Err(BAD_DATA)); // seed 0
+            assert_eq!(mutate(4, &[plain[4]]), Err(BAD_DATA)); // the seed read as an entry
+            assert!(decode(&good[..FIXED + 4], LIMIT).is_err());
+            assert!(decode_header(&good[..FIXED + SEED_BYTES], LIMIT).is_err());
+        }
+        // Seeds change the bits: the same items, another seed, other data.
+        let a = encode(&chain_of(Layout::Standard, 1, 0.01, 10_000, 0, 1_000));
+        let b = encode(&chain_of(Layout::Standard, 2, 0.01, 10_000, 0, 1_000));
+        assert_eq!(a.len(), b.len());
+        assert_ne!(a[FIXED + SEED_BYTES..], b[FIXED + SEED_BYTES..]);
     }
 
     #[test]
@@ -565,6 +693,23 @@ mod tests {
         // A filter of sparse sub-filters has no data to write.
         let mut s = chain(0.01, 100, 2, 10);
         assert_eq!(write_data(&mut s, 0, &[1]), Err(BAD_CHUNK));
+    }
+
+    #[test]
+    fn padding_is_checked_in_every_chunk_that_reaches_it() {
+        // Chunks of every length starting in the last two words, all bytes 0xff: refused
+        // exactly when one of their bytes lies on a padding bit, the rule byte by byte.
+        let mut c = chain(0.5, 1_000, 0, 0);
+        let params = *c.bit_params().next().unwrap();
+        let (bytes, pad) = (params.bytes(), params.padding_mask().to_le_bytes());
+        for start in bytes - 16..bytes {
+            for len in 1..=bytes - start {
+                let on_padding = (start..start + len)
+                    .any(|pos| pos >= bytes - 8 && pad[(pos - (bytes - 8)) as usize] != 0);
+                let result = write_data(&mut c, start, &vec![0xff; len as usize]);
+                assert_eq!(result.is_err(), on_padding, "{start}+{len}");
+            }
+        }
     }
 
     #[test]
@@ -601,7 +746,7 @@ mod tests {
         use crate::bloom::{blocked, words::SEGMENT_BYTES};
         use crate::core::hashing::reduce;
         for layout in [Layout::Standard, Layout::Blocked] {
-            let mut c = Chain::with_layout(layout, 0.01, 20_000, 0, LIMIT).unwrap();
+            let mut c = Chain::with_layout(layout, 0, 0.01, 20_000, 0, LIMIT).unwrap();
             let p = *c.bit_params().next().unwrap();
             assert!(p.bytes() > 40 * SEGMENT_BYTES as u64, "{}", p.bytes());
             let mut slice = vec![0u64; p.words() as usize];
@@ -646,12 +791,15 @@ mod tests {
     fn arb_chain() -> impl Strategy<Value = Chain> {
         (
             prop::sample::select(vec![Layout::Standard, Layout::Blocked]),
+            prop_oneof![Just(0u64), any::<u64>()],
             prop::sample::select(vec![0.5, 0.1, 0.01, 0.001]),
             1u64..60,
             0u32..4,
             0u64..400,
         )
-            .prop_map(|(layout, p, cap, exp, items)| chain_of(layout, p, cap, exp, items))
+            .prop_map(|(layout, seed, p, cap, exp, items)| {
+                chain_of(layout, seed, p, cap, exp, items)
+            })
     }
 
     proptest! {

@@ -22,16 +22,24 @@
 //!   of a blocked filter adds `Blocked: 1` after RedisBloom's five fields (a standard filter's
 //!   is RedisBloom's), and `BF.INFO key LAYOUT` answers `standard` or `blocked`. A client that
 //!   never sends `LAYOUT` (with the default config) sees nothing new.
+//! * lcbloom's own option `SEED s` on `BF.RESERVE`/`BF.INSERT` gives a new filter the hash
+//!   seed s (0 to 2^64 − 1; without it, the `bf-seed` config: a random one by default). Filters
+//!   made alike with the same seed hold the same bits; seed 0 hashes as filters made before
+//!   seeds existed. On an existing filter it is ignored, like the other creation options.
 //! * Replies: `RedisValue::Bool` (1/0 in RESP2, true/false in RESP3). In MADD/INSERT arrays an
 //!   error (full non-scaling filter, scaling refused) takes that item's place and later items
 //!   are not processed.
 //!
 //! Replication and AOF: a command that creates a key replicates the parameters it used, not
 //! the defaults it relied on (`BF.ADD` on a missing key is replicated as `BF.INSERT key
-//! CAPACITY c ERROR e EXPANSION x|NONSCALING LAYOUT l ITEMS ...`, `BF.RESERVE` with its
-//! expansion and layout spelled out), so a replica or an AOF replay with other module defaults
-//! (`bf-layout` included) builds the identical value. Other writes are replicated verbatim, and only when they changed something; a
-//! MADD/INSERT stopped by an error propagates as `BF.MADD key <the items before it>`. Each
+//! CAPACITY c ERROR e EXPANSION x|NONSCALING LAYOUT l SEED s ITEMS ...`, `BF.RESERVE` with
+//! its expansion, layout and seed spelled out), so a replica or an AOF replay with other module
+//! defaults (`bf-layout` and `bf-seed` included) builds the identical value, its random seed
+//! included. A create that comes from a master or an AOF file without `SEED` was written by a
+//! version whose filters had no seeds, and makes an unseeded filter (seed 0), as it did there.
+//! Other writes are replicated verbatim, and only when they changed something; a
+//! MADD/INSERT stopped by an error propagates as `BF.MADD key <the items before it>`; a write
+//! that moves a windowed filter's clock carries its time (`finish_add`). Each
 //! write that changed something fires a keyspace event of class `d` (module types) named
 //! after the command (`bf.reserve`, `bf.add`, `bf.madd`, `bf.insert`, `bf.loadchunk`).
 
@@ -39,22 +47,23 @@ use super::any::{Added, BloomFilter, ChunkError, Env, Field};
 use super::chain::Chain;
 use super::config::{self, MAX_EXPANSION};
 use super::errors::{
-    expansion_range, BAD_AT, BAD_CAPACITY, BAD_ERROR_RATE, BAD_EXPANSION, BAD_INFO_FIELD,
-    BAD_ITERATOR, BAD_LAYOUT, BAD_WINDOW, CAPACITY_RANGE, ERROR_RATE_RANGE, ITEMS_REQUIRED,
-    NONSCALING_EXPANSION, NOT_WINDOWED, NO_EXPANSION, NO_LAYOUT, WINDOW_LAYOUT,
+    expansion_range, AT_AHEAD, BAD_AT, BAD_CAPACITY, BAD_ERROR_RATE, BAD_EXPANSION, BAD_INFO_FIELD,
+    BAD_ITERATOR, BAD_LAYOUT, BAD_SEED, BAD_WINDOW, CAPACITY_RANGE, ERROR_RATE_RANGE,
+    EXISTS_NOT_WINDOWED, ITEMS_REQUIRED, NONSCALING_EXPANSION, NOT_WINDOWED, NO_EXPANSION,
+    NO_LAYOUT, WINDOW_LAYOUT, WINDOW_SEED,
 };
 use super::filter::Layout;
 use super::load::{from_header, NewFilter};
 use super::window::filter::{WindowParams, MAX_TIME, MAX_WINDOW_MS};
 use super::window::value::Windowed;
 use crate::bloom::redisbloom::chain::RedisBloomChain;
-use crate::server::args::{is_keyword, parse_f64, parse_i64, set_once, Args};
+use crate::server::args::{is_keyword, parse_f64, parse_i64, parse_u64, set_once, Args};
 use crate::server::errors::{unknown_argument, CHUNK_LENGTH, INTERNAL, ITEM_EXISTS, NOT_FOUND};
-use crate::server::limits::{check_item_count, memory_limit};
+use crate::server::limits::{check_item_count, memory_limit, memory_limit_while, rebuilding};
 use crate::server::reply::{flag, ordered_map_simple_names};
 use crate::server::stats::note_refused_write;
 use crate::server::value::{self, modify, read, read_either, store, write_either, Either, Key};
-use crate::server::write::{finish_write, Applied, Progress};
+use crate::server::write::{finish_write, Applied, Progress, Replicated, Word};
 use redis_module::{raw, Context, ContextFlags, RedisError, RedisResult, RedisString, RedisValue};
 use std::cell::Cell;
 use std::ffi::CStr;
@@ -67,7 +76,9 @@ struct FilterParams {
     /// 0: non-scaling.
     expansion: u32,
     layout: Layout,
-    /// Seconds: a windowed filter (`window/`), which has no layout.
+    /// The hash seed; None until the filter is built, which draws it (`bf-seed`).
+    seed: Option<u64>,
+    /// Seconds: a windowed filter (`window/`), which has no layout and no seed.
     window: Option<u64>,
 }
 
@@ -79,11 +90,15 @@ impl FilterParams {
             capacity,
             expansion,
             layout: config::layout(),
+            seed: None,
             window: None,
         }
     }
 
-    fn build(&self, limit: u64) -> Result<NewFilter, RedisError> {
+    /// The filter, within `limit` bytes; a native filter's seed is drawn now if none was
+    /// given (`rebuilding`: the command comes from a master or an AOF file, see
+    /// `default_seed`), so that writes to existing keys never draw one.
+    fn build(&mut self, limit: u64, rebuilding: bool) -> Result<NewFilter, RedisError> {
         Ok(match self.window {
             Some(seconds) => {
                 let params = WindowParams {
@@ -97,6 +112,7 @@ impl FilterParams {
             }
             None => NewFilter::Own(Chain::with_layout(
                 self.layout,
+                *self.seed.get_or_insert_with(|| default_seed(rebuilding)),
                 self.rate,
                 self.capacity,
                 self.expansion,
@@ -105,19 +121,26 @@ impl FilterParams {
         })
     }
 
-    /// The parameters as text: rate (Rust prints the shortest text that parses back to the
-    /// same f64), capacity, `EXPANSION x` or `NONSCALING`, and `LAYOUT l` (always: a
-    /// replica's `bf-layout` may differ) or, for a windowed filter, `WINDOW s`.
-    fn spelled_out(&self) -> [String; 6] {
+    /// The parameters of a built filter as text: rate (Rust prints the shortest text that
+    /// parses back to the same f64), capacity, `EXPANSION x` or `NONSCALING`, and `LAYOUT l`
+    /// `SEED s` (always: a replica's `bf-layout` may differ, and a random seed is the
+    /// master's) or, for a windowed filter, `WINDOW s`.
+    fn spelled_out(&self) -> [String; 8] {
         let (keyword, expansion) = match self.expansion {
             0 => ("NONSCALING", String::new()),
             e => ("EXPANSION", e.to_string()),
         };
         let kind = match self.window {
-            Some(seconds) => ["WINDOW".to_string(), seconds.to_string()],
-            None => ["LAYOUT".to_string(), self.layout.name().to_string()],
+            Some(seconds) => ["WINDOW", &seconds.to_string(), "", ""].map(str::to_string),
+            None => [
+                "LAYOUT",
+                self.layout.name(),
+                "SEED",
+                &self.seed.unwrap_or(0).to_string(),
+            ]
+            .map(str::to_string),
         };
-        let [kind, value] = kind;
+        let [kind, value, seed_keyword, seed] = kind;
         [
             self.rate.to_string(),
             self.capacity.to_string(),
@@ -125,43 +148,60 @@ impl FilterParams {
             expansion,
             kind,
             value,
+            seed_keyword,
+            seed,
         ]
     }
 }
 
-/// `key rate capacity EXPANSION x|NONSCALING LAYOUT l|WINDOW s`: the arguments of the
-/// `BF.RESERVE` that creates a filter of these parameters (`spelled_out`).
-fn reserve_args<'a>(key: &'a RedisString, spelled: &'a [String; 6]) -> Vec<&'a [u8]> {
-    let mut args = vec![key.as_slice()];
-    args.extend(
-        spelled
-            .iter()
-            .filter(|a| !a.is_empty())
-            .map(|a| a.as_bytes()),
-    );
-    args
+/// The words every replicated write to a windowed filter carries.
+static AT: Word = Word::new(c"AT");
+static ITEMS: Word = Word::new(c"ITEMS");
+
+/// The seed of a native filter created without `SEED`: the `bf-seed` config's, except for a
+/// create that comes from a master or an AOF file (`rebuilding`), which this version always
+/// writes with its seed: one without was written by a version whose filters had none (0).
+fn default_seed(rebuilding: bool) -> u64 {
+    match rebuilding {
+        true => 0,
+        false => config::seed(),
+    }
 }
 
-/// `key [CAPACITY c ERROR e EXPANSION x|NONSCALING LAYOUT l|WINDOW s] [AT t] ITEMS items...`:
-/// the arguments of the `BF.INSERT` that adds `items` at time `at` (a clocked filter's write),
-/// creating the filter of the `spelled` parameters if given.
-fn insert_args<'a>(
+/// `BF.RESERVE key rate capacity EXPANSION x|NONSCALING LAYOUT l SEED s|WINDOW s`: the
+/// command that creates a filter of these parameters (`spelled_out`).
+fn reserve_command<'a>(key: &'a RedisString, spelled: &[String; 8]) -> Replicated<'a> {
+    let mut command = Replicated::new(c"BF.RESERVE", 1 + spelled.len());
+    command.arg(key);
+    for arg in spelled.iter().filter(|a| !a.is_empty()) {
+        command.text(arg.as_bytes());
+    }
+    command
+}
+
+/// `BF.INSERT key [CAPACITY c ERROR e EXPANSION x|NONSCALING LAYOUT l SEED s|WINDOW s] [AT t]
+/// ITEMS items...`: the command that adds `items` at time `at` (a clocked filter's write), creating
+/// the filter of the `spelled` parameters if given.
+fn insert_command<'a>(
     key: &'a RedisString,
-    spelled: Option<&'a [String; 6]>,
-    at: Option<&'a String>,
+    spelled: Option<&[String; 8]>,
+    at: Option<u64>,
     items: &'a [RedisString],
-) -> Vec<&'a [u8]> {
-    let mut args = vec![key.as_slice()];
+) -> Replicated<'a> {
+    let mut command = Replicated::new(c"BF.INSERT", items.len() + 14);
+    command.arg(key);
     if let Some([rate, capacity, rest @ ..]) = spelled {
-        args.extend([b"CAPACITY", capacity.as_bytes(), b"ERROR", rate.as_bytes()]);
-        args.extend(rest.iter().filter(|a| !a.is_empty()).map(|a| a.as_bytes()));
+        command.text(b"CAPACITY").text(capacity.as_bytes());
+        command.text(b"ERROR").text(rate.as_bytes());
+        for arg in rest.iter().filter(|a| !a.is_empty()) {
+            command.text(arg.as_bytes());
+        }
     }
     if let Some(at) = at {
-        args.extend([b"AT".as_slice(), at.as_bytes()]);
+        command.word(&AT).number(at);
     }
-    args.push(b"ITEMS");
-    args.extend(items.iter().map(|i| i.as_slice()));
-    args
+    command.word(&ITEMS).args(items);
+    command
 }
 
 fn parse_bf_rate(arg: &RedisString) -> Result<f64, RedisError> {
@@ -204,6 +244,10 @@ fn parse_at(arg: &RedisString) -> Result<u64, RedisError> {
         .ok_or(RedisError::Str(BAD_AT))
 }
 
+fn parse_seed(arg: &RedisString) -> Result<u64, RedisError> {
+    parse_u64(arg).ok_or(RedisError::Str(BAD_SEED))
+}
+
 fn parse_layout(arg: &RedisString) -> Result<Layout, RedisError> {
     [Layout::Standard, Layout::Blocked]
         .into_iter()
@@ -211,7 +255,8 @@ fn parse_layout(arg: &RedisString) -> Result<Layout, RedisError> {
         .ok_or(RedisError::Str(BAD_LAYOUT))
 }
 
-/// The options of `BF.RESERVE` (`EXPANSION`, `NONSCALING`, `LAYOUT`, `WINDOW`) and `BF.INSERT`
+/// The options of `BF.RESERVE` (`EXPANSION`, `NONSCALING`, `LAYOUT`, `SEED`, `WINDOW`) and
+/// `BF.INSERT`
 /// (those, `CAPACITY`, `ERROR`, `NOCREATE`, `AT`, then `ITEMS`), each at most once.
 #[derive(Default)]
 struct Options {
@@ -219,6 +264,7 @@ struct Options {
     rate: Option<f64>,
     expansion: Option<u32>,
     layout: Option<Layout>,
+    seed: Option<u64>,
     nocreate: Option<()>,
     nonscaling: Option<()>,
     window: Option<u64>,
@@ -237,6 +283,8 @@ impl Options {
                 set_once(&mut self.layout, "LAYOUT", || {
                     parse_layout(args.value(NO_LAYOUT)?)
                 })?;
+            } else if is("SEED") {
+                set_once(&mut self.seed, "SEED", || parse_seed(args.value(BAD_SEED)?))?;
             } else if insert && is("CAPACITY") {
                 set_once(&mut self.capacity, "CAPACITY", || {
                     parse_capacity(args.value(BAD_CAPACITY)?)
@@ -274,6 +322,9 @@ impl Options {
         if self.window.is_some() && self.layout.is_some() {
             return Err(RedisError::Str(WINDOW_LAYOUT));
         }
+        if self.window.is_some() && self.seed.is_some() {
+            return Err(RedisError::Str(WINDOW_SEED));
+        }
         let defaults = FilterParams::defaults();
         Ok(FilterParams {
             rate: self.rate.unwrap_or(defaults.rate),
@@ -283,6 +334,7 @@ impl Options {
                 None => self.expansion.unwrap_or(defaults.expansion),
             },
             layout: self.layout.unwrap_or(defaults.layout),
+            seed: self.seed,
             window: self.window,
         })
     }
@@ -294,7 +346,7 @@ impl Options {
 }
 
 /// `BF.RESERVE key error_rate capacity [EXPANSION n] [NONSCALING] [LAYOUT standard|blocked]
-/// [WINDOW seconds]`
+/// [SEED s] [WINDOW seconds]`
 pub fn reserve(ctx: &Context, args: &[RedisString]) -> RedisResult {
     if args.len() < 4 {
         return Err(RedisError::WrongArity);
@@ -309,21 +361,23 @@ fn reserve_key(ctx: &Context, args: &[RedisString]) -> RedisResult {
         ..Options::default()
     };
     options.parse(&mut Args::new(&args[4..]), false)?;
-    let create = options.create()?;
+    let mut create = options.create()?;
     let mut key = Key::write(ctx, &args[1]);
-    if write_filter(&mut key, |_| ())?.is_some() {
-        return Err(RedisError::Str(ITEM_EXISTS));
+    if let Some(clock) = write_filter(&mut key, |filter| filter.clock())? {
+        let plain = options.window.is_some() && clock.is_none();
+        return Err(RedisError::Str(if plain {
+            EXISTS_NOT_WINDOWED
+        } else {
+            ITEM_EXISTS
+        }));
     }
-    create_filter(&mut key, create.build(memory_limit(ctx))?, |_| ())?;
-    // BF.RESERVE key rate capacity EXPANSION x|NONSCALING LAYOUT l|WINDOW s: all spelled out.
-    let spelled = create.spelled_out();
-    let reserve = reserve_args(&args[1], &spelled);
-    finish_write(
-        ctx,
-        c"bf.reserve",
-        &args[1],
-        Applied::Redo(vec![("BF.RESERVE", reserve)]),
-    );
+    let rebuilding = rebuilding(ctx);
+    let filter = create.build(memory_limit_while(rebuilding), rebuilding)?;
+    create_filter(&mut key, filter, |_| ())?;
+    // BF.RESERVE key rate capacity EXPANSION x|NONSCALING LAYOUT l SEED s|WINDOW s: all
+    // spelled out.
+    let reserve = reserve_command(&args[1], &create.spelled_out());
+    finish_write(ctx, c"bf.reserve", &args[1], Applied::Command(reserve));
     Ok(RedisValue::SimpleStringStatic("OK"))
 }
 
@@ -348,7 +402,7 @@ fn add_with_defaults(ctx: &Context, event: &CStr, args: &[RedisString], many: bo
 }
 
 /// `BF.INSERT key [CAPACITY c] [ERROR e] [EXPANSION n] [NOCREATE] [NONSCALING]
-/// [LAYOUT standard|blocked] [WINDOW seconds] [AT ms] ITEMS item...`
+/// [LAYOUT standard|blocked] [SEED s] [WINDOW seconds] [AT ms] ITEMS item...`
 pub fn insert(ctx: &Context, args: &[RedisString]) -> RedisResult {
     if args.len() < 4 {
         return Err(RedisError::WrongArity);
@@ -364,6 +418,12 @@ fn insert_items(ctx: &Context, args: &[RedisString]) -> RedisResult {
         _ => return Err(RedisError::Str(ITEMS_REQUIRED)),
     };
     let create = options.create()?;
+    // A client's AT may be in the past (the filter's clock never goes back), never ahead of
+    // the server's clock: it would move a windowed filter's clock forward for good,
+    // forgetting everything. A replicated or loaded AT is the master's: taken as it is.
+    if options.at.is_some_and(|at| at > clock_ms()) && !rebuilding(ctx) {
+        return Err(RedisError::Str(AT_AHEAD));
+    }
     let windowed = options.windowed().then_some(options.at);
     let create = options.nocreate.is_none().then_some(create);
     add_items(ctx, c"bf.insert", &args[1], items, create, windowed, true)
@@ -371,41 +431,69 @@ fn insert_items(ctx: &Context, args: &[RedisString]) -> RedisResult {
 
 /// The server as a filter sees it while a command runs. The command's time is read once,
 /// when a filter first asks for it (or is the `AT` the command gave), so that every item of
-/// the command and what is replicated of it share one time.
+/// the command and what is replicated of it share one time. A write that rebuilds
+/// acknowledged data (a replica applying its master's stream, a file loading) never reads the
+/// clock: without `AT` it runs at the filter's own time (its master ran it there, see
+/// `finish_add`).
 struct Server<'a> {
     ctx: &'a Context,
     now: Cell<Option<u64>>,
+    /// `limits::rebuilding`, read once when first needed.
+    rebuilding: Cell<Option<bool>>,
 }
 
 impl<'a> Server<'a> {
-    fn new(ctx: &'a Context) -> Self {
-        Self::at(ctx, None)
+    /// The server of a read: it runs at the clock's time (it changes nothing, so nothing
+    /// rebuilds it).
+    fn reading(ctx: &'a Context) -> Self {
+        Self {
+            ctx,
+            now: Cell::new(None),
+            rebuilding: Cell::new(Some(false)),
+        }
     }
 
-    /// The server of a command that runs at `at` ms (None: the clock's time).
-    fn at(ctx: &'a Context, at: Option<u64>) -> Self {
+    /// The server of a write that runs at `at` ms (None: the clock's time, or the filter's
+    /// own while rebuilding).
+    fn writing(ctx: &'a Context, at: Option<u64>) -> Self {
         Self {
             ctx,
             now: Cell::new(at),
+            rebuilding: Cell::new(None),
         }
+    }
+
+    fn rebuilding(&self) -> bool {
+        let rebuilding = self
+            .rebuilding
+            .get()
+            .unwrap_or_else(|| rebuilding(self.ctx));
+        self.rebuilding.set(Some(rebuilding));
+        rebuilding
     }
 }
 
 impl Env for Server<'_> {
     fn memory_limit(&self) -> u64 {
-        memory_limit(self.ctx)
+        memory_limit_while(self.rebuilding())
     }
 
     fn now_ms(&self) -> u64 {
         if let Some(now) = self.now.get() {
             return now;
         }
-        // SAFETY: a function pointer Redis sets at load, called on the main thread.
-        let ms = unsafe { raw::RedisModule_Milliseconds.expect("Milliseconds")() };
-        let now = u64::try_from(ms).unwrap_or(0).min(MAX_TIME);
+        // 0: no later than any filter's own time, which a clocked filter then runs at.
+        let now = if self.rebuilding() { 0 } else { clock_ms() };
         self.now.set(Some(now));
         now
     }
+}
+
+/// The server's clock, ms since the epoch (at most the latest time a filter holds).
+fn clock_ms() -> u64 {
+    // SAFETY: a function pointer Redis sets at load, called on the main thread.
+    let ms = unsafe { raw::RedisModule_Milliseconds.expect("Milliseconds")() };
+    u64::try_from(ms).unwrap_or(0).min(MAX_TIME)
 }
 
 /// The Bloom filter under a key, of any representation: None if the key is empty,
@@ -465,12 +553,12 @@ fn add_items(
 ) -> RedisResult {
     check_item_count(ctx, items.len())?;
     let mut key = Key::write(ctx, name);
-    let env = Server::at(ctx, windowed.flatten());
+    let env = Server::writing(ctx, windowed.flatten());
     // BF.ADD's one item needs no lists: no allocation on the most frequent write.
-    let (mut results, mut last, mut clocked) = (Vec::new(), None, false);
+    let (mut results, mut last, mut clock) = (Vec::new(), None, None);
     let mut add = |filter: &mut dyn BloomFilter| {
-        clocked = filter.clocked();
-        if windowed.is_some() && !clocked {
+        clock = filter.clock();
+        if windowed.is_some() && clock.is_none() {
             return Err(RedisError::Str(NOT_WINDOWED));
         }
         match (multi, items) {
@@ -486,18 +574,20 @@ fn add_items(
     let created = match write_filter(&mut key, &mut add)? {
         Some(added) => added.map(|()| None)?,
         None => {
-            let create = create.ok_or(RedisError::Str(NOT_FOUND))?;
+            let mut create = create.ok_or(RedisError::Str(NOT_FOUND))?;
             if windowed.is_some() && create.window.is_none() {
                 return Err(RedisError::Str(NOT_WINDOWED));
             }
-            create_filter(&mut key, create.build(memory_limit(ctx))?, &mut add)??;
+            let filter = create.build(env.memory_limit(), env.rebuilding())?;
+            create_filter(&mut key, filter, &mut add)??;
             Some(create)
         }
     };
     let outcomes = results.iter().chain(&last);
     let changed = outcomes.clone().any(|r| r.is_ok_and(Added::changed));
     let done = outcomes.take_while(|r| r.is_ok()).count();
-    let at = clocked.then(|| env.now_ms());
+    // A clocked filter's write that moved its clock carries its time (see `finish_add`).
+    let at = clock.and_then(|before| Some(env.now_ms()).filter(|&now| now > before));
     finish_add(ctx, event, name, items, done, changed, created, at);
     if !multi {
         let added = last.ok_or(RedisError::Str(INTERNAL))?;
@@ -521,9 +611,12 @@ fn add_items(
 /// propagates as the `BF.INSERT` that builds it with those items (its `BF.RESERVE` if none
 /// was), a stop part-way as the `BF.MADD` of those items. Replicas and AOF replays do not
 /// apply max-memory-per-key (limits::memory_limit), so they would otherwise add items the
-/// master refused. A write to a clocked (windowed) filter that ran at time `at` always
-/// propagates as `BF.INSERT key [parameters] AT <at> ITEMS <the items applied>`, so that the
-/// replica or the replay applies it at the master's time.
+/// master refused. A write that moved a clocked (windowed) filter's clock to `at` propagates
+/// as `BF.INSERT key [parameters] AT <at> ITEMS <the items applied>`, so that the replica or
+/// the replay applies it at the master's time. One that ran at the filter's own time (its
+/// clock already there, or past the server's) propagates as any other write: without `AT`,
+/// the replica or the replay runs it at the filter's time too, and under load (several writes
+/// to a key within a millisecond) most writes go out as sent.
 #[allow(clippy::too_many_arguments)]
 fn finish_add(
     ctx: &Context,
@@ -536,7 +629,6 @@ fn finish_add(
     at: Option<u64>,
 ) {
     let spelled = created.map(|c| c.spelled_out());
-    let at = at.map(|t| t.to_string());
     let progress = Progress {
         created: created.is_some(),
         changed,
@@ -544,19 +636,16 @@ fn finish_add(
         total: items.len(),
     };
     let redo = |done| match (&spelled, done) {
-        (Some(spelled), 0) => vec![("BF.RESERVE", reserve_args(name, spelled))],
+        (Some(spelled), 0) => reserve_command(name, spelled),
         (None, _) if at.is_none() => {
-            let mut madd = vec![name.as_slice()];
-            madd.extend(items[..done].iter().map(|i| i.as_slice()));
-            vec![("BF.MADD", madd)]
+            let mut madd = Replicated::new(c"BF.MADD", 1 + done);
+            madd.arg(name).args(&items[..done]);
+            madd
         }
-        _ => vec![(
-            "BF.INSERT",
-            insert_args(name, spelled.as_ref(), at.as_ref(), &items[..done]),
-        )],
+        _ => insert_command(name, spelled.as_ref(), at, &items[..done]),
     };
     let applied = match progress.applied(redo) {
-        Applied::Whole if at.is_some() => Applied::Redo(redo(done)),
+        Applied::Whole if at.is_some() => Applied::Command(redo(done)),
         applied => applied,
     };
     finish_write(ctx, event, name, applied);
@@ -569,7 +658,7 @@ pub fn exists(ctx: &Context, args: &[RedisString]) -> RedisResult {
     }
     let key = Key::read(ctx, &args[1]);
     let found = match read_filter(&key)? {
-        Some(filter) => filter.contains_one(args[2].as_slice(), &Server::new(ctx)),
+        Some(filter) => filter.contains_one(args[2].as_slice(), &Server::reading(ctx)),
         None => false,
     };
     Ok(RedisValue::Bool(found))
@@ -591,7 +680,7 @@ pub fn mexists(ctx: &Context, args: &[RedisString]) -> RedisResult {
     match filter {
         Some(filter) => {
             let bytes: Vec<&[u8]> = items.iter().map(RedisString::as_slice).collect();
-            filter.contains_all(&bytes, &Server::new(ctx), &mut reply);
+            filter.contains_all(&bytes, &Server::reading(ctx), &mut reply);
         }
         None => items.iter().for_each(|_| reply(false)),
     }
@@ -606,7 +695,7 @@ pub fn info(ctx: &Context, args: &[RedisString]) -> RedisResult {
     let key = Key::read(ctx, &args[1]);
     let info = read_filter(&key)?
         .ok_or(RedisError::Str(NOT_FOUND))?
-        .info(&Server::new(ctx));
+        .info(&Server::reading(ctx));
     let integer = |n: u64| RedisValue::Integer(n as i64);
     let expansion = match info.expansion {
         Some(e) => RedisValue::Integer(e as i64),
@@ -653,7 +742,7 @@ pub fn card(ctx: &Context, args: &[RedisString]) -> RedisResult {
     }
     let key = Key::read(ctx, &args[1]);
     let items = match read_filter(&key)? {
-        Some(filter) => filter.card(&Server::new(ctx)),
+        Some(filter) => filter.card(&Server::reading(ctx)),
         None => 0,
     };
     Ok(RedisValue::Integer(items as i64))

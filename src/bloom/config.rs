@@ -1,11 +1,11 @@
 //! The Bloom family's configs: the defaults of a filter created without parameters (`BF.ADD`
 //! and `BF.MADD` on a missing key, `BF.INSERT` without options), as RedisBloom has them, and
-//! the layout (`bf-layout`). RedisBloom's load arguments `ERROR_RATE` and `INITIAL_SIZE` set
+//! the layout (`bf-layout`) and the hash seed (`bf-seed`). RedisBloom's load arguments `ERROR_RATE` and `INITIAL_SIZE` set
 //! the same values; its arguments for the types lcbloom does not have are ignored with a
 //! warning (`load_args.rs`).
 
 use super::filter::Layout;
-use crate::server::config::{Choice, Config, Integer, Rate, Setting};
+use crate::server::config::{Choice, Config, Integer, Rate, Seed, Setting};
 use crate::server::limits::MAX_CAPACITY;
 use crate::server::load_args::Ignored;
 
@@ -20,12 +20,18 @@ static EXPANSION: Integer = Integer::new(2, 0, MAX_EXPANSION);
 /// `Layout::name`'s, in `LAYOUTS` order.
 static LAYOUT: Choice = Choice::new(&[c"standard", c"blocked"], 0);
 const LAYOUTS: [Layout; 2] = [Layout::Standard, Layout::Blocked];
+/// The seed a filter created without `SEED` hashes its items with: a fresh random one by
+/// default, so that items crafted offline cannot aim at a filter's bits (docs/security.md);
+/// a fixed number makes filters made alike hold the same bits, and 0 the bits of filters
+/// made before seeds existed.
+static SEED: Seed = Seed::random();
 
 pub static CONFIGS: &[Config] = &[
     Config::new(c"bf-error-rate", Setting::Rate(&ERROR_RATE)).or_redisbloom("ERROR_RATE"),
     Config::new(c"bf-initial-size", Setting::Integer(&INITIAL_SIZE)).or_redisbloom("INITIAL_SIZE"),
     Config::new(c"bf-expansion-factor", Setting::Integer(&EXPANSION)),
     Config::new(c"bf-layout", Setting::Choice(&LAYOUT)),
+    Config::new(c"bf-seed", Setting::Seed(&SEED)),
 ];
 
 /// RedisBloom 2.8's load arguments, and the configs of later RedisBloom versions, for the
@@ -64,6 +70,12 @@ pub fn defaults() -> (f64, u64, u32) {
         INITIAL_SIZE.get() as u64,
         EXPANSION.get() as u32,
     )
+}
+
+/// The seed a Bloom filter created without `SEED` gets (`bf-seed`: drawn at random, or the
+/// fixed one).
+pub fn seed() -> u64 {
+    SEED.draw()
 }
 
 /// The layout a Bloom filter created without `LAYOUT` gets.

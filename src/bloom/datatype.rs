@@ -25,9 +25,10 @@ use crate::core::chunks;
 use crate::core::defrag::Defrag;
 use crate::server::stats::Tally;
 use crate::server::value::{methods, StoredValue};
-use redis_module::{native_types::RedisType, raw};
+use redis_module::{native_types::RedisType, raw, RedisBuffer};
 use std::ffi::CStr;
 use std::os::raw::c_int;
+use std::ptr::NonNull;
 
 pub static BLOOM_TYPE: RedisType = RedisType::new("lcbloomBF", Chain::ENCVER, methods::<Chain>());
 
@@ -69,12 +70,22 @@ impl StoredValue for Chain {
         let mut offset = 0u64;
         while offset < total {
             let chunk = raw::load_string_buffer(rdb).map_err(|_| "short read")?;
-            let chunk = chunk.as_ref();
-            if chunk.is_empty() || chunk.len() as u64 > codec::CHUNK_BYTES {
+            let len = chunk.as_ref().len();
+            if len == 0 || len as u64 > codec::CHUNK_BYTES {
                 return Err("bad data chunk".into());
             }
-            codec::write_data(&mut chain, offset, chunk).map_err(|e| e.to_string())?;
-            offset += chunk.len() as u64;
+            // A chunk that is one whole allocation of a bit array becomes it: Redis read it
+            // into a block of its allocator, so the array keeps that block instead of a copy.
+            let block = NonNull::from(chunk.as_ref()).cast::<u8>();
+            std::mem::forget(chunk);
+            // SAFETY: RedisModule_LoadStringBuffer's buffer: `len` bytes from Redis's
+            // allocator (RedisModule_Alloc's, which serves the module's u64-aligned layouts),
+            // now owned here.
+            if let Err(block) = unsafe { codec::adopt_data(&mut chain, offset, block, len) } {
+                let chunk = RedisBuffer::new(block.as_ptr().cast(), len);
+                codec::write_data(&mut chain, offset, chunk.as_ref()).map_err(|e| e.to_string())?;
+            }
+            offset += len as u64;
         }
         Ok(chain)
     }

@@ -306,6 +306,21 @@ impl BitArray {
     pub fn write_bytes(&mut self, start: usize, src: &[u8]) {
         self.words.write_bytes(start, src)
     }
+
+    /// `Words::adopt`: takes over a block holding bytes `start..start + bytes`, for loading;
+    /// the caller keeps the bits past m zero.
+    ///
+    /// # Safety
+    /// As `Words::adopt`.
+    pub unsafe fn adopt(
+        &mut self,
+        start: usize,
+        block: std::ptr::NonNull<u8>,
+        bytes: usize,
+    ) -> Result<(), std::ptr::NonNull<u8>> {
+        // SAFETY: the caller's contract is the callee's.
+        unsafe { self.words.adopt(start, block, bytes) }
+    }
 }
 
 /// Panics unless the words hold m bits: then every probe, `reduce`d below m, is in range.

@@ -128,22 +128,12 @@ fn find(region: &[u64], shape: &Shape, v: u64) -> ef::Probe {
         0 => 0,
         h => {
             let j = (h - 1) / SAMPLE;
-            let (start, mut left) = match j {
+            let (from, left) = match j {
                 0 => (0, h - 1),
                 _ => (ef::sample(index, j - 1), h - 1 - j * SAMPLE),
             };
-            let at = upper + start;
-            let mut w = (at / 64) as usize;
-            let mut zeros = !stream[w] & !ef::low_mask((at % 64) as u32);
-            loop {
-                let count = zeros.count_ones() as u64;
-                if left < count {
-                    break w as u64 * 64 + ef::select_in_word(zeros, left) - upper + 1;
-                }
-                left -= count;
-                w += 1;
-                zeros = !stream[w];
-            }
+            // A valid set's stream holds that zero; past a stream's end nothing is found.
+            ef::after_zero(stream, upper, from, left).unwrap_or(u64::MAX)
         }
     };
     ef::find_from(stream, 0, shape.stream, v, start)

@@ -34,6 +34,8 @@ const LAYOUT: Arg = arg(
 )
 .after(c"LAYOUT")
 .optional();
+/// `[SEED seed]`: a new filter's hash seed (`commands.rs`).
+const SEED: Arg = integer(c"seed").after(c"SEED").optional();
 /// `[WINDOW seconds]`: a windowed filter (`window/`).
 const WINDOW: Arg = integer(c"seconds").after(c"WINDOW").optional();
 const ONE_ITEM: &[Arg] = &[key(c"key", 0), string(c"item")];
@@ -54,6 +56,7 @@ pub static COMMANDS: &[CommandInfo] = &[
             integer(c"expansion").after(c"EXPANSION").optional(),
             token(c"nonscaling", c"NONSCALING").optional(),
             LAYOUT,
+            SEED,
             WINDOW,
         ],
     )
@@ -96,6 +99,7 @@ pub static COMMANDS: &[CommandInfo] = &[
             token(c"nocreate", c"NOCREATE").optional(),
             token(c"nonscaling", c"NONSCALING").optional(),
             LAYOUT,
+            SEED,
             WINDOW,
             integer(c"unix-time-milliseconds").after(c"AT").optional(),
             string(c"item").after(c"ITEMS").multiple(),

@@ -363,6 +363,48 @@ impl Words {
         }
     }
 
+    /// Takes over `block`, `bytes` bytes holding little-endian words, as the words of the
+    /// allocation that holds bytes `start..start + bytes` of the array, in place of the zero
+    /// words there (freed): a load then keeps the block Redis read the data into instead of
+    /// copying it. Only when the range is exactly one allocation (a segment, or the whole
+    /// array) and the block is aligned as the array needs; otherwise the block is handed back.
+    ///
+    /// # Safety
+    /// `block` must be a block of `bytes` bytes from the global allocator with the layout
+    /// `layout(bytes)` (u64 alignment: Redis's allocator, as `RedisModule_LoadStringBuffer`
+    /// hands them out), owned by the caller; on `Ok` it is the array's.
+    pub unsafe fn adopt(
+        &mut self,
+        start: usize,
+        block: NonNull<u8>,
+        bytes: usize,
+    ) -> Result<(), NonNull<u8>> {
+        let fits = cfg!(target_endian = "little")
+            && block.as_ptr().align_offset(self.align) == 0
+            && layout(bytes).is_some();
+        let len = self.len;
+        let (run, table, index) = match &mut self.storage {
+            Storage::One(run) if fits && start == 0 && bytes == len * 8 => (run, None, 0),
+            Storage::Segments(s) if fits && start.is_multiple_of(SEGMENT_BYTES) => {
+                let index = start / SEGMENT_BYTES;
+                if index >= s.runs.len() || bytes != segment_len(len, index) * 8 {
+                    return Err(block);
+                }
+                (&mut s.runs[index], Some(&mut s.table), index)
+            }
+            _ => return Err(block),
+        };
+        *run = Run {
+            ptr: block.cast(),
+            base: block,
+            allocated: bytes,
+        };
+        if let Some(table) = table {
+            table[index] = run.ptr.as_ptr().wrapping_sub(index * SEGMENT_WORDS);
+        }
+        Ok(())
+    }
+
     /// Visits the array's blocks for defragmentation (`core::defrag`): its one run, or the
     /// segments' records, table and runs (the table then points at the runs' new places).
     pub fn defrag(&mut self, d: &mut Defrag) {
@@ -618,6 +660,79 @@ impl WordWrite for SegmentsMut<'_> {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    /// A block of the global allocator holding `words` as little-endian bytes, as a load
+    /// hands it to `Words::adopt`.
+    fn block_of(words: &[u64]) -> (NonNull<u8>, usize) {
+        let bytes = words.len() * 8;
+        // SAFETY: a non-zero-sized layout.
+        let block = NonNull::new(unsafe { std::alloc::alloc(layout(bytes).unwrap()) }).unwrap();
+        for (i, w) in words.iter().enumerate() {
+            // SAFETY: 8 bytes at 8·i lie inside the block.
+            unsafe {
+                std::ptr::copy_nonoverlapping(
+                    w.to_le_bytes().as_ptr(),
+                    block.as_ptr().add(8 * i),
+                    8,
+                )
+            };
+        }
+        (block, bytes)
+    }
+
+    fn free(block: NonNull<u8>, bytes: usize) {
+        // SAFETY: allocated by block_of with this layout and handed back.
+        unsafe { dealloc(block.as_ptr(), layout(bytes).unwrap()) };
+    }
+
+    #[test]
+    fn a_block_that_is_one_allocation_is_taken_over() {
+        // Segments of 64 words in unit tests: 200 words are 64 + 64 + 64 + 8.
+        let len = 200;
+        let mut w = Words::zeroed(len, 8).unwrap();
+        let class = w.memory_bytes();
+        let expected: Vec<u64> = (0..len as u64).map(|i| i * 0x9e37_79b9_7f4a_7c15).collect();
+        for (start, words) in [(64, 64), (192, 8), (0, 64)] {
+            let (block, bytes) = block_of(&expected[start..start + words]);
+            // SAFETY: a block of the global allocator with the layout adopt expects.
+            let adopted = unsafe { w.adopt(start * 8, block, bytes) };
+            assert!(adopted.is_ok(), "{start}");
+        }
+        // Not one allocation: across two segments, or part of one.
+        for (start, words) in [(32, 64), (128, 32), (128, 72)] {
+            let (block, bytes) = block_of(&expected[start..start + words]);
+            // SAFETY: as above.
+            let back = unsafe { w.adopt(start * 8, block, bytes) }.expect_err("refused");
+            free(back, bytes);
+        }
+        let le =
+            |words: &[u64]| -> Vec<u8> { words.iter().flat_map(|w| w.to_le_bytes()).collect() };
+        w.write_bytes(128 * 8, &le(&expected[128..192]));
+        let mut out = Vec::new();
+        w.read_bytes(0, len * 8, &mut out);
+        assert_eq!(out, le(&expected));
+        assert_eq!(w.memory_bytes(), class);
+        let copy = w.try_clone().unwrap();
+        let mut again = Vec::new();
+        copy.read_bytes(0, len * 8, &mut again);
+        assert_eq!(again, out);
+
+        // One allocation for a small array; a block aligned less than the array needs (the
+        // blocked layout's 64 bytes) is handed back.
+        let mut small = Words::zeroed(10, 8).unwrap();
+        let (block, bytes) = block_of(&expected[..10]);
+        // SAFETY: as above.
+        assert!(unsafe { small.adopt(0, block, bytes) }.is_ok());
+        assert!(matches!(small.view(), View::One(s) if s == &expected[..10]));
+        let mut aligned = Words::zeroed(10, 64).unwrap();
+        let (block, bytes) = block_of(&expected[..11]);
+        // SAFETY: 8 bytes into a malloc block (16-byte aligned) is never 64-byte aligned;
+        // the refused pointer is not freed, the block is.
+        let skewed = unsafe { NonNull::new_unchecked(block.as_ptr().add(8)) };
+        // SAFETY: refused before it is used as a block (alignment), see above.
+        assert!(unsafe { aligned.adopt(0, skewed, bytes - 8) }.is_err());
+        free(block, bytes);
+    }
 
     const MIB: u64 = 1 << 20;
 

@@ -3,9 +3,16 @@
 //! Scheme 1 (the only one so far; its number is stored in every encoded value, so a value
 //! written with scheme 1 is always read back with scheme 1):
 //!
-//! * Each item is hashed once with XXH3-128 (seed 0) over its raw bytes. The low 64 bits are
-//!   `h1`, the high 64 bits with the lowest bit forced to 1 are `h2`. XXH3's output does not
-//!   depend on the SIMD path, so persisted positions are valid on every machine.
+//! * Each item is hashed once with XXH3-128 over its raw bytes, under a 64-bit seed. The low
+//!   64 bits are `h1`, the high 64 bits with the lowest bit forced to 1 are `h2`. XXH3's
+//!   output does not depend on the SIMD path, so persisted positions are valid on every
+//!   machine.
+//! * The seed is 0 unless the value says otherwise: a Bloom filter may carry a seed of its
+//!   own (drawn at random when it is created, stored in its encoding, `bloom/codec.rs`), so
+//!   that items crafted offline against one fixed function do not pile onto the same bits of
+//!   every filter (docs/security.md). XXH3's seed 0 is its default, so seed 0 gives exactly
+//!   the positions of values written before filters had seeds. Linear counters always use
+//!   seed 0: any two counters must combine.
 //! * A linear counter uses `h1` alone: position `reduce(h1, m)`, and in exact mode the
 //!   fingerprints `reduce(h1, U)` for a multiple `U` of `m` (lc/counter.rs; its encoding
 //!   version 1 kept the `h1` values themselves).
@@ -18,7 +25,7 @@
 //!   without the cycles that `x mod m` has when m is a multiple of a power of two (the flaw that
 //!   makes RedisBloom's small filters miss their error rate).
 
-use xxhash_rust::xxh3::xxh3_128;
+use xxhash_rust::xxh3::xxh3_128_with_seed;
 
 /// Stored in every encoded value; bump it (and keep the old code path) if anything above changes.
 pub const HASH_SCHEME: u8 = 1;
@@ -37,9 +44,16 @@ impl ItemHash {
     }
 }
 
+/// The item's hash under seed 0 (counters, and Bloom filters without a seed of their own).
 #[inline(always)]
 pub fn hash_item(item: &[u8]) -> ItemHash {
-    let h = xxh3_128(item);
+    hash_item_seeded(item, 0)
+}
+
+/// The item's hash under `seed` (a Bloom filter's own).
+#[inline(always)]
+pub fn hash_item_seeded(item: &[u8], seed: u64) -> ItemHash {
+    let h = xxh3_128_with_seed(item, seed);
     ItemHash {
         h1: h as u64,
         h2: ((h >> 64) as u64) | 1,
@@ -72,6 +86,27 @@ mod tests {
         let golden = (h.h1, h.h2, h.probe(0), h.probe(3));
         assert_eq!(golden, GOLDEN);
     }
+
+    #[test]
+    fn seed_zero_is_the_unseeded_hash_and_seeds_are_stable() {
+        // Inputs of every XXH3 length class, the long one (> 240 bytes) included.
+        for len in [0usize, 3, 16, 100, 200, 1000] {
+            let item: Vec<u8> = (0..len).map(|i| i as u8).collect();
+            let plain = xxhash_rust::xxh3::xxh3_128(&item);
+            let h = hash_item_seeded(&item, 0);
+            assert_eq!((h.h1, h.h2), (plain as u64, ((plain >> 64) as u64) | 1));
+            assert_ne!(hash_item_seeded(&item, 1), h);
+        }
+        // Persisted seeded filters depend on these exact values too.
+        let h = hash_item_seeded(b"lcbloom", 0x5eed);
+        assert_eq!((h.h1, h.h2, h.probe(3)), SEEDED_GOLDEN);
+    }
+
+    const SEEDED_GOLDEN: (u64, u64, u64) = (
+        10963221617311494617,
+        2619208278682962927,
+        2969517647417411491,
+    );
 
     const GOLDEN: (u64, u64, u64, u64) = (
         4959137413946441324,

@@ -25,6 +25,19 @@ pub fn parse_i64(arg: &RedisString) -> Option<i64> {
     text.parse::<i64>().ok()
 }
 
+/// A decimal integer from 0 to 2^64 − 1, digits only.
+pub fn parse_u64_text(text: &str) -> Option<u64> {
+    if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    text.parse::<u64>().ok()
+}
+
+/// `parse_u64_text` of an argument.
+pub fn parse_u64(arg: &RedisString) -> Option<u64> {
+    parse_u64_text(std::str::from_utf8(arg.as_slice()).ok()?)
+}
+
 /// An error rate: a float strictly between 0 and 1.
 pub fn parse_rate(arg: &RedisString, error: &'static str) -> Result<f64, RedisError> {
     parse_f64(arg)

@@ -18,12 +18,13 @@
 //! `LC.ADD` on a missing key); such commands replicate the parameters they actually used, so a
 //! replica or an AOF replay with other defaults still builds the same value.
 
-use crate::server::ffi::guard_callback;
+use crate::server::args::parse_u64_text;
+use crate::server::ffi::{guard_callback, random_u64};
 use redis_module::configuration::ConfigurationFlags;
 use redis_module::{raw, Context};
 use std::ffi::{c_char, c_int, c_longlong, c_void, CStr, CString};
 use std::ptr::null_mut;
-use std::sync::atomic::{AtomicI32, AtomicI64, AtomicPtr, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicI64, AtomicPtr, AtomicU64, Ordering};
 
 /// One module config: `lcbloom.<name>`.
 pub struct Config {
@@ -40,6 +41,7 @@ pub enum Setting {
     Integer(&'static Integer),
     Rate(&'static Rate),
     Choice(&'static Choice),
+    Seed(&'static Seed),
 }
 
 /// An integer config in `min..=max`.
@@ -115,13 +117,24 @@ fn parse_bytes(text: &str) -> Option<i64> {
     digits.parse::<i64>().ok()?.checked_mul(unit)
 }
 
+/// A config the module API holds as a string: how it is shown and set.
+trait Text: Sync + 'static {
+    /// What a valid value is, for error messages.
+    const ALLOWED: &'static str;
+    /// The value as `CONFIG GET` shows it.
+    fn show(&self) -> String;
+    /// Sets the value from its text: false (nothing changed) if the text is not valid.
+    fn set_text(&self, text: &str) -> bool;
+    /// The string the last `CONFIG GET` was given: Redis copies it, and it is freed at the
+    /// next one, so showing the value leaks nothing.
+    fn shown(&self) -> &AtomicPtr<raw::RedisModuleString>;
+}
+
 /// A probability strictly between 0 and 1 (a string config: the module API has no float
 /// configs), stored as the bits of an f64.
 pub struct Rate {
     bits: AtomicU64,
     default: f64,
-    /// The string the last `CONFIG GET` was given: Redis copies it, and it is freed at the
-    /// next one, so showing the value leaks nothing.
     shown: AtomicPtr<raw::RedisModuleString>,
 }
 
@@ -145,8 +158,90 @@ impl Rate {
         }
         trimmed.parse::<f64>().ok().filter(|r| *r > 0.0 && *r < 1.0)
     }
+}
 
+impl Text for Rate {
     const ALLOWED: &'static str = "a number strictly between 0 and 1";
+
+    fn show(&self) -> String {
+        // Rust prints the shortest text that parses back to the same f64.
+        self.get().to_string()
+    }
+
+    fn set_text(&self, text: &str) -> bool {
+        let rate = Rate::parse(text);
+        if let Some(r) = rate {
+            self.bits.store(r.to_bits(), Ordering::Relaxed);
+        }
+        rate.is_some()
+    }
+
+    fn shown(&self) -> &AtomicPtr<raw::RedisModuleString> {
+        &self.shown
+    }
+}
+
+/// A hash seed for new values: `random` (a fresh one for each, from the server's random
+/// source) or a fixed number from 0 to 2^64 − 1 (a string config: the module API's numeric
+/// configs are i64).
+pub struct Seed {
+    random: AtomicBool,
+    fixed: AtomicU64,
+    shown: AtomicPtr<raw::RedisModuleString>,
+}
+
+impl Seed {
+    /// A seed config whose default is `random`.
+    pub const fn random() -> Self {
+        Self {
+            random: AtomicBool::new(true),
+            fixed: AtomicU64::new(0),
+            shown: AtomicPtr::new(null_mut()),
+        }
+    }
+
+    /// The configured fixed seed, or None for `random`.
+    pub fn get(&self) -> Option<u64> {
+        (!self.random.load(Ordering::Relaxed)).then(|| self.fixed.load(Ordering::Relaxed))
+    }
+
+    /// The seed for a new value: the fixed one, or a fresh random one.
+    pub fn draw(&self) -> u64 {
+        self.get().unwrap_or_else(random_u64)
+    }
+
+    /// `random` (any case) as None, a number as itself.
+    fn parse(text: &str) -> Option<Option<u64>> {
+        if text.eq_ignore_ascii_case("random") {
+            return Some(None);
+        }
+        parse_u64_text(text).map(Some)
+    }
+}
+
+impl Text for Seed {
+    const ALLOWED: &'static str = "random, or a number from 0 to 18446744073709551615";
+
+    fn show(&self) -> String {
+        match self.get() {
+            Some(seed) => seed.to_string(),
+            None => "random".to_string(),
+        }
+    }
+
+    fn set_text(&self, text: &str) -> bool {
+        let Some(seed) = Seed::parse(text) else {
+            return false;
+        };
+        // The number first: a command reads `random` and then the number.
+        self.fixed.store(seed.unwrap_or(0), Ordering::Relaxed);
+        self.random.store(seed.is_none(), Ordering::Relaxed);
+        true
+    }
+
+    fn shown(&self) -> &AtomicPtr<raw::RedisModuleString> {
+        &self.shown
+    }
 }
 
 /// One of a list of names (an enum config); the value is the index of the name.
@@ -222,6 +317,7 @@ impl Config {
             Setting::Integer(i) => i.parse(text).is_some(),
             Setting::Rate(_) => Rate::parse(text).is_some(),
             Setting::Choice(c) => c.parse(text).is_some(),
+            Setting::Seed(_) => Seed::parse(text).is_some(),
         }
     }
 
@@ -231,6 +327,7 @@ impl Config {
             Setting::Integer(i) => i.allowed(),
             Setting::Rate(_) => Rate::ALLOWED.to_string(),
             Setting::Choice(c) => c.allowed(),
+            Setting::Seed(_) => Seed::ALLOWED.to_string(),
         }
     }
 
@@ -280,18 +377,12 @@ impl Config {
                 let default = value.and_then(Rate::parse).unwrap_or(r.default).to_string();
                 let default = CString::new(default).map_err(|_| failed())?;
                 // SAFETY: as said above.
-                unsafe {
-                    string(
-                        ctx.ctx,
-                        self.name.as_ptr(),
-                        default.as_ptr(),
-                        ConfigurationFlags::DEFAULT.bits(),
-                        Some(get_rate),
-                        Some(set_rate),
-                        None,
-                        std::ptr::from_ref(r).cast_mut().cast(),
-                    )
-                }
+                unsafe { register_text(string, ctx, self.name, &default, r) }
+            }
+            Setting::Seed(s) => {
+                let default = CString::new(value.unwrap_or("random")).map_err(|_| failed())?;
+                // SAFETY: as said above.
+                unsafe { register_text(string, ctx, self.name, &default, s) }
             }
             Setting::Choice(c) => {
                 let default = value.and_then(|v| c.parse(v)).unwrap_or(c.default);
@@ -320,6 +411,41 @@ impl Config {
         } else {
             Err(failed())
         }
+    }
+}
+
+/// Registers a string config whose private data is `config`.
+///
+/// # Safety
+/// `register` is `RedisModule_RegisterStringConfig` and `ctx` `OnLoad`'s context.
+unsafe fn register_text<T: Text>(
+    register: unsafe extern "C" fn(
+        *mut raw::RedisModuleCtx,
+        *const c_char,
+        *const c_char,
+        std::ffi::c_uint,
+        raw::RedisModuleConfigGetStringFunc,
+        raw::RedisModuleConfigSetStringFunc,
+        raw::RedisModuleConfigApplyFunc,
+        *mut c_void,
+    ) -> c_int,
+    ctx: &Context,
+    name: &CStr,
+    default: &CStr,
+    config: &'static T,
+) -> c_int {
+    // SAFETY: the caller's contract; Redis copies the name and the default.
+    unsafe {
+        register(
+            ctx.ctx,
+            name.as_ptr(),
+            default.as_ptr(),
+            ConfigurationFlags::DEFAULT.bits(),
+            Some(get_text::<T>),
+            Some(set_text::<T>),
+            None,
+            std::ptr::from_ref(config).cast_mut().cast(),
+        )
     }
 }
 
@@ -386,21 +512,23 @@ extern "C" fn set_integer(
     })
 }
 
-extern "C" fn get_rate(_name: *const c_char, privdata: *mut c_void) -> *mut raw::RedisModuleString {
+extern "C" fn get_text<T: Text>(
+    _name: *const c_char,
+    privdata: *mut c_void,
+) -> *mut raw::RedisModuleString {
     guard_callback("config get", null_mut(), || {
-        // SAFETY: registered with a `Rate` as private data; reads of function pointers Redis
+        // SAFETY: registered with a `T` as private data; reads of function pointers Redis
         // sets at load.
         unsafe {
-            let rate = setting::<Rate>(privdata);
+            let config = setting::<T>(privdata);
             let (Some(create), Some(free)) =
                 (raw::RedisModule_CreateString, raw::RedisModule_FreeString)
             else {
                 return null_mut();
             };
-            // Rust prints the shortest text that parses back to the same f64.
-            let text = rate.get().to_string();
+            let text = config.show();
             let shown = create(null_mut(), text.as_ptr().cast(), text.len());
-            let previous = rate.shown.swap(shown, Ordering::Relaxed);
+            let previous = config.shown().swap(shown, Ordering::Relaxed);
             if !previous.is_null() {
                 free(null_mut(), previous);
             }
@@ -409,27 +537,23 @@ extern "C" fn get_rate(_name: *const c_char, privdata: *mut c_void) -> *mut raw:
     })
 }
 
-extern "C" fn set_rate(
+extern "C" fn set_text<T: Text>(
     name: *const c_char,
     value: *mut raw::RedisModuleString,
     privdata: *mut c_void,
     err: ErrorSlot,
 ) -> c_int {
     guard_callback("config set", raw::Status::Err as c_int, || {
-        // SAFETY: registered with a `Rate` as private data; Redis passes the config's name
-        // and a live string.
+        // SAFETY: registered with a `T` as private data; Redis passes the config's name and
+        // a live string.
         unsafe {
-            let rate = setting::<Rate>(privdata);
+            let config = setting::<T>(privdata);
             let text = redis_module::RedisString::string_as_slice(value);
-            match std::str::from_utf8(text).ok().and_then(Rate::parse) {
-                Some(r) => {
-                    rate.bits.store(r.to_bits(), Ordering::Relaxed);
-                    raw::Status::Ok as c_int
-                }
-                None => {
-                    let name = CStr::from_ptr(name).to_string_lossy();
-                    refuse(err, &format!("{name} must be {}", Rate::ALLOWED))
-                }
+            if std::str::from_utf8(text).is_ok_and(|t| config.set_text(t)) {
+                raw::Status::Ok as c_int
+            } else {
+                let name = CStr::from_ptr(name).to_string_lossy();
+                refuse(err, &format!("{name} must be {}", T::ALLOWED))
             }
         }
     })
@@ -492,5 +616,18 @@ mod tests {
         assert!(c.accepts("blocked") && c.accepts("STANDARD") && !c.accepts("fast"));
         assert_eq!(c.allowed(), "one of standard, blocked");
         assert_eq!(C.name(), "standard");
+        static S: Seed = Seed::random();
+        let s = config(Setting::Seed(&S));
+        assert!(s.accepts("random") && s.accepts("RANDOM") && s.accepts("0"));
+        assert!(s.accepts("18446744073709551615") && !s.accepts("18446744073709551616"));
+        assert!(!s.accepts("-1") && !s.accepts(" 1") && !s.accepts("") && !s.accepts("0x10"));
+        assert_eq!((S.get(), S.show()), (None, "random".to_string()));
+        assert!(S.set_text("42") && !S.set_text("x"));
+        assert_eq!(
+            (S.get(), S.draw(), S.show()),
+            (Some(42), 42, "42".to_string())
+        );
+        assert!(S.set_text("Random"));
+        assert_eq!(S.get(), None);
     }
 }

@@ -81,6 +81,23 @@ pub fn log_notice(message: &str) {
     log(redis_module::logging::RedisLogLevel::Notice, message);
 }
 
+/// 64 random bits from the server's random source (`RedisModule_GetRandomBytes`: a generator
+/// seeded from /dev/urandom at startup); outside a server, from the standard library's
+/// randomly keyed hasher.
+pub fn random_u64() -> u64 {
+    // SAFETY: a plain read of a function pointer Redis sets once, before any callback runs.
+    let Some(random) = (unsafe { raw::RedisModule_GetRandomBytes }) else {
+        use std::hash::{BuildHasher, Hasher};
+        return std::collections::hash_map::RandomState::new()
+            .build_hasher()
+            .finish();
+    };
+    let mut bytes = [0u8; 8];
+    // SAFETY: Redis writes exactly `len` bytes into the buffer.
+    unsafe { random(bytes.as_mut_ptr(), bytes.len()) };
+    u64::from_le_bytes(bytes)
+}
+
 fn log(level: redis_module::logging::RedisLogLevel, message: &str) {
     let safe = message.replace('%', "%%").replace('\0', "\\0");
     // SAFETY: a plain read of a function pointer Redis sets once, before any callback runs.

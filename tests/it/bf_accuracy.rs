@@ -69,6 +69,30 @@ fn measure(
     measure_layout(c, "standard", p, capacity, items, scaling)
 }
 
+/// `BF.RESERVE key p capacity LAYOUT layout [NONSCALING]`, then `items` items named after the key.
+fn reserve_and_fill(
+    c: &mut redis::Connection,
+    key: &str,
+    layout: &str,
+    p: f64,
+    capacity: u64,
+    items: usize,
+    scaling: bool,
+) {
+    let mut reserve = redis::cmd("BF.RESERVE");
+    reserve
+        .arg(key)
+        .arg(p)
+        .arg(capacity)
+        .arg("LAYOUT")
+        .arg(layout);
+    if !scaling {
+        reserve.arg("NONSCALING");
+    }
+    reserve.exec(c).unwrap();
+    madd(c, key, (0..items).map(|i| format!("m:{key}:{i}")));
+}
+
 fn measure_layout(
     c: &mut redis::Connection,
     layout: &str,
@@ -78,18 +102,7 @@ fn measure_layout(
     scaling: bool,
 ) -> (f64, f64) {
     let key = format!("{layout}/{p}/{capacity}/{items}/{scaling}");
-    let mut reserve = redis::cmd("BF.RESERVE");
-    reserve
-        .arg(&key)
-        .arg(p)
-        .arg(capacity)
-        .arg("LAYOUT")
-        .arg(layout);
-    if !scaling {
-        reserve.arg("NONSCALING");
-    }
-    reserve.exec(c).unwrap();
-    madd(c, &key, (0..items).map(|i| format!("m:{key}:{i}")));
+    reserve_and_fill(c, &key, layout, p, capacity, items, scaling);
     // No false negatives.
     for start in (0..items).step_by(BATCH) {
         let mut cmd = redis::cmd("BF.MEXISTS");
@@ -200,18 +213,15 @@ fn filters_at_capacity_stay_within_the_rate_with_margin() {
         ("standard", 0.001, 100_000, true),
     ] {
         let key = format!("margin/{layout}/{p}/{capacity}/{scaling}");
-        let mut reserve = redis::cmd("BF.RESERVE");
-        reserve
-            .arg(&key)
-            .arg(p)
-            .arg(capacity)
-            .arg("LAYOUT")
-            .arg(layout);
-        if !scaling {
-            reserve.arg("NONSCALING");
-        }
-        reserve.exec(&mut c).unwrap();
-        madd(&mut c, &key, (0..capacity).map(|i| format!("m:{key}:{i}")));
+        reserve_and_fill(
+            &mut c,
+            &key,
+            layout,
+            p,
+            capacity,
+            capacity as usize,
+            scaling,
+        );
         let probes = ((3_600.0 / p) as usize).div_ceil(BATCH) * BATCH;
         let hits = false_positives_of(&mut c, &key, probes);
         let rate = hits as f64 / probes as f64;

@@ -347,10 +347,12 @@ fn replicas_build_the_master_layout_whatever_their_config() {
 fn hostile_blocked_headers_and_payloads_are_refused_or_safe() {
     let server = Server::start();
     let mut c = server.conn();
+    // Unseeded (seed 0): the encodings of unseeded filters; a seeded one is patched below.
+    ok(&mut c, &["CONFIG", "SET", "lcbloom.bf-seed", "0"]);
     blocked_filters(&mut c);
     // The headers from SCANDUMP, mutated where the layout lives: refused, nothing created.
     // A large blocked filter is all bit arrays (version 2); a small one's first sub-filters
-    // are sparse (version 3, layout 1).
+    // are sparse (version 3, layout 1); a seeded one is version 4.
     let header_of = |c: &mut Connection, key: &str| {
         let (_, header): (i64, Vec<u8>) =
             redis::cmd("BF.SCANDUMP").arg(&[key, "0"]).query(c).unwrap();
@@ -364,7 +366,8 @@ fn hostile_blocked_headers_and_payloads_are_refused_or_safe() {
         (header.clone(), 6, vec![7]), // unknown layout
         (header.clone(), 7, vec![1]), // reserved
         (header.clone(), 4, vec![3]), // version 3 without a sparse sub-filter
-        (header.clone(), 4, vec![4]), // unknown version
+        (header.clone(), 4, vec![4]), // version 4 has a seed before the entries
+        (header.clone(), 4, vec![5]), // unknown version
     ];
     let bits = u64::from_le_bytes(header[48..56].try_into().unwrap());
     patches.push((header.clone(), 48, (bits + 64).to_le_bytes().to_vec())); // not whole blocks
@@ -372,6 +375,30 @@ fn hostile_blocked_headers_and_payloads_are_refused_or_safe() {
     assert_eq!(&small[4..8], &[3, 1, 1, 0]);
     for (at, bytes) in [(4, vec![1]), (4, vec![2]), (6, vec![7]), (7, vec![1])] {
         patches.push((small.clone(), at, bytes));
+    }
+    ok(
+        &mut c,
+        &[
+            "BF.RESERVE",
+            "b:seeded",
+            "0.01",
+            "10000",
+            "LAYOUT",
+            "blocked",
+            "SEED",
+            "99",
+        ],
+    );
+    let seeded = header_of(&mut c, "b:seeded");
+    assert_eq!(&seeded[4..8], &[4, 1, 1, 0]);
+    assert_eq!(&seeded[32..40], &99u64.to_le_bytes());
+    for (at, bytes) in [
+        (4, vec![2]),                      // the seed read as the first entry
+        (4, vec![3]),                      // likewise
+        (6, vec![7]),                      // unknown layout
+        (32, 0u64.to_le_bytes().to_vec()), // seed 0 is written as versions 1 to 3
+    ] {
+        patches.push((seeded.clone(), at, bytes));
     }
     for (header, at, bytes) in patches {
         let mut bad = header;

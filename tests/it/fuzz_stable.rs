@@ -24,13 +24,14 @@ use lcbloom::lc::counter::Counter;
 use std::time::{Duration, Instant};
 
 fn chain(p: f64, capacity: u64, expansion: u32, items: u64) -> Chain {
-    chain_of(Layout::Standard, p, capacity, expansion, items)
+    chain_of(Layout::Standard, 0, p, capacity, expansion, items)
 }
 
-fn chain_of(layout: Layout, p: f64, capacity: u64, expansion: u32, items: u64) -> Chain {
-    let mut c = Chain::with_layout(layout, p, capacity, expansion, targets::LIMIT).unwrap();
+fn chain_of(layout: Layout, seed: u64, p: f64, capacity: u64, expansion: u32, items: u64) -> Chain {
+    let limit = targets::LIMIT;
+    let mut c = Chain::with_layout(layout, seed, p, capacity, expansion, limit).unwrap();
     for i in 0..items {
-        let _ = c.add(&hash_item(&i.to_le_bytes()), targets::LIMIT);
+        let _ = c.add(&c.hash(&i.to_le_bytes()), limit);
     }
     c
 }
@@ -43,12 +44,17 @@ fn chains() -> Vec<Chain> {
         chain(0.001, 100, 0, 80),
         chain(0.5, 3, 1, 20),
         chain(0.01, 50, 4, 400),
-        chain_of(Layout::Blocked, 0.01, 1, 0, 1),
-        chain_of(Layout::Blocked, 0.01, 50, 2, 300),
+        chain_of(Layout::Blocked, 0, 0.01, 1, 0, 1),
+        chain_of(Layout::Blocked, 0, 0.01, 50, 2, 300),
         // Bit arrays only (encoding versions 1 and 2), and sparse sets followed by bit arrays.
         chain(0.01, 10_000, 0, 100),
         chain(0.01, 5_000, 2, 5_300),
-        chain_of(Layout::Blocked, 0.01, 5_000, 2, 5_300),
+        chain_of(Layout::Blocked, 0, 0.01, 5_000, 2, 5_300),
+        // Seeded (encoding version 4): a sparse set, bit arrays, both, blocked.
+        chain_of(Layout::Standard, 7, 0.01, 100, 2, 30),
+        chain_of(Layout::Standard, u64::MAX, 0.01, 10_000, 0, 100),
+        chain_of(Layout::Standard, 1 << 40, 0.01, 5_000, 2, 5_300),
+        chain_of(Layout::Blocked, 0x5eed, 0.01, 50, 2, 300),
     ]
 }
 

@@ -170,6 +170,50 @@ fn cases() -> Vec<Case> {
     mixed.extend(add_items("BF.MADD", "i", 5_300, 1_000));
     cases.push(("bf_sparse_then_bits", mixed, bf_asks_grow("i", 5_300)));
 
+    // Seeded filters (encoding version 4): a default one of a few items (a sparse set), bit
+    // arrays alone, and a blocked chain of sparse sets and bit arrays.
+    let mut seeded_few = vec![s(&[
+        "BF.INSERT",
+        "k",
+        "SEED",
+        "1311768467463790320",
+        "ITEMS",
+        "first",
+    ])];
+    seeded_few.extend(add_items("BF.MADD", "i", 30, 30));
+    cases.push(("bf_seeded_few", seeded_few, bf_asks_grow("i", 30)));
+    let mut seeded_bits = vec![s(&[
+        "BF.RESERVE",
+        "k",
+        "0.01",
+        "10000",
+        "NONSCALING",
+        "SEED",
+        "77",
+    ])];
+    seeded_bits.extend(add_items("BF.MADD", "i", 500, 500));
+    cases.push(("bf_seeded_bits", seeded_bits, bf_asks_grow("i", 500)));
+    let mut seeded_blocked = vec![s(&[
+        "BF.INSERT",
+        "k",
+        "CAPACITY",
+        "50",
+        "ERROR",
+        "0.001",
+        "LAYOUT",
+        "blocked",
+        "SEED",
+        "18446744073709551615",
+        "ITEMS",
+        "a",
+    ])];
+    seeded_blocked.extend(add_items("BF.MADD", "i", 3_000, 500));
+    cases.push((
+        "bf_seeded_blocked_scaled",
+        seeded_blocked,
+        bf_asks_grow("i", 3_000),
+    ));
+
     // Windowed filters, every write at a time of its own (AT) so that the bytes do not depend
     // on the clock: a window of 100 years (slots of 25), items added in 1970, 1995 and 2019,
     // all inside the window until 2070 (the asks run at the clock's time).
@@ -486,6 +530,12 @@ fn difference(recordings: &[(&str, Saved)], now: &Recorded, answers: &Answers) -
     None
 }
 
+/// The server the cases run on: unseeded by default (`bf-seed 0`), so that a filter's bytes do
+/// not depend on a random seed; the seeded cases give their `SEED`.
+fn recording_server() -> Server {
+    Server::builder().module_arg("bf-seed", "0").start()
+}
+
 #[test]
 #[ignore = "writes a new fixture file; run only when an encoding changes on purpose"]
 fn record() {
@@ -501,7 +551,7 @@ fn record() {
         "{path} exists: fixtures are never re-recorded, add a new one"
     );
     let older = by_case(FIXTURES.iter().copied().filter(|f| *f != file));
-    let server = Server::start();
+    let server = recording_server();
     let all = cases();
     let names: Vec<&str> = all.iter().map(|(n, _, _)| *n).collect();
     let mut text = String::from(
@@ -560,7 +610,7 @@ fn current_build_encodes_as_recorded() {
         .collect();
     assert!(missing.is_empty(), "cases no fixture holds: {missing:?}");
     assert_eq!(recorded.len(), names.len(), "fixture cases not in cases()");
-    let server = Server::start();
+    let server = recording_server();
     let mut wrong = Vec::new();
     for (name, (now, answers)) in names.iter().zip(recreate(&server, &names)) {
         let recordings = recorded.iter().find(|r| r[0].1.name == *name).unwrap();

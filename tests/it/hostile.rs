@@ -90,7 +90,7 @@ const KEYS: [&str; 13] = [
     "\u{1F600}",
 ];
 
-const WORDS: [&str; 48] = [
+const WORDS: [&str; 51] = [
     "0",
     "1",
     "-1",
@@ -120,6 +120,7 @@ const WORDS: [&str; 48] = [
     "1125899906842624",
     "9223372036854775807",
     "-9223372036854775808",
+    "18446744073709551615",
     "18446744073709551616",
     "99999999999999999999999",
     "CAPACITY",
@@ -130,6 +131,8 @@ const WORDS: [&str; 48] = [
     "WINDOW",
     "AT",
     "LAYOUT",
+    "SEED",
+    "seed",
     "window",
     "ITEMS",
     "items",
@@ -195,8 +198,25 @@ fn seed_values(c: &mut redis::Connection) -> Vec<&'static str> {
         c,
         &["BF.RESERVE", "s:bf-scaled", "0.1", "10", "EXPANSION", "2"],
     );
-    // Sparse sets then a bit array, a bit array alone, a blocked chain of sparse sets.
+    // Sparse sets then a bit array, a bit array alone, a blocked chain of sparse sets (each
+    // with a random seed: encoding version 4), and unseeded (versions 1 to 3).
     ok(c, &["BF.RESERVE", "s:bf-mixed", "0.01", "5000"]);
+    ok(
+        c,
+        &["BF.RESERVE", "s:bf-unseeded", "0.01", "5000", "SEED", "0"],
+    );
+    ok(
+        c,
+        &[
+            "BF.RESERVE",
+            "s:bf-unseeded-bits",
+            "0.01",
+            "10000",
+            "NONSCALING",
+            "SEED",
+            "0",
+        ],
+    );
     ok(
         c,
         &["BF.RESERVE", "s:bf-bits", "0.01", "10000", "NONSCALING"],
@@ -245,6 +265,8 @@ fn seed_values(c: &mut redis::Connection) -> Vec<&'static str> {
         ("s:bf-fixed", 150),
         ("s:bf-scaled", 100),
         ("s:bf-mixed", 5_100),
+        ("s:bf-unseeded", 5_100),
+        ("s:bf-unseeded-bits", 100),
         ("s:bf-bits", 100),
         ("s:bf-blocked", 100),
         ("s:bf-window", 100),
@@ -268,6 +290,8 @@ fn seed_values(c: &mut redis::Connection) -> Vec<&'static str> {
         "s:bf-fixed",
         "s:bf-scaled",
         "s:bf-mixed",
+        "s:bf-unseeded",
+        "s:bf-unseeded-bits",
         "s:bf-bits",
         "s:bf-blocked",
         "s:bf-window",

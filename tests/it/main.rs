@@ -7,6 +7,7 @@ mod bf_commands;
 mod bf_layout;
 mod bf_memory;
 mod bf_persistence;
+mod bf_seed;
 mod bf_window;
 mod client_rust;
 mod common;

@@ -44,6 +44,9 @@ pub const FIXTURES: &[&str] = &[
     // Windowed filters (type lcbloomBW, encoding version 1): empty, items in three
     // generations, and a scaled one of several layers.
     "golden-2026-11-23-bf-window.txt",
+    // Bloom encoding version 4: filters with a hash seed of their own (the seed after the
+    // fixed fields): a sparse set, bit arrays alone, a blocked chain of both.
+    "golden-2026-11-23-bf-seed.txt",
 ];
 
 /// What a value looks like on the wire.

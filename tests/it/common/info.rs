@@ -34,10 +34,11 @@ pub fn bf_info(c: &mut Connection, key: &str, field: &str) -> i64 {
 }
 
 /// The bits of a filter of one sub-filter held as a bit array, read from its `BF.SCANDUMP`
-/// header (the sub-filter's bit count at bytes 48..56).
+/// header (the sub-filter's bit count at bytes 48..56, 8 bytes later after a seed: version 4).
 pub fn bf_bits(c: &mut Connection, key: &str) -> u64 {
     let (_, header): (i64, Vec<u8>) = redis::cmd("BF.SCANDUMP").arg(key).arg(0).query(c).unwrap();
-    u64::from_le_bytes(header[48..56].try_into().unwrap())
+    let at = if header[4] == 4 { 56 } else { 48 };
+    u64::from_le_bytes(header[at..at + 8].try_into().unwrap())
 }
 
 /// `LC.INFO key` (RESP2) as (field, value) pairs.

@@ -75,6 +75,7 @@ pub const OTHER_DEFAULTS: &[(&str, &str)] = &[
     ("bf-initial-size", "7"),
     ("bf-expansion-factor", "4"),
     ("bf-layout", "blocked"),
+    ("bf-seed", "12345"),
     ("lc-error-rate", "0.1"),
     ("lc-capacity", "99"),
     ("max-memory-per-key", "262144"),
