@@ -10,6 +10,12 @@ and after defragmentation, Redis's `active_defrag_hits` (blocks moved, all kinds
 lcbloom's own `defrag_moved_blocks`, and whether every surviving key's DUMP payload and
 answers (BF.EXISTS of its items, LC.COUNT) are the same after the moves.
 
+Kind `big`: the strings' keyspace plus one 0.001 / 200M Bloom filter (a 373 MiB bit array)
+holding 2M items, to show what a big value costs active defrag. Every kind reports the longest
+defrag cycle (LATENCY HISTORY active-defrag-cycle, threshold 1 ms) against the cycle's time
+budget, `active-defrag-cycle-max` percent of a serverCron tick (1000 / hz ms), and the steps
+in which lcbloom paused a value at its cursor because the budget ran out.
+
 Needs a redis-server with Redis's own jemalloc (REDIS_SERVER, e.g.
 ../shared/servers/redis-7.2.6/redis-server; Debian's refuses `activedefrag yes`).
 Environment: REDIS_SERVER, LCBLOOM_MODULE, DEFRAG_KEYS (200000), DEFRAG_SECONDS (25),
@@ -26,7 +32,8 @@ from server_bench import OUR_MODULE, SERVER_BIN, Server, log, machine, report  #
 
 KEYS = int(os.environ.get("DEFRAG_KEYS", "200000"))
 SECONDS = float(os.environ.get("DEFRAG_SECONDS", "25"))
-KINDS = os.environ.get("DEFRAG_KINDS", "strings,bf,lc").split(",")
+KINDS = os.environ.get("DEFRAG_KINDS", "strings,bf,lc,big").split(",")
+BIG_ITEMS = 2_000_000
 # The same for every kind: defragment from 1 MB of fragmentation on, with a larger share of
 # the CPU than the defaults so that 25 s suffice.
 DEFRAG_CONFIG = {
@@ -42,7 +49,7 @@ def fill(client, kind, rng):
     pipe = client.pipeline(transaction=False)
     for i in range(KEYS):
         n = rng.randint(1, 30)
-        if kind == "strings":
+        if kind in ("strings", "big"):
             pipe.set(f"k:{i}", "x" * rng.randint(20, 200))
         elif kind == "bf":
             pipe.execute_command("BF.MADD", f"k:{i}", *(f"i{i}:{j}" for j in range(n)))
@@ -51,6 +58,11 @@ def fill(client, kind, rng):
         if i % 1000 == 999:
             pipe.execute()
     pipe.execute()
+    if kind == "big":
+        client.execute_command("BF.RESERVE", "big", "0.001", "200000000")
+        for start in range(0, BIG_ITEMS, 10_000):
+            pipe.execute_command("BF.MADD", "big", *(f"b{j}" for j in range(start, start + 10_000)))
+            pipe.execute()
 
 
 def answers(client, kind, keys):
@@ -62,7 +74,16 @@ def answers(client, kind, keys):
             pipe.execute_command("BF.MEXISTS", f"k:{k}", *(f"i{k}:{j}" for j in range(32)))
         elif kind == "lc":
             pipe.execute_command("LC.COUNT", f"k:{k}")
+    if kind == "big":
+        pipe.execute_command("BF.MEXISTS", "big", *(f"b{j}" for j in range(0, BIG_ITEMS, 997)))
+        pipe.execute_command("BF.CARD", "big")
     return pipe.execute()
+
+
+def cycle_budget_ms(client):
+    """The time one active defrag cycle may take: active-defrag-cycle-max percent of a tick."""
+    hz = int(client.config_get("hz")["hz"])
+    return int(client.config_get("active-defrag-cycle-max")["active-defrag-cycle-max"]) * 10 / hz
 
 
 def run(kind):
@@ -84,14 +105,20 @@ def run(kind):
         before = c.info("memory")["allocator_frag_ratio"]
         for name, value in DEFRAG_CONFIG.items():
             c.config_set(name, value)
+        c.config_set("latency-monitor-threshold", 1)
+        c.execute_command("LATENCY", "RESET")
         c.config_set("activedefrag", "yes")
         time.sleep(SECONDS)
         c.config_set("activedefrag", "no")
+        cycles = c.execute_command("LATENCY", "HISTORY", "active-defrag-cycle")
+        longest = max((int(ms) for _, ms in cycles), default=0)
+        budget = cycle_budget_ms(c)
+        paused = c.info("lcbloom").get("lcbloom_defrag_paused_steps", 0)
         after = c.info("memory")["allocator_frag_ratio"]
         hits = c.info("stats")["active_defrag_hits"]
         ours = c.info("lcbloom").get("lcbloom_defrag_moved_blocks", 0)
         same = answers(c, kind, survivors) == before_answers
-        return before, after, hits, ours, same
+        return before, after, hits, ours, same, longest, budget, paused
     finally:
         server.close()
 
@@ -102,19 +129,20 @@ def main():
     for kind in KINDS:
         log(f"{kind}: {KEYS} keys, 70% deleted, {SECONDS:g} s of activedefrag")
         rows.append((kind, *run(kind)))
-    names = {"strings": "plain strings", "bf": "lcbloom Bloom filters", "lc": "lcbloom counters"}
+    names = {"strings": "plain strings", "bf": "lcbloom Bloom filters", "lc": "lcbloom counters",
+             "big": "plain strings and a 0.001 / 200M filter of 2M items"}
     lines = [
         f"Active defragmentation, {when:%Y-%m-%d %H:%M} UTC, {machine()}, {SERVER_BIN}; "
         f"{KEYS} keys, 70% deleted at random, {SECONDS:g} s of activedefrag "
         + ", ".join(f"{k} {v}" for k, v in DEFRAG_CONFIG.items()),
         "",
         "| keys | allocator_frag_ratio before | after | blocks moved (Redis) "
-        "| by lcbloom | survivors unchanged |",
-        "|---|---|---|---|---|---|",
+        "| by lcbloom | survivors unchanged | longest defrag cycle (budget) | lcbloom steps paused |",
+        "|---|---|---|---|---|---|---|---|",
     ]
-    for kind, before, after, hits, ours, same in rows:
+    for kind, before, after, hits, ours, same, longest, budget, paused in rows:
         lines.append(f"| {names[kind]} | {before:.2f} | {after:.2f} | {hits} | {ours} "
-                     f"| {'yes' if same else 'NO'} |")
+                     f"| {'yes' if same else 'NO'} | {longest} ms ({budget:g} ms) | {paused} |")
     report(lines, "defrag", when)
 
 
