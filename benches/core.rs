@@ -170,6 +170,30 @@ fn bench_lc(c: &mut Criterion) {
     group.finish();
 }
 
+/// Many-key counts (`LC.COUNT k1 … kN`) over default counters in tokens mode (2,000 and 3,400
+/// items: the longest token lists) and in registers mode (5,000 items), per counter: each has
+/// items of its own, so every token is decoded.
+fn bench_lc_union(c: &mut Criterion) {
+    let mut group = c.benchmark_group("lc_union_200_counters");
+    for per_key in [2_000usize, 3_400, 5_000] {
+        let counters: Vec<Counter> = (0..200u64)
+            .map(|k| {
+                let mut counter = Counter::reserve(0.01, 50_000, LIMIT).unwrap();
+                for item in items_from(k << 32, 12, per_key) {
+                    counter.add(&item).unwrap();
+                }
+                counter
+            })
+            .collect();
+        let refs: Vec<&Counter> = counters.iter().collect();
+        group.throughput(Throughput::Elements(refs.len() as u64));
+        group.bench_function(BenchmarkId::from_parameter(per_key), |b| {
+            b.iter(|| black_box(Counter::union_count(&refs).unwrap()))
+        });
+    }
+    group.finish();
+}
+
 fn bench_codec(c: &mut Criterion) {
     let mut group = c.benchmark_group("codec");
     let chain = half_full(1_000_000);
@@ -251,6 +275,6 @@ criterion_group! {
         .warm_up_time(std::time::Duration::from_millis(500))
         .measurement_time(std::time::Duration::from_secs(2))
         .sample_size(20);
-    targets = bench_hash, bench_filter, bench_chain, bench_lc, bench_codec, bench_large_batches
+    targets = bench_hash, bench_filter, bench_chain, bench_lc, bench_lc_union, bench_codec, bench_large_batches
 }
 criterion_main!(benches);
