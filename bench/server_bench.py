@@ -142,7 +142,9 @@ def has_layouts(server):
     if server is None:
         return False
     # By name: RedisBloom's BF.RESERVE ignores arguments it does not know, LAYOUT included.
-    return any(m[b"name"] == b"lcbloom" for m in server.client.execute_command("MODULE", "LIST"))
+    def name(module):  # a dict, or a flat list of fields and values, as the client parses it
+        return module[b"name"] if isinstance(module, dict) else dict(zip(module[::2], module[1::2]))[b"name"]
+    return any(name(m) == b"lcbloom" for m in server.client.execute_command("MODULE", "LIST"))
 
 
 def short_error(exc):
