@@ -392,7 +392,16 @@ fn contains_batch_in<W: WordRead + ?Sized>(
     hashes: &[ItemHash],
     done: &mut impl FnMut(bool),
 ) {
-    if params.prefetched() {
+    if params.prefetched() && params.layout == Layout::Blocked {
+        // One line an item, its first test the whole lookup: one round.
+        let prefetch = |words: &&W, hash: &ItemHash| blocked::prefetch(*words, hash);
+        let touch = |words: &mut &W, hash: &ItemHash| {
+            done(blocked::contains(*words, hash, params.hashes));
+            true
+        };
+        batch::in_windows(hashes, 1, &mut &*words, prefetch, touch);
+    } else if params.prefetched() {
+        // Standard: a non-member is usually refused by its first probe's line.
         batch::lookups(&Probes { words, params }, hashes, done);
     } else {
         hashes
@@ -401,8 +410,7 @@ fn contains_batch_in<W: WordRead + ?Sized>(
     }
 }
 
-/// A bit array's lookup in `batch::lookups`' two rounds: probe 0, then the others (a blocked
-/// filter's one line is all of it).
+/// A standard bit array's lookup in `batch::lookups`' two rounds: probe 0, then the others.
 struct Probes<'a, W: ?Sized> {
     words: &'a W,
     params: &'a FilterParams,
@@ -421,7 +429,7 @@ impl<W: WordRead + ?Sized> batch::Lookup<ItemHash> for Probes<'_, W> {
 
     #[inline(always)]
     fn first(&self, hash: &ItemHash) -> bool {
-        first_in(self.words, self.params, hash)
+        probes_set(self.words, self.params, hash, 0..1)
     }
 
     #[inline(always)]
@@ -431,10 +439,7 @@ impl<W: WordRead + ?Sized> batch::Lookup<ItemHash> for Probes<'_, W> {
 
     #[inline(always)]
     fn rest(&self, hash: &ItemHash) -> bool {
-        match self.params.layout {
-            Layout::Blocked => true,
-            Layout::Standard => probes_set(self.words, self.params, hash, 1..self.params.hashes),
-        }
+        probes_set(self.words, self.params, hash, 1..self.params.hashes)
     }
 }
 

@@ -9,9 +9,10 @@
 //! has to keep the prefetched lines in the first-level cache until their turn comes (bench/floor's
 //! DRAM program measures the same schedule).
 //!
-//! Lookups go in two rounds per window (`lookups`): the line of every item's first test, then,
-//! for the items that passed it, the rest. A non-member is usually refused by its first line,
-//! so it costs one line, not k; a member costs its k lines and one more round trip per window.
+//! Lookups of more than one line go in two rounds per window (`lookups`): the line of every
+//! item's first test, then, for the items that passed it, the rest. A non-member is usually
+//! refused by its first line, so it costs one line, not k; a member costs its k lines and one
+//! more round trip per window. A lookup of one line (the blocked layout) is a plain window.
 
 /// Cache lines a window prefetches before touching any: several times the misses an x86 core
 /// keeps in flight (about 20), and 4 KiB, an eighth of the smallest first-level data cache of
