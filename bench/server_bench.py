@@ -618,8 +618,8 @@ def main():
     peer = Server("peer", PEER_MODULE) if PEER_MODULE else None
     floor = ours if FLOOR_MODULE else None
     global PEER_HAS_LAYOUTS
-    PEER_HAS_LAYOUTS = has_layouts(peer)
     try:
+        PEER_HAS_LAYOUTS = has_layouts(peer)
         version = ours.client.info("server")
         server_version = f"{version.get('server_name', 'redis')} {version.get('valkey_version', version['redis_version'])}"
         rows = []
