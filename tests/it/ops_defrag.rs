@@ -224,6 +224,7 @@ fn defragments(kind: Kind) {
     fill(&mut c, kind);
     let n = keys(kind);
     let doomed = doomed(n);
+    let filled = memory_field(&mut c, "allocator_allocated");
     let mut pipe = redis::pipe();
     for i in (0..n).filter(|&i| doomed[i]) {
         pipe.cmd("DEL").arg(format!("k:{i}")).ignore();
@@ -231,6 +232,12 @@ fn defragments(kind: Kind) {
     let () = pipe.query(&mut c).unwrap();
     let survivors: Vec<usize> = (0..n).filter(|&i| !doomed[i]).collect();
     let before = answers(&mut c, kind, &survivors);
+    // INFO's allocator figures are refreshed by serverCron (every 100 ms): wait for the first
+    // refresh after the deletes.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while memory_field(&mut c, "allocator_allocated") == filled && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
     let ratio_before = memory_field(&mut c, "allocator_frag_ratio");
     let fragmented = memory_field(&mut c, "allocator_frag_bytes");
     // Otherwise the test could not tell defragmentation from nothing. Filters whose bit
