@@ -2,23 +2,24 @@
 //!
 //! Each item of a Bloom filter batch reads (or writes) a few random cache lines, almost all of
 //! them misses in a large filter. The memory system serves many misses at once, but only if the
-//! CPU knows the addresses early: a batch works in windows of a fixed number of lines, asks for
-//! every line of a window first (software prefetches, computed from the items' hashes), then
-//! touches them in the items' order. The schedule depends on no CPU's tuning: nothing is a
-//! distance ahead that suits one memory system's latency, and the window (`WINDOW_LINES`) only
-//! has to keep the prefetched lines in the first-level cache until their turn comes (bench/floor's
-//! DRAM program measures the same schedule).
+//! CPU knows the addresses early: a batch keeps the lines of the next items asked for (software
+//! prefetches, computed from the items' hashes) while it touches the current one, a window of
+//! about `WINDOW_LINES` lines sliding over the batch (`in_windows`). The schedule depends on no
+//! CPU's tuning: the window is counted in lines, not in a distance that suits one memory
+//! system's latency, and it only has to keep the prefetched lines in the first-level cache
+//! until their turn comes (bench/floor's DRAM program measures the same schedule). Sliding, it
+//! never lets the misses in flight drop to none between windows.
 //!
 //! Lookups of more than one line go in two rounds per window (`lookups`): the line of every
 //! item's first test, then, for the items that passed it, the rest. A non-member is usually
 //! refused by its first line, so it costs one line, not k; a member costs its k lines and one
-//! more round trip per window. A lookup of one line (the blocked layout) is a plain window.
+//! more round trip per window. A lookup of one line (the blocked layout) slides like an add.
 
-/// Cache lines a window prefetches before touching any: several times the misses an x86 core
-/// keeps in flight (about 20), and 4 KiB, an eighth of the smallest first-level data cache of
-/// x86 server cores, so that a window's lines are still there when touched. Measured on AMD
-/// EPYC against windows of 16 to 1,100 lines (a whole 100-item batch of 11 lines each):
-/// within the noise of the best for every layout, the best of those that hold for both.
+/// Cache lines a window holds: several times the misses an x86 core keeps in flight (about
+/// 20), and 4 KiB, an eighth of the smallest first-level data cache of x86 server cores, so
+/// that a window's lines are still there when touched. Measured on AMD EPYC against windows of
+/// 16 to 1,100 lines (a whole 100-item batch of 11 lines each): within the noise of the best
+/// for every layout, the best of those that hold for both.
 pub const WINDOW_LINES: usize = 64;
 
 /// Arrays smaller than this are likely in the CPU's caches: batches over them do not prefetch,
@@ -30,9 +31,9 @@ pub fn window_items(lines: usize) -> usize {
     (WINDOW_LINES / lines.max(1)).max(1)
 }
 
-/// Runs `touch` on the items in order, window by window, after `prefetch` of every item of the
-/// window (each touching about `lines` lines of `memory`). Stops after the first `touch` that
-/// returns false.
+/// Runs `touch` on the items in order, each with the lines of the window's next items
+/// (`window_items(lines)` of them, each touching about `lines` lines of `memory`) asked for by
+/// `prefetch` before it. Stops after the first `touch` that returns false.
 #[inline(always)]
 pub fn in_windows<T, M: ?Sized>(
     items: &[T],
@@ -41,12 +42,17 @@ pub fn in_windows<T, M: ?Sized>(
     prefetch: impl Fn(&M, &T),
     mut touch: impl FnMut(&mut M, &T) -> bool,
 ) {
-    for window in items.chunks(window_items(lines)) {
-        window.iter().for_each(|item| prefetch(memory, item));
-        for item in window {
-            if !touch(memory, item) {
-                return;
-            }
+    let ahead = window_items(lines);
+    items
+        .iter()
+        .take(ahead)
+        .for_each(|item| prefetch(memory, item));
+    for (i, item) in items.iter().enumerate() {
+        if let Some(next) = items.get(i + ahead) {
+            prefetch(memory, next);
+        }
+        if !touch(memory, item) {
+            return;
         }
     }
 }
@@ -170,7 +176,7 @@ mod tests {
     }
 
     #[test]
-    fn windows_prefetch_a_window_then_touch_it_and_stop_on_false() {
+    fn windows_slide_ahead_of_the_touches_and_stop_on_false() {
         let items: Vec<u32> = (0..100).collect();
         let log = RefCell::new(Vec::new());
         let mut touched = 0;
@@ -187,16 +193,15 @@ mod tests {
         );
         assert_eq!(touched, 61);
         let log = log.into_inner();
-        let per = window_items(11);
-        assert_eq!(per, WINDOW_LINES / 11);
-        // Windows of 64 / 11 items: prefetches 0..5, touches 0..5, prefetches 5..10, ...
-        let mut want = Vec::new();
-        for w in (0..100u32).collect::<Vec<_>>().chunks(per) {
-            want.extend(w.iter().map(|&i| ('p', i)));
-            want.extend(w.iter().map(|&i| ('t', i)).take_while(|&(_, i)| i <= 60));
-            if w.contains(&60) {
-                break;
+        let ahead = window_items(11) as u32;
+        assert_eq!(ahead as usize, WINDOW_LINES / 11);
+        // The first window's items asked for, then before each touch of i the item i + ahead.
+        let mut want: Vec<(char, u32)> = (0..ahead).map(|i| ('p', i)).collect();
+        for i in 0..=60 {
+            if i + ahead < 100 {
+                want.push(('p', i + ahead));
             }
+            want.push(('t', i));
         }
         assert_eq!(log, want);
         assert_eq!(window_items(0), WINDOW_LINES);
