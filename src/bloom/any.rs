@@ -116,6 +116,9 @@ impl From<DecodeError> for ChunkError {
     }
 }
 
+/// Where `add_all` passes each item's result, in order.
+pub type AddDone<'a> = &'a mut dyn FnMut(Result<Added, ChainError>);
+
 /// A Bloom filter as the `BF.*` commands serve it (see the top of this file).
 pub trait BloomFilter {
     /// Whether the filter (probably) holds the item: `contains_all` of one item, which
@@ -140,12 +143,7 @@ pub trait BloomFilter {
 
     /// Adds the items in order, passing each result to `done`, and stops after the first
     /// error (later items are not processed). An error changes nothing.
-    fn add_all(
-        &mut self,
-        items: &[&[u8]],
-        env: &dyn Env,
-        done: &mut dyn FnMut(Result<Added, ChainError>),
-    );
+    fn add_all(&mut self, items: &[&[u8]], env: &dyn Env, done: AddDone);
 
     /// For a filter whose writes depend on the command's time (`Env::now_ms`), as a windowed
     /// filter's do, its own time (ms): a write at a time no later than that runs at the
@@ -188,12 +186,7 @@ impl BloomFilter for Chain {
         self.add(&self.hash(item), limit).map(Added::new_or_present)
     }
 
-    fn add_all(
-        &mut self,
-        items: &[&[u8]],
-        env: &dyn Env,
-        done: &mut dyn FnMut(Result<Added, ChainError>),
-    ) {
+    fn add_all(&mut self, items: &[&[u8]], env: &dyn Env, done: AddDone) {
         if let [item] = items {
             return done(self.add_one(item, env));
         }

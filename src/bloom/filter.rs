@@ -516,6 +516,23 @@ impl FilterParams {
     }
 }
 
+/// Test support: a bit array of `params` holding `n` items (each checked present), and its
+/// false-positive rate measured over `probes` other items.
+#[cfg(test)]
+pub(crate) fn measured_fp(params: &FilterParams, n: u64, probes: u32) -> (BitArray, f64) {
+    use crate::core::hashing::hash_item;
+    let member = |i: u64| hash_item(format!("member:{i}").as_bytes());
+    let mut f = BitArray::new(params).unwrap();
+    (0..n).for_each(|i| {
+        f.set(params, &member(i));
+    });
+    assert!((0..n).all(|i| f.contains(params, &member(i))));
+    let hits = (0..probes)
+        .filter(|i| f.contains(params, &hash_item(format!("other:{i}").as_bytes())))
+        .count();
+    (f, hits as f64 / probes as f64)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -660,18 +677,7 @@ mod tests {
     #[test]
     fn measured_fp_matches_the_target() {
         let params = FilterParams::for_capacity(10_000, 0.01).unwrap();
-        let mut f = BitArray::new(&params).unwrap();
-        for i in 0..10_000u32 {
-            f.set(&params, &hash_item(format!("member:{i}").as_bytes()));
-        }
-        for i in 0..10_000u32 {
-            assert!(f.contains(&params, &hash_item(format!("member:{i}").as_bytes())));
-        }
-        let probes = 200_000u32;
-        let fp = (0..probes)
-            .filter(|i| f.contains(&params, &hash_item(format!("other:{i}").as_bytes())))
-            .count() as f64
-            / probes as f64;
+        let (f, fp) = measured_fp(&params, 10_000, 200_000);
         assert!(fp < 0.0115, "fp {fp}");
         let mut last = Vec::new();
         f.read_bytes(params.bytes() as usize - 8, 8, &mut last);

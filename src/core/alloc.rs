@@ -111,6 +111,23 @@ pub fn zeroed<T: Zeroable>(len: usize) -> Option<Vec<T>> {
     Some(unsafe { Vec::from_raw_parts(ptr, len, len) })
 }
 
+/// `f` of each item, in a vector with room for `capacity` (at least the items) allocated
+/// fallibly: `oom` if the allocator refuses, else `f`'s first error.
+pub fn try_map<T, U, E>(
+    items: &[T],
+    capacity: usize,
+    oom: E,
+    mut f: impl FnMut(&T) -> Result<U, E>,
+) -> Result<Vec<U>, E> {
+    let mut out = Vec::new();
+    out.try_reserve_exact(capacity.max(items.len()))
+        .map_err(|_| oom)?;
+    for item in items {
+        out.push(f(item)?);
+    }
+    Ok(out)
+}
+
 /// A `Box`, allocated fallibly (`Box::new` aborts when memory runs out).
 pub fn try_box<T>(value: T) -> Option<Box<T>> {
     let layout = Layout::new::<T>();

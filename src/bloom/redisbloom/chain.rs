@@ -246,15 +246,11 @@ impl RedisBloomChain {
 
     /// A deep copy, allocated fallibly (`COPY` must not abort the server).
     pub fn try_clone(&self) -> Result<Self, ChainError> {
-        let mut links = Vec::new();
-        links
-            .try_reserve_exact(self.links.len())
-            .map_err(|_| ChainError::OutOfMemory)?;
-        for l in &self.links {
+        let links = alloc::try_map(&self.links, 0, ChainError::OutOfMemory, |l| {
             let mut data = zeroed(l.params.bytes)?;
             data.copy_from_slice(&l.data);
-            links.push(Link { data, ..*l });
-        }
+            Ok(Link { data, ..*l })
+        })?;
         Ok(RedisBloomChain { links, ..*self })
     }
 

@@ -35,7 +35,7 @@ use super::partition::SLOTS;
 use crate::bloom::any::Added;
 use crate::bloom::chain::ChainError;
 use crate::bloom::filter::MIN_ERROR_RATE;
-use crate::core::alloc::size_class;
+use crate::core::alloc::{self, size_class};
 use crate::core::defrag::Defrag;
 use crate::core::hashing::ItemHash;
 
@@ -304,13 +304,10 @@ impl WindowFilter {
     }
 
     pub fn try_clone(&self) -> Result<Self, ChainError> {
-        let mut layers = Vec::new();
-        layers
-            .try_reserve_exact(self.layers.capacity())
-            .map_err(|_| ChainError::OutOfMemory)?;
-        for l in &self.layers {
-            layers.push(l.try_clone().ok_or(ChainError::OutOfMemory)?);
-        }
+        let oom = ChainError::OutOfMemory;
+        let layers = alloc::try_map(&self.layers, self.layers.capacity(), oom, |l| {
+            l.try_clone().ok_or(oom)
+        })?;
         Ok(Self {
             params: self.params,
             time: self.time,

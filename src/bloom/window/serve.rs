@@ -21,7 +21,7 @@
 use super::codec;
 use super::value::Windowed;
 use crate::bloom::any::{
-    data_offset, scandump_part, Added, BloomFilter, ChunkError, Env, Field, Info,
+    data_offset, scandump_part, AddDone, Added, BloomFilter, ChunkError, Env, Field, Info,
 };
 use crate::bloom::chain::ChainError;
 use crate::core::hashing::hash_item;
@@ -46,12 +46,7 @@ impl BloomFilter for Windowed {
             .add(&hash_item(item), env.now_ms(), env.memory_limit())
     }
 
-    fn add_all(
-        &mut self,
-        items: &[&[u8]],
-        env: &dyn Env,
-        done: &mut dyn FnMut(Result<Added, ChainError>),
-    ) {
+    fn add_all(&mut self, items: &[&[u8]], env: &dyn Env, done: AddDone) {
         let (now, limit) = (env.now_ms(), env.memory_limit());
         for item in items {
             let result = self.filter.add(&hash_item(item), now, limit);
