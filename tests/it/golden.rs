@@ -262,6 +262,53 @@ fn cases() -> Vec<Case> {
     ])];
     scaled.push(at("2000", 1, 299));
     cases.push(("bf_window_scaled", scaled, bf_asks_grow("i", 300)));
+    // Seeded windowed filters (encoding version 2: the seed after the fixed fields), the
+    // same writes: items in three generations, and a scaled one of several layers.
+    let seeded_generations = vec![
+        s(&[
+            "BF.RESERVE",
+            "k",
+            "0.01",
+            "1000",
+            "NONSCALING",
+            "WINDOW",
+            CENTURY,
+            "SEED",
+            "1311768467463790320",
+        ]),
+        at("1000", 0, 300),
+        at("788400001000", 250, 250),
+        at("1576800001000", 500, 100),
+    ];
+    cases.push((
+        "bf_window_seeded_generations",
+        seeded_generations,
+        bf_asks_grow("i", 600),
+    ));
+    let mut seeded_scaled = vec![s(&[
+        "BF.INSERT",
+        "k",
+        "CAPACITY",
+        "50",
+        "ERROR",
+        "0.001",
+        "EXPANSION",
+        "2",
+        "WINDOW",
+        CENTURY,
+        "SEED",
+        "18446744073709551615",
+        "AT",
+        "1000",
+        "ITEMS",
+        "i0",
+    ])];
+    seeded_scaled.push(at("2000", 1, 299));
+    cases.push((
+        "bf_window_seeded_scaled",
+        seeded_scaled,
+        bf_asks_grow("i", 300),
+    ));
 
     cases.push((
         "lc_empty",
