@@ -34,6 +34,36 @@ fn madd(c: &mut Connection, key: &str, items: &[String]) {
     let _: redis::Value = redis::cmd("BF.MADD").arg(key).arg(items).query(c).unwrap();
 }
 
+/// `BF.RESERVE key 0.01 1000 options...` of each key, then `members` added to each.
+fn reserve_alike(c: &mut Connection, keys: &[&str], options: &[&str], members: &[String]) {
+    for key in keys {
+        let mut args = vec!["BF.RESERVE", key, "0.01", "1000"];
+        args.extend_from_slice(options);
+        ok(c, &args);
+        madd(c, key, members);
+    }
+}
+
+fn assert_all_found(c: &mut Connection, key: &str, items: &[String]) {
+    let found: Vec<bool> = redis::cmd("BF.MEXISTS").arg(key).arg(items).query(c).unwrap();
+    assert!(found.iter().all(|f| *f), "{key}");
+}
+
+/// The seeds of filters made without `SEED`: each in the seeded encoding `version`, each its
+/// own.
+fn random_seeds(c: &mut Connection, keys: &[&str], version: u8) -> Vec<u64> {
+    let seeds: Vec<(u8, u64)> = keys.iter().map(|k| version_and_seed(c, k)).collect();
+    assert!(
+        seeds.iter().all(|&(v, s)| v == version && s != 0),
+        "{seeds:?}"
+    );
+    let mut distinct: Vec<u64> = seeds.iter().map(|s| s.1).collect();
+    distinct.sort_unstable();
+    distinct.dedup();
+    assert_eq!(distinct.len(), keys.len(), "{seeds:?}");
+    seeds.iter().map(|s| s.1).collect()
+}
+
 #[test]
 fn seeds_are_random_chosen_or_configured_and_travel_with_the_filter() {
     let server = Server::start();
@@ -41,28 +71,12 @@ fn seeds_are_random_chosen_or_configured_and_travel_with_the_filter() {
     let members = items("i", 3_000);
     // Without SEED: a random seed each (version 4), so filters made alike differ, and each
     // holds its items.
-    for key in ["r1", "r2"] {
-        ok(&mut c, &["BF.RESERVE", key, "0.01", "1000"]);
-        madd(&mut c, key, &members);
-    }
+    reserve_alike(&mut c, &["r1", "r2"], &[], &members);
     ok(&mut c, &["BF.ADD", "r3", "x"]);
     ok(&mut c, &["BF.INSERT", "r4", "ITEMS", "x"]);
-    let seeds: Vec<(u8, u64)> = ["r1", "r2", "r3", "r4"]
-        .iter()
-        .map(|k| version_and_seed(&mut c, k))
-        .collect();
-    assert!(seeds.iter().all(|&(v, s)| v == 4 && s != 0), "{seeds:?}");
-    let mut distinct: Vec<u64> = seeds.iter().map(|s| s.1).collect();
-    distinct.sort_unstable();
-    distinct.dedup();
-    assert_eq!(distinct.len(), 4, "{seeds:?}");
+    random_seeds(&mut c, &["r1", "r2", "r3", "r4"], 4);
     assert_ne!(dump(&mut c, "r1"), dump(&mut c, "r2"));
-    let found: Vec<bool> = redis::cmd("BF.MEXISTS")
-        .arg("r2")
-        .arg(&members)
-        .query(&mut c)
-        .unwrap();
-    assert!(found.iter().all(|f| *f));
+    assert_all_found(&mut c, "r2", &members);
 
     // SEED s: filters made alike with the same seed hold the same bytes; SEED 0 is the
     // unseeded encoding.
@@ -141,20 +155,24 @@ fn seeds_are_random_chosen_or_configured_and_travel_with_the_filter() {
     ));
     assert!(twice.contains("SEED"), "{twice}");
     assert_eq!(ok(&mut c, &["EXISTS", "bad"]), redis::Value::Int(0));
+    copy_paths_keep_the_bytes(&mut c, "r1");
+}
 
-    // Every copy path keeps the seed: SCANDUMP/LOADCHUNK, DUMP/RESTORE, COPY, DEBUG RELOAD.
-    scandump_into(&mut c, "r1", "copy:scan");
-    let payload = dump(&mut c, "r1");
+/// Every copy path keeps a filter's bytes, its seed included: SCANDUMP/LOADCHUNK (to
+/// `copy:scan`), DUMP/RESTORE (`copy:restore`), COPY (`copy:copy`), DEBUG RELOAD.
+fn copy_paths_keep_the_bytes(c: &mut Connection, key: &str) {
+    scandump_into(c, key, "copy:scan");
+    let payload = dump(c, key);
     redis::cmd("RESTORE")
         .arg("copy:restore")
         .arg(0)
         .arg(&payload)
-        .exec(&mut c)
+        .exec(c)
         .unwrap();
-    ok(&mut c, &["COPY", "r1", "copy:copy"]);
-    ok(&mut c, &["DEBUG", "RELOAD"]);
-    for copy in ["copy:scan", "copy:restore", "copy:copy", "r1"] {
-        assert_eq!(dump(&mut c, copy), payload, "{copy}");
+    ok(c, &["COPY", key, "copy:copy"]);
+    ok(c, &["DEBUG", "RELOAD"]);
+    for copy in ["copy:scan", "copy:restore", "copy:copy", key] {
+        assert_eq!(dump(c, copy), payload, "{copy}");
     }
 }
 
@@ -186,8 +204,42 @@ fn random_seeds_reach_replicas_and_the_aof() {
         &["BF.INSERT", "insert", "CAPACITY", "50", "ITEMS", "a", "b"],
     );
     ok(&mut m, &["BF.INSERT", "chosen", "SEED", "99", "ITEMS", "a"]);
+    // Windowed: created by BF.RESERVE, by BF.INSERT (replicated with its time), at a time
+    // of the client's (AT), and with a chosen seed.
+    ok(
+        &mut m,
+        &["BF.RESERVE", "w:reserve", "0.01", "500", "WINDOW", "60"],
+    );
+    ok(
+        &mut m,
+        &["BF.INSERT", "w:insert", "WINDOW", "60", "ITEMS", "a", "b"],
+    );
+    ok(
+        &mut m,
+        &[
+            "BF.INSERT",
+            "w:at",
+            "CAPACITY",
+            "50",
+            "ERROR",
+            "0.001",
+            "NONSCALING",
+            "WINDOW",
+            "3153600000",
+            "AT",
+            "1000",
+            "ITEMS",
+            "a",
+        ],
+    );
+    ok(
+        &mut m,
+        &["BF.INSERT", "w:chosen", "WINDOW", "60", "SEED", "99", "ITEMS", "a"],
+    );
     let members = items("m", 2_000);
-    for key in ["reserve", "blocked", "add", "insert", "madd"] {
+    for key in [
+        "reserve", "blocked", "add", "insert", "madd", "w:reserve", "w:insert", "w:chosen",
+    ] {
         madd(&mut m, key, &members);
     }
     // A MADD stopped by a full non-scaling filter creates it and propagates what it applied.
@@ -196,20 +248,32 @@ fn random_seeds_reach_replicas_and_the_aof() {
     let acked: i64 = redis::cmd("WAIT").arg(1).arg(5000).query(&mut m).unwrap();
     assert_eq!(acked, 1);
     let keys = [
-        "reserve", "blocked", "add", "insert", "chosen", "madd", "full",
+        "reserve", "blocked", "add", "insert", "chosen", "madd", "full", "w:reserve", "w:insert",
+        "w:at", "w:chosen",
     ];
     let on_master: Vec<Vec<u8>> = keys.iter().map(|k| dump(&mut m, k)).collect();
     let mut r = replica.conn();
     for (key, value) in keys.iter().zip(&on_master) {
         assert_eq!(&dump(&mut r, key), value, "{key} on the replica");
+        // Seeded: version 4, windowed version 2.
         let (version, seed) = version_and_seed(&mut m, key);
-        assert!(version == 4 && seed != 0, "{key}: {version} {seed}");
+        assert!(seed != 0 && seed != 7, "{key}: {version} {seed}");
     }
-    // The AOF replays the creates with their seeds.
+    assert_eq!(version_and_seed(&mut r, "w:chosen"), (2, 99));
+    // The AOF replays the creates with their seeds; so does its rewrite (BF.LOADCHUNK of
+    // the headers, seeds included), and an RDB reload.
     master.restart();
     let mut m = master.conn();
     for (key, value) in keys.iter().zip(&on_master) {
         assert_eq!(&dump(&mut m, key), value, "{key} after the AOF replay");
+    }
+    ok(&mut m, &["BGREWRITEAOF"]);
+    wait_aof_rewrite(&mut m);
+    master.restart();
+    let mut m = master.conn();
+    ok(&mut m, &["DEBUG", "RELOAD"]);
+    for (key, value) in keys.iter().zip(&on_master) {
+        assert_eq!(&dump(&mut m, key), value, "{key} after the rewrite and a reload");
     }
 }
 
@@ -440,23 +504,11 @@ fn windowed_filters_are_seeded_like_the_others() {
     let members = items("i", 3_000);
     // Without SEED: a random seed each (windowed version 2), so filters made alike differ,
     // and each holds its items.
-    for key in ["w1", "w2"] {
-        ok(&mut c, &["BF.RESERVE", key, "0.01", "1000", "WINDOW", "60"]);
-        madd(&mut c, key, &members);
-    }
+    reserve_alike(&mut c, &["w1", "w2"], &["WINDOW", "60"], &members);
     ok(&mut c, &["BF.INSERT", "w3", "WINDOW", "60", "ITEMS", "x"]);
-    let seeds: Vec<(u8, u64)> = ["w1", "w2", "w3"]
-        .iter()
-        .map(|k| version_and_seed(&mut c, k))
-        .collect();
-    assert!(seeds.iter().all(|&(v, s)| v == 2 && s != 0), "{seeds:?}");
-    assert!(seeds[0].1 != seeds[1].1 && seeds[1].1 != seeds[2].1 && seeds[0].1 != seeds[2].1);
-    let found: Vec<bool> = redis::cmd("BF.MEXISTS")
-        .arg("w2")
-        .arg(&members)
-        .query(&mut c)
-        .unwrap();
-    assert!(found.iter().all(|f| *f));
+    let seeds = random_seeds(&mut c, &["w1", "w2", "w3"], 2);
+    assert_ne!(dump(&mut c, "w1"), dump(&mut c, "w2"));
+    assert_all_found(&mut c, "w2", &members);
 
     // SEED s: filters made alike (the same writes at the same times) with the same seed hold
     // the same bytes; SEED 0 is the unseeded encoding (version 1); SEED on an existing filter
@@ -507,93 +559,8 @@ fn windowed_filters_are_seeded_like_the_others() {
     assert_eq!(info_names(&mut c, "w1"), fields);
     assert_eq!(info_names(&mut c, "z"), fields);
 
-    // Every copy path keeps the seed: SCANDUMP/LOADCHUNK, DUMP/RESTORE, COPY, DEBUG RELOAD.
-    scandump_into(&mut c, "w1", "copy:scan");
-    let payload = dump(&mut c, "w1");
-    redis::cmd("RESTORE")
-        .arg("copy:restore")
-        .arg(0)
-        .arg(&payload)
-        .exec(&mut c)
-        .unwrap();
-    ok(&mut c, &["COPY", "w1", "copy:copy"]);
-    ok(&mut c, &["DEBUG", "RELOAD"]);
-    for copy in ["copy:scan", "copy:restore", "copy:copy", "w1"] {
-        assert_eq!(dump(&mut c, copy), payload, "{copy}");
-    }
-    assert_eq!(version_and_seed(&mut c, "copy:scan"), seeds[0]);
-}
-
-#[test]
-fn windowed_seeds_reach_replicas_and_the_aof() {
-    let mut master = Server::builder()
-        .arg("appendonly", "yes")
-        .arg("aof-use-rdb-preamble", "no")
-        .start();
-    // The replica's own bf-seed would give other seeds if the master's were not sent.
-    let replica = Server::builder().module_arg("bf-seed", "7").start();
-    attach_replica(&master, &replica);
-    let mut m = master.conn();
-    ok(
-        &mut m,
-        &["BF.RESERVE", "reserve", "0.01", "500", "WINDOW", "60"],
-    );
-    ok(
-        &mut m,
-        &["BF.INSERT", "insert", "WINDOW", "60", "ITEMS", "a", "b"],
-    );
-    ok(
-        &mut m,
-        &[
-            "BF.INSERT",
-            "at",
-            "CAPACITY",
-            "50",
-            "ERROR",
-            "0.001",
-            "NONSCALING",
-            "WINDOW",
-            "3153600000",
-            "AT",
-            "1000",
-            "ITEMS",
-            "a",
-        ],
-    );
-    ok(
-        &mut m,
-        &["BF.INSERT", "chosen", "WINDOW", "60", "SEED", "99", "ITEMS", "a"],
-    );
-    let members = items("m", 2_000);
-    for key in ["reserve", "insert", "chosen"] {
-        madd(&mut m, key, &members);
-    }
-    let acked: i64 = redis::cmd("WAIT").arg(1).arg(5000).query(&mut m).unwrap();
-    assert_eq!(acked, 1);
-    let keys = ["reserve", "insert", "at", "chosen"];
-    let on_master: Vec<Vec<u8>> = keys.iter().map(|k| dump(&mut m, k)).collect();
-    let mut r = replica.conn();
-    for (key, value) in keys.iter().zip(&on_master) {
-        assert_eq!(&dump(&mut r, key), value, "{key} on the replica");
-        let (version, seed) = version_and_seed(&mut m, key);
-        assert!(version == 2 && seed != 0 && seed != 7, "{key}: {version} {seed}");
-    }
-    assert_eq!(version_and_seed(&mut r, "chosen"), (2, 99));
-    // The AOF replays the creates with their seeds; so does its rewrite (BF.LOADCHUNK of
-    // the headers, seeds included), and an RDB reload.
-    master.restart();
-    let mut m = master.conn();
-    for (key, value) in keys.iter().zip(&on_master) {
-        assert_eq!(&dump(&mut m, key), value, "{key} after the AOF replay");
-    }
-    ok(&mut m, &["BGREWRITEAOF"]);
-    wait_aof_rewrite(&mut m);
-    master.restart();
-    let mut m = master.conn();
-    ok(&mut m, &["DEBUG", "RELOAD"]);
-    for (key, value) in keys.iter().zip(&on_master) {
-        assert_eq!(&dump(&mut m, key), value, "{key} after the rewrite and a reload");
-    }
+    copy_paths_keep_the_bytes(&mut c, "w1");
+    assert_eq!(version_and_seed(&mut c, "copy:scan"), (2, seeds[0]));
 }
 
 /// Items that each take the place of one of `victims` (its partition and fingerprint) in a
