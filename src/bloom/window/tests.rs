@@ -297,7 +297,7 @@ fn seeded_filters_are_version_2_and_unseeded_ones_version_1() {
         assert_eq!(u64_at(&header, 56), SEED);
         assert_eq!(u64_at(&header, 64), f.layers()[0].params().capacity);
         let back = round_trip(&f);
-        assert_eq!((back.params().seed, &back), (SEED, &f));
+        assert_eq!(back.params(), f.params());
         assert_eq!(encode(&back), (header.clone(), chunks.clone()));
         assert!((0..n).all(|i| back.contains(&back.hash(&i.to_le_bytes()), 7 * n)));
         // The same filter unseeded: version 1, the same fields but the seed, other data.
@@ -307,7 +307,7 @@ fn seeded_filters_are_version_2_and_unseeded_ones_version_1() {
         assert_eq!(plain_header[8..48], header[8..48]);
         assert_eq!(plain_header[56..64], header[64..72]);
         assert_eq!(plain_header.len() + 8, header.len());
-        assert_eq!(round_trip(&plain), plain);
+        assert_eq!(encode(&round_trip(&plain)), (plain_header.clone(), plain_chunks.clone()));
         assert_ne!(plain_chunks.concat(), chunks.concat());
         // Refused: seed 0 in version 2 (written as version 1), either version with the
         // other's header, a cut header, an unknown version.
