@@ -45,7 +45,11 @@ fn reserve_alike(c: &mut Connection, keys: &[&str], options: &[&str], members: &
 }
 
 fn assert_all_found(c: &mut Connection, key: &str, items: &[String]) {
-    let found: Vec<bool> = redis::cmd("BF.MEXISTS").arg(key).arg(items).query(c).unwrap();
+    let found: Vec<bool> = redis::cmd("BF.MEXISTS")
+        .arg(key)
+        .arg(items)
+        .query(c)
+        .unwrap();
     assert!(found.iter().all(|f| *f), "{key}");
 }
 
@@ -234,11 +238,27 @@ fn random_seeds_reach_replicas_and_the_aof() {
     );
     ok(
         &mut m,
-        &["BF.INSERT", "w:chosen", "WINDOW", "60", "SEED", "99", "ITEMS", "a"],
+        &[
+            "BF.INSERT",
+            "w:chosen",
+            "WINDOW",
+            "60",
+            "SEED",
+            "99",
+            "ITEMS",
+            "a",
+        ],
     );
     let members = items("m", 2_000);
     for key in [
-        "reserve", "blocked", "add", "insert", "madd", "w:reserve", "w:insert", "w:chosen",
+        "reserve",
+        "blocked",
+        "add",
+        "insert",
+        "madd",
+        "w:reserve",
+        "w:insert",
+        "w:chosen",
     ] {
         madd(&mut m, key, &members);
     }
@@ -248,8 +268,17 @@ fn random_seeds_reach_replicas_and_the_aof() {
     let acked: i64 = redis::cmd("WAIT").arg(1).arg(5000).query(&mut m).unwrap();
     assert_eq!(acked, 1);
     let keys = [
-        "reserve", "blocked", "add", "insert", "chosen", "madd", "full", "w:reserve", "w:insert",
-        "w:at", "w:chosen",
+        "reserve",
+        "blocked",
+        "add",
+        "insert",
+        "chosen",
+        "madd",
+        "full",
+        "w:reserve",
+        "w:insert",
+        "w:at",
+        "w:chosen",
     ];
     let on_master: Vec<Vec<u8>> = keys.iter().map(|k| dump(&mut m, k)).collect();
     let mut r = replica.conn();
@@ -273,7 +302,11 @@ fn random_seeds_reach_replicas_and_the_aof() {
     let mut m = master.conn();
     ok(&mut m, &["DEBUG", "RELOAD"]);
     for (key, value) in keys.iter().zip(&on_master) {
-        assert_eq!(&dump(&mut m, key), value, "{key} after the rewrite and a reload");
+        assert_eq!(
+            &dump(&mut m, key),
+            value,
+            "{key} after the rewrite and a reload"
+        );
     }
 }
 
@@ -514,10 +547,22 @@ fn windowed_filters_are_seeded_like_the_others() {
     // the same bytes; SEED 0 is the unseeded encoding (version 1); SEED on an existing filter
     // is ignored.
     let century = "3153600000";
-    for (key, seed) in [("s1", "18446744073709551615"), ("s2", "18446744073709551615")] {
+    for (key, seed) in [
+        ("s1", "18446744073709551615"),
+        ("s2", "18446744073709551615"),
+    ] {
         ok(
             &mut c,
-            &["BF.RESERVE", key, "0.01", "1000", "WINDOW", century, "SEED", seed],
+            &[
+                "BF.RESERVE",
+                key,
+                "0.01",
+                "1000",
+                "WINDOW",
+                century,
+                "SEED",
+                seed,
+            ],
         );
         let mut q = redis::cmd("BF.INSERT");
         q.arg(key).arg("AT").arg(1000).arg("ITEMS").arg(&members);
@@ -534,7 +579,16 @@ fn windowed_filters_are_seeded_like_the_others() {
     assert_eq!(version_and_seed(&mut c, "z"), (1, 0));
     let bad = err_text(cmd(
         &mut c,
-        &["BF.RESERVE", "bad", "0.01", "10", "WINDOW", "60", "SEED", "-1"],
+        &[
+            "BF.RESERVE",
+            "bad",
+            "0.01",
+            "10",
+            "WINDOW",
+            "60",
+            "SEED",
+            "-1",
+        ],
     ));
     assert!(bad.starts_with("ERR bad SEED"), "{bad}");
     assert_eq!(ok(&mut c, &["EXISTS", "bad"]), redis::Value::Int(0));
@@ -594,7 +648,15 @@ fn crafted_twins_fool_an_unseeded_windowed_filter_and_not_a_seeded_one() {
     let server = Server::start();
     let mut c = server.conn();
     for (key, seed) in [("unseeded", &["SEED", "0"][..]), ("seeded", &[])] {
-        let mut args = vec!["BF.RESERVE", key, "0.01", "1000", "NONSCALING", "WINDOW", "3600"];
+        let mut args = vec![
+            "BF.RESERVE",
+            key,
+            "0.01",
+            "1000",
+            "NONSCALING",
+            "WINDOW",
+            "3600",
+        ];
         args.extend_from_slice(seed);
         ok(&mut c, &args);
     }

@@ -267,7 +267,11 @@ fn cases() -> Vec<Case> {
         insert.extend(s(&["AT", "1000", "ITEMS", "i0"]));
         vec![insert, at("2000", 1, 299)]
     };
-    cases.push(("bf_window_generations", generations(&[]), bf_asks_grow("i", 600)));
+    cases.push((
+        "bf_window_generations",
+        generations(&[]),
+        bf_asks_grow("i", 600),
+    ));
     cases.push(("bf_window_scaled", scaled(&[]), bf_asks_grow("i", 300)));
     cases.push((
         "bf_window_seeded_generations",

@@ -277,7 +277,8 @@ fn chunks_may_be_cut_anywhere() {
 fn filled(params: WindowParams, seed: u64, n: u64, step: u64) -> WindowFilter {
     let mut f = WindowFilter::new(WindowParams { seed, ..params }, NO_LIMIT).unwrap();
     for i in 0..n {
-        f.add(&f.hash(&i.to_le_bytes()), i * step, NO_LIMIT).unwrap();
+        f.add(&f.hash(&i.to_le_bytes()), i * step, NO_LIMIT)
+            .unwrap();
     }
     f
 }
@@ -307,7 +308,10 @@ fn seeded_filters_are_version_2_and_unseeded_ones_version_1() {
         assert_eq!(plain_header[8..48], header[8..48]);
         assert_eq!(plain_header[56..64], header[64..72]);
         assert_eq!(plain_header.len() + 8, header.len());
-        assert_eq!(encode(&round_trip(&plain)), (plain_header.clone(), plain_chunks.clone()));
+        assert_eq!(
+            encode(&round_trip(&plain)),
+            (plain_header.clone(), plain_chunks.clone())
+        );
         assert_ne!(plain_chunks.concat(), chunks.concat());
         // Refused: seed 0 in version 2 (written as version 1), either version with the
         // other's header, a cut header, an unknown version.
