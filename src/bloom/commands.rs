@@ -36,8 +36,9 @@
 //! CAPACITY c ERROR e EXPANSION x|NONSCALING LAYOUT l SEED s ITEMS ...`, `BF.RESERVE` with
 //! its expansion, layout (or window) and seed spelled out), so a replica or an AOF replay with
 //! other module defaults (`bf-layout` and `bf-seed` included) builds the identical value, its
-//! random seed included. A create that comes from a master or an AOF file without `SEED` was written by a
-//! version whose filters had no seeds, and makes an unseeded filter (seed 0), as it did there.
+//! random seed included. A create that comes from a master or an AOF file without `SEED` was
+//! written by a version whose filters had no seeds, and makes an unseeded filter (seed 0), as
+//! it did there.
 //! Other writes are replicated verbatim, and only when they changed something; a
 //! MADD/INSERT stopped by an error propagates as `BF.MADD key <the items before it>`; a write
 //! that moves a windowed filter's clock carries its time (`finish_add`). Each

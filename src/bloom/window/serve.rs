@@ -17,6 +17,8 @@
 //!   for every Bloom filter.
 //! * Its writes depend on the time (`clock`: the filter's own, the latest a write brought):
 //!   the handlers replicate a write that moves it forward with its time.
+//! * Items are hashed under the filter's own seed (`WindowFilter::hash`), which `BF.INFO`
+//!   does not show, as for every filter.
 
 use super::codec;
 use super::value::Windowed;
