@@ -683,12 +683,12 @@ fn crafted_twins_fool_an_unseeded_windowed_filter_and_not_a_seeded_one() {
     }
     // Unseeded: every victim now answers present (and BF.ADD would take it as seen). Seeded:
     // the crafted items are random ones; 50 of them in 138,889 fingerprints leave each victim
-    // a chance of 1 in 2,800.
+    // a chance of 1 in 2,800 (three or more of the 50 victims: about one run in a million).
     assert_eq!(present(&mut c, "unseeded"), VICTIMS as usize);
     let seeded = present(&mut c, "seeded");
     eprintln!(
         "{} partitions of {} fingerprints: {VICTIMS} crafted twins; seeded filter fooled {seeded} times",
         lp.partitions, lp.universe
     );
-    assert!(seeded <= 1, "seeded: {seeded} victims present");
+    assert!(seeded <= 2, "seeded: {seeded} victims present");
 }
