@@ -5,7 +5,6 @@
 #![allow(dead_code)]
 
 use lcbloom::bloom::codec as bf;
-use lcbloom::core::hashing::hash_item;
 use lcbloom::lc::codec as lc;
 use lcbloom::lc::counter::Counter;
 
@@ -223,7 +222,7 @@ pub fn bf_window_value(data: &[u8]) {
     assert_eq!(codec::encode_header(&value.filter), header);
     let time = value.filter.time();
     for i in 0..4u64 {
-        let h = hash_item(&i.to_le_bytes());
+        let h = value.filter.hash(&i.to_le_bytes());
         let _ = value.filter.contains(&h, time);
         let _ = value.filter.add(&h, time.saturating_add(i * 977), LIMIT);
         let _ = value.filter.cardinality(u64::MAX);

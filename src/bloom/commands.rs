@@ -22,10 +22,11 @@
 //!   of a blocked filter adds `Blocked: 1` after RedisBloom's five fields (a standard filter's
 //!   is RedisBloom's), and `BF.INFO key LAYOUT` answers `standard` or `blocked`. A client that
 //!   never sends `LAYOUT` (with the default config) sees nothing new.
-//! * lcbloom's own option `SEED s` on `BF.RESERVE`/`BF.INSERT` gives a new filter the hash
-//!   seed s (0 to 2^64 − 1; without it, the `bf-seed` config: a random one by default). Filters
-//!   made alike with the same seed hold the same bits; seed 0 hashes as filters made before
-//!   seeds existed. On an existing filter it is ignored, like the other creation options.
+//! * lcbloom's own option `SEED s` on `BF.RESERVE`/`BF.INSERT` gives a new filter, windowed or
+//!   not, the hash seed s (0 to 2^64 − 1; without it, the `bf-seed` config: a random one by
+//!   default). Filters made alike with the same seed hold the same bits; seed 0 hashes as
+//!   filters made before seeds existed. On an existing filter it is ignored, like the other
+//!   creation options.
 //! * Replies: `RedisValue::Bool` (1/0 in RESP2, true/false in RESP3). In MADD/INSERT arrays an
 //!   error (full non-scaling filter, scaling refused) takes that item's place and later items
 //!   are not processed.
@@ -33,10 +34,11 @@
 //! Replication and AOF: a command that creates a key replicates the parameters it used, not
 //! the defaults it relied on (`BF.ADD` on a missing key is replicated as `BF.INSERT key
 //! CAPACITY c ERROR e EXPANSION x|NONSCALING LAYOUT l SEED s ITEMS ...`, `BF.RESERVE` with
-//! its expansion, layout and seed spelled out), so a replica or an AOF replay with other module
-//! defaults (`bf-layout` and `bf-seed` included) builds the identical value, its random seed
-//! included. A create that comes from a master or an AOF file without `SEED` was written by a
-//! version whose filters had no seeds, and makes an unseeded filter (seed 0), as it did there.
+//! its expansion, layout (or window) and seed spelled out), so a replica or an AOF replay with
+//! other module defaults (`bf-layout` and `bf-seed` included) builds the identical value, its
+//! random seed included. A create that comes from a master or an AOF file without `SEED` was
+//! written by a version whose filters had no seeds, and makes an unseeded filter (seed 0), as
+//! it did there.
 //! Other writes are replicated verbatim, and only when they changed something; a
 //! MADD/INSERT stopped by an error propagates as `BF.MADD key <the items before it>`; a write
 //! that moves a windowed filter's clock carries its time (`finish_add`). Each
@@ -50,7 +52,7 @@ use super::errors::{
     expansion_range, AT_AHEAD, BAD_AT, BAD_CAPACITY, BAD_ERROR_RATE, BAD_EXPANSION, BAD_INFO_FIELD,
     BAD_ITERATOR, BAD_LAYOUT, BAD_SEED, BAD_WINDOW, CAPACITY_RANGE, ERROR_RATE_RANGE,
     EXISTS_NOT_WINDOWED, ITEMS_REQUIRED, NONSCALING_EXPANSION, NOT_WINDOWED, NO_EXPANSION,
-    NO_LAYOUT, WINDOW_LAYOUT, WINDOW_SEED,
+    NO_LAYOUT, WINDOW_LAYOUT,
 };
 use super::filter::Layout;
 use super::load::{from_header, NewFilter};
@@ -78,7 +80,7 @@ struct FilterParams {
     layout: Layout,
     /// The hash seed; None until the filter is built, which draws it (`bf-seed`).
     seed: Option<u64>,
-    /// Seconds: a windowed filter (`window/`), which has no layout and no seed.
+    /// Seconds: a windowed filter (`window/`), which has no layout.
     window: Option<u64>,
 }
 
@@ -95,10 +97,11 @@ impl FilterParams {
         }
     }
 
-    /// The filter, within `limit` bytes; a native filter's seed is drawn now if none was
-    /// given (`rebuilding`: the command comes from a master or an AOF file, see
-    /// `default_seed`), so that writes to existing keys never draw one.
+    /// The filter, within `limit` bytes; its seed is drawn now if none was given
+    /// (`rebuilding`: the command comes from a master or an AOF file, see `default_seed`), so
+    /// that writes to existing keys never draw one.
     fn build(&mut self, limit: u64, rebuilding: bool) -> Result<NewFilter, RedisError> {
+        let seed = *self.seed.get_or_insert_with(|| default_seed(rebuilding));
         Ok(match self.window {
             Some(seconds) => {
                 let params = WindowParams {
@@ -107,12 +110,13 @@ impl FilterParams {
                     error_rate: self.rate,
                     capacity: self.capacity,
                     expansion: self.expansion,
+                    seed,
                 };
                 NewFilter::Window(Windowed::with_params(params, limit)?)
             }
             None => NewFilter::Own(Chain::with_layout(
                 self.layout,
-                *self.seed.get_or_insert_with(|| default_seed(rebuilding)),
+                seed,
                 self.rate,
                 self.capacity,
                 self.expansion,
@@ -122,34 +126,27 @@ impl FilterParams {
     }
 
     /// The parameters of a built filter as text: rate (Rust prints the shortest text that
-    /// parses back to the same f64), capacity, `EXPANSION x` or `NONSCALING`, and `LAYOUT l`
-    /// `SEED s` (always: a replica's `bf-layout` may differ, and a random seed is the
-    /// master's) or, for a windowed filter, `WINDOW s`.
+    /// parses back to the same f64), capacity, `EXPANSION x` or `NONSCALING`, `LAYOUT l` or,
+    /// for a windowed filter, `WINDOW s`, and `SEED s` (always: a replica's `bf-layout` may
+    /// differ, and a random seed is the master's).
     fn spelled_out(&self) -> [String; 8] {
         let (keyword, expansion) = match self.expansion {
             0 => ("NONSCALING", String::new()),
             e => ("EXPANSION", e.to_string()),
         };
-        let kind = match self.window {
-            Some(seconds) => ["WINDOW", &seconds.to_string(), "", ""].map(str::to_string),
-            None => [
-                "LAYOUT",
-                self.layout.name(),
-                "SEED",
-                &self.seed.unwrap_or(0).to_string(),
-            ]
-            .map(str::to_string),
+        let (kind, value) = match self.window {
+            Some(seconds) => ("WINDOW", seconds.to_string()),
+            None => ("LAYOUT", self.layout.name().to_string()),
         };
-        let [kind, value, seed_keyword, seed] = kind;
         [
             self.rate.to_string(),
             self.capacity.to_string(),
             keyword.to_string(),
             expansion,
-            kind,
+            kind.to_string(),
             value,
-            seed_keyword,
-            seed,
+            "SEED".to_string(),
+            self.seed.unwrap_or(0).to_string(),
         ]
     }
 }
@@ -158,7 +155,7 @@ impl FilterParams {
 static AT: Word = Word::new(c"AT");
 static ITEMS: Word = Word::new(c"ITEMS");
 
-/// The seed of a native filter created without `SEED`: the `bf-seed` config's, except for a
+/// The seed of a filter created without `SEED`: the `bf-seed` config's, except for a
 /// create that comes from a master or an AOF file (`rebuilding`), which this version always
 /// writes with its seed: one without was written by a version whose filters had none (0).
 fn default_seed(rebuilding: bool) -> u64 {
@@ -168,7 +165,7 @@ fn default_seed(rebuilding: bool) -> u64 {
     }
 }
 
-/// `BF.RESERVE key rate capacity EXPANSION x|NONSCALING LAYOUT l SEED s|WINDOW s`: the
+/// `BF.RESERVE key rate capacity EXPANSION x|NONSCALING LAYOUT l|WINDOW s SEED s`: the
 /// command that creates a filter of these parameters (`spelled_out`).
 fn reserve_command<'a>(key: &'a RedisString, spelled: &[String; 8]) -> Replicated<'a> {
     let mut command = Replicated::new(c"BF.RESERVE", 1 + spelled.len());
@@ -179,7 +176,7 @@ fn reserve_command<'a>(key: &'a RedisString, spelled: &[String; 8]) -> Replicate
     command
 }
 
-/// `BF.INSERT key [CAPACITY c ERROR e EXPANSION x|NONSCALING LAYOUT l SEED s|WINDOW s] [AT t]
+/// `BF.INSERT key [CAPACITY c ERROR e EXPANSION x|NONSCALING LAYOUT l|WINDOW s SEED s] [AT t]
 /// ITEMS items...`: the command that adds `items` at time `at` (a clocked filter's write), creating
 /// the filter of the `spelled` parameters if given.
 fn insert_command<'a>(
@@ -322,9 +319,6 @@ impl Options {
         if self.window.is_some() && self.layout.is_some() {
             return Err(RedisError::Str(WINDOW_LAYOUT));
         }
-        if self.window.is_some() && self.seed.is_some() {
-            return Err(RedisError::Str(WINDOW_SEED));
-        }
         let defaults = FilterParams::defaults();
         Ok(FilterParams {
             rate: self.rate.unwrap_or(defaults.rate),
@@ -374,7 +368,7 @@ fn reserve_key(ctx: &Context, args: &[RedisString]) -> RedisResult {
     let rebuilding = rebuilding(ctx);
     let filter = create.build(memory_limit_while(rebuilding), rebuilding)?;
     create_filter(&mut key, filter, |_| ())?;
-    // BF.RESERVE key rate capacity EXPANSION x|NONSCALING LAYOUT l SEED s|WINDOW s: all
+    // BF.RESERVE key rate capacity EXPANSION x|NONSCALING LAYOUT l|WINDOW s SEED s: all
     // spelled out.
     let reserve = reserve_command(&args[1], &create.spelled_out());
     finish_write(ctx, c"bf.reserve", &args[1], Applied::Command(reserve));

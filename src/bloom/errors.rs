@@ -20,7 +20,6 @@ pub const BAD_AT: &str = "ERR bad AT: a time in ms since the epoch";
 pub const AT_AHEAD: &str = "ERR bad AT: later than the server's clock";
 pub const WINDOW_LAYOUT: &str = "ERR WINDOW and LAYOUT cannot be combined";
 pub const BAD_SEED: &str = "ERR bad SEED: an integer from 0 to 18446744073709551615";
-pub const WINDOW_SEED: &str = "ERR WINDOW and SEED cannot be combined";
 pub const NOT_WINDOWED: &str = "ERR WINDOW or AT on a filter without a window";
 /// `BF.RESERVE ... WINDOW` on a key holding a filter without one (RedisBloom's text first).
 pub const EXISTS_NOT_WINDOWED: &str = "ERR item exists: a filter without a window";

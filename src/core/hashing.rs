@@ -7,12 +7,13 @@
 //!   64 bits are `h1`, the high 64 bits with the lowest bit forced to 1 are `h2`. XXH3's
 //!   output does not depend on the SIMD path, so persisted positions are valid on every
 //!   machine.
-//! * The seed is 0 unless the value says otherwise: a Bloom filter may carry a seed of its
-//!   own (drawn at random when it is created, stored in its encoding, `bloom/codec.rs`), so
-//!   that items crafted offline against one fixed function do not pile onto the same bits of
-//!   every filter (docs/security.md). XXH3's seed 0 is its default, so seed 0 gives exactly
-//!   the positions of values written before filters had seeds. Linear counters always use
-//!   seed 0: any two counters must combine.
+//! * The seed is 0 unless the value says otherwise: a Bloom filter, windowed or not, may
+//!   carry a seed of its own (drawn at random when it is created, stored in its encoding,
+//!   `bloom/codec.rs`, `bloom/window/codec.rs`), so that items crafted offline against one
+//!   fixed function do not pile onto the same bits of every filter (docs/security.md).
+//!   XXH3's seed 0 is its default, so seed 0 gives exactly the positions of values written
+//!   before filters had seeds. Linear counters always use seed 0: any two counters must
+//!   combine.
 //! * A linear counter uses `h1` alone: position `reduce(h1, m)`, and in exact mode the
 //!   fingerprints `reduce(h1, U)` for a multiple `U` of `m` (lc/counter.rs; its encoding
 //!   version 1 kept the `h1` values themselves).

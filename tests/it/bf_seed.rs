@@ -1,8 +1,10 @@
-//! Hash seeds of lcbloom's Bloom filters: `SEED s` and `bf-seed`, a random seed per new filter
-//! by default, kept by every copy path, replicated and replayed with the filter; an AOF written
-//! before seeds existed replays unseeded; and what a seed is for: items crafted offline with
-//! the public hash (seed 0) pile onto an unseeded filter's bits, and do not on a seeded one.
+//! Hash seeds of lcbloom's Bloom filters, windowed or not: `SEED s` and `bf-seed`, a random
+//! seed per new filter by default, kept by every copy path, replicated and replayed with the
+//! filter; an AOF written before seeds existed replays unseeded; and what a seed is for: items
+//! crafted offline with the public hash (seed 0) pile onto an unseeded filter's bits, or take
+//! chosen items' places in an unseeded windowed filter, and do neither to a seeded one.
 use crate::common::*;
+use lcbloom::bloom::window::layer::LayerParams;
 use lcbloom::core::hashing::{hash_item, reduce};
 use redis::Connection;
 
@@ -12,14 +14,16 @@ fn header(c: &mut Connection, key: &str) -> Vec<u8> {
     header
 }
 
-/// The encoding version and the seed a filter's header says (0 before version 4).
+/// The encoding version and the seed a filter's header says: after the fixed fields of a
+/// seeded encoding (version 4, windowed version 2), 0 in the others.
 fn version_and_seed(c: &mut Connection, key: &str) -> (u8, u64) {
     let h = header(c, key);
-    let seed = match h[4] {
-        4 => u64::from_le_bytes(h[32..40].try_into().unwrap()),
-        _ => 0,
+    let at = match (&h[..4], h[4]) {
+        (b"LCBF", 4) => 32,
+        (b"LCBW", 2) => 56,
+        _ => return (h[4], 0),
     };
-    (h[4], seed)
+    (h[4], u64::from_le_bytes(h[at..at + 8].try_into().unwrap()))
 }
 
 fn dump(c: &mut Connection, key: &str) -> Vec<u8> {
@@ -30,6 +34,40 @@ fn madd(c: &mut Connection, key: &str, items: &[String]) {
     let _: redis::Value = redis::cmd("BF.MADD").arg(key).arg(items).query(c).unwrap();
 }
 
+/// `BF.RESERVE key 0.01 1000 options...` of each key, then `members` added to each.
+fn reserve_alike(c: &mut Connection, keys: &[&str], options: &[&str], members: &[String]) {
+    for key in keys {
+        let mut args = vec!["BF.RESERVE", key, "0.01", "1000"];
+        args.extend_from_slice(options);
+        ok(c, &args);
+        madd(c, key, members);
+    }
+}
+
+fn assert_all_found(c: &mut Connection, key: &str, items: &[String]) {
+    let found: Vec<bool> = redis::cmd("BF.MEXISTS")
+        .arg(key)
+        .arg(items)
+        .query(c)
+        .unwrap();
+    assert!(found.iter().all(|f| *f), "{key}");
+}
+
+/// The seeds of filters made without `SEED`: each in the seeded encoding `version`, each its
+/// own.
+fn random_seeds(c: &mut Connection, keys: &[&str], version: u8) -> Vec<u64> {
+    let seeds: Vec<(u8, u64)> = keys.iter().map(|k| version_and_seed(c, k)).collect();
+    assert!(
+        seeds.iter().all(|&(v, s)| v == version && s != 0),
+        "{seeds:?}"
+    );
+    let mut distinct: Vec<u64> = seeds.iter().map(|s| s.1).collect();
+    distinct.sort_unstable();
+    distinct.dedup();
+    assert_eq!(distinct.len(), keys.len(), "{seeds:?}");
+    seeds.iter().map(|s| s.1).collect()
+}
+
 #[test]
 fn seeds_are_random_chosen_or_configured_and_travel_with_the_filter() {
     let server = Server::start();
@@ -37,28 +75,12 @@ fn seeds_are_random_chosen_or_configured_and_travel_with_the_filter() {
     let members = items("i", 3_000);
     // Without SEED: a random seed each (version 4), so filters made alike differ, and each
     // holds its items.
-    for key in ["r1", "r2"] {
-        ok(&mut c, &["BF.RESERVE", key, "0.01", "1000"]);
-        madd(&mut c, key, &members);
-    }
+    reserve_alike(&mut c, &["r1", "r2"], &[], &members);
     ok(&mut c, &["BF.ADD", "r3", "x"]);
     ok(&mut c, &["BF.INSERT", "r4", "ITEMS", "x"]);
-    let seeds: Vec<(u8, u64)> = ["r1", "r2", "r3", "r4"]
-        .iter()
-        .map(|k| version_and_seed(&mut c, k))
-        .collect();
-    assert!(seeds.iter().all(|&(v, s)| v == 4 && s != 0), "{seeds:?}");
-    let mut distinct: Vec<u64> = seeds.iter().map(|s| s.1).collect();
-    distinct.sort_unstable();
-    distinct.dedup();
-    assert_eq!(distinct.len(), 4, "{seeds:?}");
+    random_seeds(&mut c, &["r1", "r2", "r3", "r4"], 4);
     assert_ne!(dump(&mut c, "r1"), dump(&mut c, "r2"));
-    let found: Vec<bool> = redis::cmd("BF.MEXISTS")
-        .arg("r2")
-        .arg(&members)
-        .query(&mut c)
-        .unwrap();
-    assert!(found.iter().all(|f| *f));
+    assert_all_found(&mut c, "r2", &members);
 
     // SEED s: filters made alike with the same seed hold the same bytes; SEED 0 is the
     // unseeded encoding.
@@ -136,35 +158,25 @@ fn seeds_are_random_chosen_or_configured_and_travel_with_the_filter() {
         &["BF.RESERVE", "bad", "0.01", "10", "SEED", "1", "SEED", "1"],
     ));
     assert!(twice.contains("SEED"), "{twice}");
-    let window = err_text(cmd(
-        &mut c,
-        &[
-            "BF.RESERVE",
-            "bad",
-            "0.01",
-            "10",
-            "SEED",
-            "1",
-            "WINDOW",
-            "60",
-        ],
-    ));
-    assert_eq!(window, "ERR WINDOW and SEED cannot be combined");
     assert_eq!(ok(&mut c, &["EXISTS", "bad"]), redis::Value::Int(0));
+    copy_paths_keep_the_bytes(&mut c, "r1");
+}
 
-    // Every copy path keeps the seed: SCANDUMP/LOADCHUNK, DUMP/RESTORE, COPY, DEBUG RELOAD.
-    scandump_into(&mut c, "r1", "copy:scan");
-    let payload = dump(&mut c, "r1");
+/// Every copy path keeps a filter's bytes, its seed included: SCANDUMP/LOADCHUNK (to
+/// `copy:scan`), DUMP/RESTORE (`copy:restore`), COPY (`copy:copy`), DEBUG RELOAD.
+fn copy_paths_keep_the_bytes(c: &mut Connection, key: &str) {
+    scandump_into(c, key, "copy:scan");
+    let payload = dump(c, key);
     redis::cmd("RESTORE")
         .arg("copy:restore")
         .arg(0)
         .arg(&payload)
-        .exec(&mut c)
+        .exec(c)
         .unwrap();
-    ok(&mut c, &["COPY", "r1", "copy:copy"]);
-    ok(&mut c, &["DEBUG", "RELOAD"]);
-    for copy in ["copy:scan", "copy:restore", "copy:copy", "r1"] {
-        assert_eq!(dump(&mut c, copy), payload, "{copy}");
+    ok(c, &["COPY", key, "copy:copy"]);
+    ok(c, &["DEBUG", "RELOAD"]);
+    for copy in ["copy:scan", "copy:restore", "copy:copy", key] {
+        assert_eq!(dump(c, copy), payload, "{copy}");
     }
 }
 
@@ -196,8 +208,58 @@ fn random_seeds_reach_replicas_and_the_aof() {
         &["BF.INSERT", "insert", "CAPACITY", "50", "ITEMS", "a", "b"],
     );
     ok(&mut m, &["BF.INSERT", "chosen", "SEED", "99", "ITEMS", "a"]);
+    // Windowed: created by BF.RESERVE, by BF.INSERT (replicated with its time), at a time
+    // of the client's (AT), and with a chosen seed.
+    ok(
+        &mut m,
+        &["BF.RESERVE", "w:reserve", "0.01", "500", "WINDOW", "60"],
+    );
+    ok(
+        &mut m,
+        &["BF.INSERT", "w:insert", "WINDOW", "60", "ITEMS", "a", "b"],
+    );
+    ok(
+        &mut m,
+        &[
+            "BF.INSERT",
+            "w:at",
+            "CAPACITY",
+            "50",
+            "ERROR",
+            "0.001",
+            "NONSCALING",
+            "WINDOW",
+            "3153600000",
+            "AT",
+            "1000",
+            "ITEMS",
+            "a",
+        ],
+    );
+    ok(
+        &mut m,
+        &[
+            "BF.INSERT",
+            "w:chosen",
+            "WINDOW",
+            "60",
+            "SEED",
+            "99",
+            "ITEMS",
+            "a",
+        ],
+    );
     let members = items("m", 2_000);
-    for key in ["reserve", "blocked", "add", "insert", "madd"] {
+    for key in [
+        "reserve",
+        "blocked",
+        "add",
+        "insert",
+        "madd",
+        "w:reserve",
+        "w:insert",
+        "w:chosen",
+    ] {
         madd(&mut m, key, &members);
     }
     // A MADD stopped by a full non-scaling filter creates it and propagates what it applied.
@@ -206,20 +268,45 @@ fn random_seeds_reach_replicas_and_the_aof() {
     let acked: i64 = redis::cmd("WAIT").arg(1).arg(5000).query(&mut m).unwrap();
     assert_eq!(acked, 1);
     let keys = [
-        "reserve", "blocked", "add", "insert", "chosen", "madd", "full",
+        "reserve",
+        "blocked",
+        "add",
+        "insert",
+        "chosen",
+        "madd",
+        "full",
+        "w:reserve",
+        "w:insert",
+        "w:at",
+        "w:chosen",
     ];
     let on_master: Vec<Vec<u8>> = keys.iter().map(|k| dump(&mut m, k)).collect();
     let mut r = replica.conn();
     for (key, value) in keys.iter().zip(&on_master) {
         assert_eq!(&dump(&mut r, key), value, "{key} on the replica");
+        // Seeded: version 4, windowed version 2.
         let (version, seed) = version_and_seed(&mut m, key);
-        assert!(version == 4 && seed != 0, "{key}: {version} {seed}");
+        assert!(seed != 0 && seed != 7, "{key}: {version} {seed}");
     }
-    // The AOF replays the creates with their seeds.
+    assert_eq!(version_and_seed(&mut r, "w:chosen"), (2, 99));
+    // The AOF replays the creates with their seeds; so does its rewrite (BF.LOADCHUNK of
+    // the headers, seeds included), and an RDB reload.
     master.restart();
     let mut m = master.conn();
     for (key, value) in keys.iter().zip(&on_master) {
         assert_eq!(&dump(&mut m, key), value, "{key} after the AOF replay");
+    }
+    ok(&mut m, &["BGREWRITEAOF"]);
+    wait_aof_rewrite(&mut m);
+    master.restart();
+    let mut m = master.conn();
+    ok(&mut m, &["DEBUG", "RELOAD"]);
+    for (key, value) in keys.iter().zip(&on_master) {
+        assert_eq!(
+            &dump(&mut m, key),
+            value,
+            "{key} after the rewrite and a reload"
+        );
     }
 }
 
@@ -261,14 +348,42 @@ fn an_aof_written_before_seeds_replays_unseeded() {
             "x",
         ],
         &["BF.ADD", "plain", "y"],
+        &[
+            "BF.RESERVE",
+            "w",
+            "0.01",
+            "1000",
+            "EXPANSION",
+            "2",
+            "WINDOW",
+            "3153600000",
+        ],
+        &["BF.INSERT", "w", "AT", "1000", "ITEMS", "a", "b", "c"],
+        &[
+            "BF.INSERT",
+            "wi",
+            "CAPACITY",
+            "100",
+            "ERROR",
+            "0.01",
+            "EXPANSION",
+            "2",
+            "WINDOW",
+            "60",
+            "AT",
+            "1000",
+            "ITEMS",
+            "x",
+        ],
     ];
     let aof: String = old.iter().map(|a| resp(a)).collect();
     std::fs::write(dir.join("appendonly.aof"), aof).unwrap();
     let server = Server::builder().dir(&dir).arg("appendonly", "yes").start();
     let mut c = server.conn();
-    for key in ["k", "i", "plain"] {
+    for key in ["k", "i", "plain", "w", "wi"] {
         assert_eq!(version_and_seed(&mut c, key).1, 0, "{key}");
     }
+    assert_eq!(version_and_seed(&mut c, "w"), (1, 0));
     // The same filter built today with SEED 0 holds the same bytes.
     ok(
         &mut c,
@@ -286,6 +401,25 @@ fn an_aof_written_before_seeds_replays_unseeded() {
     ok(&mut c, &["BF.MADD", "today", "a", "b", "c"]);
     let (a, b) = (dump(&mut c, "k"), dump(&mut c, "today"));
     assert_eq!(a, b);
+    // And the same windowed filter.
+    ok(
+        &mut c,
+        &[
+            "BF.RESERVE",
+            "w-today",
+            "0.01",
+            "1000",
+            "WINDOW",
+            "3153600000",
+            "SEED",
+            "0",
+        ],
+    );
+    ok(
+        &mut c,
+        &["BF.INSERT", "w-today", "AT", "1000", "ITEMS", "a", "b", "c"],
+    );
+    assert_eq!(dump(&mut c, "w"), dump(&mut c, "w-today"));
 }
 
 /// Items that each set `k` bits still clear in a filter of `m` bits, probes
@@ -384,4 +518,177 @@ fn crafted_items_pollute_an_unseeded_filter_and_not_a_seeded_one() {
     assert!(unseeded > 5.0 * RATE, "unseeded FP {unseeded}");
     let sd = (RATE * (1.0 - RATE) / PROBES as f64).sqrt();
     assert!(seeded < RATE + 5.0 * sd, "seeded FP {seeded}");
+}
+
+/// `BF.INFO`'s field names of a filter (RESP2: name, value, name, value, …).
+fn info_names(c: &mut Connection, key: &str) -> Vec<String> {
+    let reply: Vec<redis::Value> = redis::cmd("BF.INFO").arg(key).query(c).unwrap();
+    reply
+        .iter()
+        .step_by(2)
+        .map(|v| redis::from_redis_value(v.clone()).unwrap())
+        .collect()
+}
+
+#[test]
+fn windowed_filters_are_seeded_like_the_others() {
+    let server = Server::start();
+    let mut c = server.conn();
+    let members = items("i", 3_000);
+    // Without SEED: a random seed each (windowed version 2), so filters made alike differ,
+    // and each holds its items.
+    reserve_alike(&mut c, &["w1", "w2"], &["WINDOW", "60"], &members);
+    ok(&mut c, &["BF.INSERT", "w3", "WINDOW", "60", "ITEMS", "x"]);
+    let seeds = random_seeds(&mut c, &["w1", "w2", "w3"], 2);
+    assert_ne!(dump(&mut c, "w1"), dump(&mut c, "w2"));
+    assert_all_found(&mut c, "w2", &members);
+
+    // SEED s: filters made alike (the same writes at the same times) with the same seed hold
+    // the same bytes; SEED 0 is the unseeded encoding (version 1); SEED on an existing filter
+    // is ignored.
+    let century = "3153600000";
+    for (key, seed) in [
+        ("s1", "18446744073709551615"),
+        ("s2", "18446744073709551615"),
+    ] {
+        ok(
+            &mut c,
+            &[
+                "BF.RESERVE",
+                key,
+                "0.01",
+                "1000",
+                "WINDOW",
+                century,
+                "SEED",
+                seed,
+            ],
+        );
+        let mut q = redis::cmd("BF.INSERT");
+        q.arg(key).arg("AT").arg(1000).arg("ITEMS").arg(&members);
+        let _: redis::Value = q.query(&mut c).unwrap();
+    }
+    assert_eq!(dump(&mut c, "s1"), dump(&mut c, "s2"));
+    assert_eq!(version_and_seed(&mut c, "s1"), (2, u64::MAX));
+    ok(
+        &mut c,
+        &["BF.INSERT", "z", "WINDOW", "60", "SEED", "0", "ITEMS", "a"],
+    );
+    assert_eq!(version_and_seed(&mut c, "z"), (1, 0));
+    ok(&mut c, &["BF.INSERT", "z", "SEED", "5", "ITEMS", "b"]);
+    assert_eq!(version_and_seed(&mut c, "z"), (1, 0));
+    let bad = err_text(cmd(
+        &mut c,
+        &[
+            "BF.RESERVE",
+            "bad",
+            "0.01",
+            "10",
+            "WINDOW",
+            "60",
+            "SEED",
+            "-1",
+        ],
+    ));
+    assert!(bad.starts_with("ERR bad SEED"), "{bad}");
+    assert_eq!(ok(&mut c, &["EXISTS", "bad"]), redis::Value::Int(0));
+
+    // bf-seed: a fixed seed for windowed filters created without SEED too.
+    ok(&mut c, &["CONFIG", "SET", "lcbloom.bf-seed", "42"]);
+    ok(&mut c, &["BF.RESERVE", "f1", "0.01", "100", "WINDOW", "60"]);
+    assert_eq!(version_and_seed(&mut c, "f1"), (2, 42));
+    ok(&mut c, &["CONFIG", "SET", "lcbloom.bf-seed", "random"]);
+
+    // BF.INFO shows no seed, as for filters without a window: the same fields seeded or not.
+    let fields = [
+        "Capacity",
+        "Size",
+        "Number of filters",
+        "Number of items inserted",
+        "Expansion rate",
+        "Window",
+        "Stored",
+        "Time",
+    ];
+    assert_eq!(info_names(&mut c, "w1"), fields);
+    assert_eq!(info_names(&mut c, "z"), fields);
+
+    copy_paths_keep_the_bytes(&mut c, "w1");
+    assert_eq!(version_and_seed(&mut c, "copy:scan"), (2, seeds[0]));
+}
+
+/// Items that each take the place of one of `victims` (its partition and fingerprint) in a
+/// windowed layer of `lp`, under seed 0, found among candidates: what an attacker computes
+/// offline with the public hash to make chosen items answer present.
+fn crafted_twins(lp: &LayerParams, victims: &[String]) -> Vec<String> {
+    let place = |item: &[u8]| {
+        let h = hash_item(item);
+        (reduce(h.h1, lp.partitions), reduce(h.h2, lp.universe))
+    };
+    let mut wanted: std::collections::HashMap<(u64, u64), usize> = victims
+        .iter()
+        .enumerate()
+        .map(|(i, v)| (place(v.as_bytes()), i))
+        .collect();
+    let mut out = Vec::with_capacity(victims.len());
+    let mut candidate = 0u64;
+    while !wanted.is_empty() {
+        candidate += 1;
+        let item = format!("evil:{candidate}");
+        if wanted.remove(&place(item.as_bytes())).is_some() {
+            out.push(item);
+        }
+    }
+    out
+}
+
+#[test]
+fn crafted_twins_fool_an_unseeded_windowed_filter_and_not_a_seeded_one() {
+    const VICTIMS: u32 = 50;
+    let server = Server::start();
+    let mut c = server.conn();
+    for (key, seed) in [("unseeded", &["SEED", "0"][..]), ("seeded", &[])] {
+        let mut args = vec![
+            "BF.RESERVE",
+            key,
+            "0.01",
+            "1000",
+            "NONSCALING",
+            "WINDOW",
+            "3600",
+        ];
+        args.extend_from_slice(seed);
+        ok(&mut c, &args);
+    }
+    // The layer's geometry from the unseeded filter's header (version 1: its one layer's
+    // capacity and rate at 56 and 64).
+    let h = header(&mut c, "unseeded");
+    assert_eq!(h[4], 1);
+    let capacity = u64::from_le_bytes(h[56..64].try_into().unwrap());
+    let rate = f64::from_le_bytes(h[64..72].try_into().unwrap());
+    let lp = LayerParams::new(capacity, rate).unwrap();
+    let victims = items("victim", VICTIMS);
+    let evil = crafted_twins(&lp, &victims);
+    let present = |c: &mut Connection, key: &str| -> usize {
+        let found: Vec<bool> = redis::cmd("BF.MEXISTS")
+            .arg(key)
+            .arg(&victims)
+            .query(c)
+            .unwrap();
+        found.iter().filter(|f| **f).count()
+    };
+    for key in ["unseeded", "seeded"] {
+        assert_eq!(present(&mut c, key), 0, "{key} before");
+        madd(&mut c, key, &evil);
+    }
+    // Unseeded: every victim now answers present (and BF.ADD would take it as seen). Seeded:
+    // the crafted items are random ones; 50 of them in 138,889 fingerprints leave each victim
+    // a chance of 1 in 2,800 (three or more of the 50 victims: about one run in a million).
+    assert_eq!(present(&mut c, "unseeded"), VICTIMS as usize);
+    let seeded = present(&mut c, "seeded");
+    eprintln!(
+        "{} partitions of {} fingerprints: {VICTIMS} crafted twins; seeded filter fooled {seeded} times",
+        lp.partitions, lp.universe
+    );
+    assert!(seeded <= 2, "seeded: {seeded} victims present");
 }

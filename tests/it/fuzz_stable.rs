@@ -18,7 +18,6 @@ use lcbloom::bloom::codec as bf;
 use lcbloom::bloom::filter::Layout;
 use lcbloom::bloom::redisbloom::chain::RedisBloomChain;
 use lcbloom::bloom::redisbloom::{dump, scandump};
-use lcbloom::core::hashing::hash_item;
 use lcbloom::lc::codec as lc;
 use lcbloom::lc::counter::Counter;
 use std::time::{Duration, Instant};
@@ -272,28 +271,32 @@ fn loadchunk_sessions_of_either_format() {
     assert!(fuzz("bf_any_loadchunk", seeds, targets::bf_any_loadchunk) > 0);
 }
 
-/// Windowed filters (scaled, non-scaling, one a clock jump apart) as `targets::bf_window_value`
-/// sessions: header, then the data in pieces.
+/// Windowed filters (scaled, non-scaling, one a clock jump apart; unseeded, encoding version
+/// 1, and seeded, version 2) as `targets::bf_window_value` sessions: header, then the data in
+/// pieces.
 #[test]
 fn windowed_values() {
     use lcbloom::bloom::window::codec;
     use lcbloom::bloom::window::filter::{WindowFilter, WindowParams};
     let mut seeds = Vec::new();
-    for (capacity, rate, expansion, items, step) in [
-        (10u64, 0.01, 2u32, 40u64, 300u64),
-        (100, 0.001, 0, 100, 50),
-        (300, 0.05, 1, 900, 7),
+    for (capacity, rate, expansion, items, step, seed) in [
+        (10u64, 0.01, 2u32, 40u64, 300u64, 0u64),
+        (100, 0.001, 0, 100, 50, 0),
+        (300, 0.05, 1, 900, 7, 0),
+        (10, 0.01, 2, 40, 300, 0x5eed),
+        (300, 0.05, 1, 900, 7, u64::MAX),
     ] {
         let params = WindowParams {
             window_ms: 4000,
             error_rate: rate,
             capacity,
             expansion,
+            seed,
         };
         let mut f = WindowFilter::new(params, targets::LIMIT).unwrap();
         for i in 0..items {
             let _ = f.add(
-                &hash_item(&i.to_le_bytes()),
+                &f.hash(&i.to_le_bytes()),
                 1_000_000 + i * step,
                 targets::LIMIT,
             );

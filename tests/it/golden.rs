@@ -228,8 +228,11 @@ fn cases() -> Vec<Case> {
         vec![s(&["BF.RESERVE", "k", "0.01", "100", "WINDOW", CENTURY])],
         bf_asks_grow("i", 0),
     ));
-    let generations = vec![
-        s(&[
+    // Items in three generations, and a scaled filter of several layers; unseeded, and
+    // seeded (windowed encoding version 2: the seed after the fixed fields) by `seed`, the
+    // creating command's `SEED s` if any.
+    let generations = |seed: &[&str]| {
+        let mut reserve = s(&[
             "BF.RESERVE",
             "k",
             "0.01",
@@ -237,31 +240,49 @@ fn cases() -> Vec<Case> {
             "NONSCALING",
             "WINDOW",
             CENTURY,
-        ]),
-        at("1000", 0, 300),
-        // 50 items of 1970 again (their windows restart), 200 new ones.
-        at("788400001000", 250, 250),
-        at("1576800001000", 500, 100),
-    ];
-    cases.push(("bf_window_generations", generations, bf_asks_grow("i", 600)));
-    let mut scaled = vec![s(&[
-        "BF.INSERT",
-        "k",
-        "CAPACITY",
-        "50",
-        "ERROR",
-        "0.001",
-        "EXPANSION",
-        "2",
-        "WINDOW",
-        CENTURY,
-        "AT",
-        "1000",
-        "ITEMS",
-        "i0",
-    ])];
-    scaled.push(at("2000", 1, 299));
-    cases.push(("bf_window_scaled", scaled, bf_asks_grow("i", 300)));
+        ]);
+        reserve.extend(s(seed));
+        vec![
+            reserve,
+            at("1000", 0, 300),
+            // 50 items of 1970 again (their windows restart), 200 new ones.
+            at("788400001000", 250, 250),
+            at("1576800001000", 500, 100),
+        ]
+    };
+    let scaled = |seed: &[&str]| {
+        let mut insert = s(&[
+            "BF.INSERT",
+            "k",
+            "CAPACITY",
+            "50",
+            "ERROR",
+            "0.001",
+            "EXPANSION",
+            "2",
+            "WINDOW",
+            CENTURY,
+        ]);
+        insert.extend(s(seed));
+        insert.extend(s(&["AT", "1000", "ITEMS", "i0"]));
+        vec![insert, at("2000", 1, 299)]
+    };
+    cases.push((
+        "bf_window_generations",
+        generations(&[]),
+        bf_asks_grow("i", 600),
+    ));
+    cases.push(("bf_window_scaled", scaled(&[]), bf_asks_grow("i", 300)));
+    cases.push((
+        "bf_window_seeded_generations",
+        generations(&["SEED", "1311768467463790320"]),
+        bf_asks_grow("i", 600),
+    ));
+    cases.push((
+        "bf_window_seeded_scaled",
+        scaled(&["SEED", "18446744073709551615"]),
+        bf_asks_grow("i", 300),
+    ));
 
     cases.push((
         "lc_empty",

@@ -232,10 +232,24 @@ fn seed_values(c: &mut redis::Connection) -> Vec<&'static str> {
             "blocked",
         ],
     );
-    // Windowed: scaled (layers), and non-scaling with items in several generations.
+    // Windowed: scaled (layers), and non-scaling with items in several generations (each
+    // with a random seed: windowed encoding version 2), and unseeded (version 1).
     ok(
         c,
         &["BF.RESERVE", "s:bf-window", "0.05", "20", "WINDOW", "3600"],
+    );
+    ok(
+        c,
+        &[
+            "BF.RESERVE",
+            "s:bf-window-unseeded",
+            "0.05",
+            "20",
+            "WINDOW",
+            "3600",
+            "SEED",
+            "0",
+        ],
     );
     ok(
         c,
@@ -270,6 +284,7 @@ fn seed_values(c: &mut redis::Connection) -> Vec<&'static str> {
         ("s:bf-bits", 100),
         ("s:bf-blocked", 100),
         ("s:bf-window", 100),
+        ("s:bf-window-unseeded", 100),
         ("s:lc-exact", 10),
         ("s:lc-tokens", 400),
         ("s:lc-registers", 1000),
@@ -295,6 +310,7 @@ fn seed_values(c: &mut redis::Connection) -> Vec<&'static str> {
         "s:bf-bits",
         "s:bf-blocked",
         "s:bf-window",
+        "s:bf-window-unseeded",
         "s:bf-window-fixed",
         "s:lc-exact",
         "s:lc-tokens",

@@ -6,12 +6,12 @@
 //! and layers with nothing live (but the newest) are left out, so two filters that answer
 //! alike at T encode alike, however far each had swept.
 //!
-//! Header (56 + 176·L bytes):
+//! Header (56 + 176·L bytes; 64 + 176·L in version 2):
 //!
 //! | offset | size | field |
 //! |---|---|---|
 //! | 0 | 4 | magic `LCBW` |
-//! | 4 | 1 | encoding version, 1 |
+//! | 4 | 1 | encoding version, 1 or 2 (see below) |
 //! | 5 | 1 | hash scheme (`hashing::HASH_SCHEME`, 1) |
 //! | 6 | 1 | slots per window (`partition::SLOTS`, 4) |
 //! | 7 | 1 | reserved, zero |
@@ -22,6 +22,7 @@
 //! | 36 | 4 | L: layers, 1..=`MAX_LAYERS` |
 //! | 40 | 8 | time T, ms, ≤ `MAX_TIME` |
 //! | 48 | 8 | bytes of data that follow |
+//! | 56 | 8 | version 2 only: the hash seed (`hashing.rs`), not 0; the layers below then start at 64, not 56 |
 //! | 56 + 176i | 8 | layer i (oldest first): its capacity |
 //! | +8 | 8 | its error rate, ≥ `MIN_ERROR_RATE`; the layers' rates sum to ≤ p |
 //! | +16 | 160 | per slot s − 4 … s, its refreshed counts (4 × u64, `layer.rs`) |
@@ -32,7 +33,13 @@
 //! ⌈bits/64⌉ u64 words, bits past its end zero. A layer's per-slot item counts are its
 //! partitions' sums. Chunks cut the data anywhere (at record ends when they can).
 //!
-//! Decoding validates before allocating: magic, versions, slots, reserved byte, window,
+//! Versions:
+//! * 1: an unseeded filter (its items hashed under seed 0).
+//! * 2: a seeded filter (a seed of its own, not 0), the seed after the fixed fields. A filter
+//!   of seed 0 is written as version 1, so a value written before seeds existed re-encodes to
+//!   the same bytes; a version 2 value with seed 0 is refused as non-canonical.
+//!
+//! Decoding validates before allocating: magic, versions, seed, slots, reserved byte, window,
 //! finite rates, capacities, the rates' sum, the exact header length, the data length against
 //! the records' minimum and the caller's memory limit. Each record is checked whole (counts,
 //! stream lengths, every set strictly increasing and below u, canonical padding) before it
@@ -49,12 +56,15 @@ use crate::core::defrag::Defrag;
 use crate::core::hashing::HASH_SCHEME;
 
 pub const MAGIC: &[u8; 4] = b"LCBW";
-pub const ENCODING_VERSION: u8 = 1;
+/// The newest encoding version (see "Versions" above).
+pub const ENCODING_VERSION: u8 = 2;
 pub use crate::core::chunks::CHUNK_BYTES;
 /// Largest capacity (`config::MAX_CAPACITY`).
 const MAX_CAPACITY: u64 = 1 << 50;
 const MAX_EXPANSION: u32 = 32_768;
 const FIXED: usize = 56;
+/// The seed after the fixed fields (version 2).
+const SEED_BYTES: usize = 8;
 const PER_LAYER: usize = 16 + GENS * SLOTS * 8;
 const RECORD_COUNTS: usize = GENS * 4;
 
@@ -97,9 +107,10 @@ pub fn data_bytes(filter: &WindowFilter) -> u64 {
 pub fn encode_header(filter: &WindowFilter) -> Vec<u8> {
     let p = filter.params();
     let layers: Vec<&Layer> = encoded_layers(filter).collect();
-    let mut out = Vec::with_capacity(FIXED + PER_LAYER * layers.len());
+    let mut out = Vec::with_capacity(FIXED + SEED_BYTES + PER_LAYER * layers.len());
     out.extend_from_slice(MAGIC);
-    out.extend_from_slice(&[ENCODING_VERSION, HASH_SCHEME, SLOTS as u8, 0]);
+    let version = if p.seed != 0 { 2 } else { 1 };
+    out.extend_from_slice(&[version, HASH_SCHEME, SLOTS as u8, 0]);
     out.put_u64(p.window_ms);
     out.put_f64(p.error_rate);
     out.put_u64(p.capacity);
@@ -107,6 +118,9 @@ pub fn encode_header(filter: &WindowFilter) -> Vec<u8> {
     out.put_u32(layers.len() as u32);
     out.put_u64(filter.time());
     out.put_u64(data_bytes(filter));
+    if p.seed != 0 {
+        out.put_u64(p.seed);
+    }
     let s = slot(filter);
     for l in layers {
         out.put_u64(l.params().capacity);
@@ -208,21 +222,29 @@ pub fn decode_header(bytes: &[u8], limit: u64) -> Result<(WindowFilter, Loading)
     if bytes.len() < FIXED || &bytes[..4] != MAGIC {
         return Err(err("not a windowed filter"));
     }
-    if bytes[4] != ENCODING_VERSION || bytes[5] != HASH_SCHEME {
+    if !(1..=ENCODING_VERSION).contains(&bytes[4]) || bytes[5] != HASH_SCHEME {
         return Err(err("unknown encoding or hash version"));
     }
+    let seeded = bytes[4] == 2;
     if bytes[6] as usize != SLOTS || bytes[7] != 0 {
         return Err(err("bad slots or reserved byte"));
     }
     let mut r = Reader::new(&bytes[8..], err("short header"));
-    let params = WindowParams {
-        window_ms: r.u64()?,
-        error_rate: r.f64()?,
-        capacity: r.u64()?,
-        expansion: r.u32()?,
-    };
+    let (window_ms, error_rate, capacity, expansion) = (r.u64()?, r.f64()?, r.u64()?, r.u32()?);
     let count = r.u32()? as usize;
     let (time, total) = (r.u64()?, r.u64()?);
+    let seed = if seeded { r.u64()? } else { 0 };
+    // Seed 0 is written as version 1: one encoding per value.
+    if seeded && seed == 0 {
+        return Err(err("bad seed"));
+    }
+    let params = WindowParams {
+        window_ms,
+        error_rate,
+        capacity,
+        expansion,
+        seed,
+    };
     if !WindowParams::valid_window(params.window_ms) || params.window_ms > MAX_WINDOW_MS {
         return Err(err("bad window"));
     }
@@ -235,7 +257,8 @@ pub fn decode_header(bytes: &[u8], limit: u64) -> Result<(WindowFilter, Loading)
     if !(1..=MAX_LAYERS).contains(&count) || (params.expansion == 0 && count != 1) {
         return Err(err("bad layer count"));
     }
-    if bytes.len() != FIXED + PER_LAYER * count || time > MAX_TIME {
+    let fixed = FIXED + if seeded { SEED_BYTES } else { 0 };
+    if bytes.len() != fixed + PER_LAYER * count || time > MAX_TIME {
         return Err(err("bad header length or time"));
     }
     let s = time / params.slot_ms();

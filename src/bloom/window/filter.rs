@@ -37,7 +37,7 @@ use crate::bloom::chain::ChainError;
 use crate::bloom::filter::MIN_ERROR_RATE;
 use crate::core::alloc::{self, size_class};
 use crate::core::defrag::Defrag;
-use crate::core::hashing::ItemHash;
+use crate::core::hashing::{hash_item_seeded, ItemHash};
 
 /// The error-budget share of the first layer of a scaling filter: a filter that never grows
 /// pays log2(1/0.8) = 0.3 bit per stored item for the room to grow.
@@ -60,6 +60,8 @@ pub struct WindowParams {
     pub capacity: u64,
     /// 0: non-scaling.
     pub expansion: u32,
+    /// The hash seed of its items (0: none, the hash of filters made before seeds existed).
+    pub seed: u64,
 }
 
 impl WindowParams {
@@ -129,6 +131,12 @@ impl WindowFilter {
 
     pub fn time(&self) -> u64 {
         self.time
+    }
+
+    /// An item's hash under the filter's seed: what its lookups and adds take.
+    #[inline(always)]
+    pub fn hash(&self, item: &[u8]) -> ItemHash {
+        hash_item_seeded(item, self.params.seed)
     }
 
     pub fn layers(&self) -> &[Layer] {

@@ -8,11 +8,11 @@
 //! makes a scaling filter add a layer, and a non-scaling one refuse adds).
 //! It has P = ⌈B / `PART_ITEMS`⌉ partitions and per partition a universe
 //! u = ⌈B / (`RATE_ROOM`·P·p)⌉. An item goes to partition `reduce(h1, P)` with fingerprint
-//! `reduce(h2, u)` (hash scheme 1, `core/hashing.rs`). A non-member is reported present iff
-//! its fingerprint is in one of its partition's live sets, so its probability is at most
-//! (live items)/(P·u) ≤ B/(P·u) ≤ 0.9·p: a bound at every moment, whatever the items'
-//! spread over time and partitions. The 10% room keeps a measured rate (a sample of
-//! lookups) under p at the moments the filter holds its whole budget.
+//! `reduce(h2, u)` (hash scheme 1 under the filter's seed, `core/hashing.rs`). A non-member
+//! is reported present iff its fingerprint is in one of its partition's live sets, so its
+//! probability is at most (live items)/(P·u) ≤ B/(P·u) ≤ 0.9·p: a bound at every moment,
+//! whatever the items' spread over time and partitions. The 10% room keeps a measured rate
+//! (a sample of lookups) under p at the moments the filter holds its whole budget.
 //!
 //! Memory. A generation of k items of one partition is an Elias–Fano set of about
 //! log2(u/k) + 2 bits per item; at the budget k ≈ B/(P·GENS) and u/k ≈ GENS/(0.9·p), so a

@@ -17,6 +17,8 @@
 //!   for every Bloom filter.
 //! * Its writes depend on the time (`clock`: the filter's own, the latest a write brought):
 //!   the handlers replicate a write that moves it forward with its time.
+//! * Items are hashed under the filter's own seed (`WindowFilter::hash`), which `BF.INFO`
+//!   does not show, as for every filter.
 
 use super::codec;
 use super::value::Windowed;
@@ -24,32 +26,31 @@ use crate::bloom::any::{
     data_offset, scandump_part, AddDone, Added, BloomFilter, ChunkError, Env, Field, Info,
 };
 use crate::bloom::chain::ChainError;
-use crate::core::hashing::hash_item;
 
 /// `BF.INFO key LAYOUT` of a windowed filter.
 pub const LAYOUT: &str = "window";
 
 impl BloomFilter for Windowed {
     fn contains_one(&self, item: &[u8], env: &dyn Env) -> bool {
-        self.filter.contains(&hash_item(item), env.now_ms())
+        self.filter.contains(&self.filter.hash(item), env.now_ms())
     }
 
     fn contains_all(&self, items: &[&[u8]], env: &dyn Env, found: &mut dyn FnMut(bool)) {
         let now = env.now_ms();
         for item in items {
-            found(self.filter.contains(&hash_item(item), now));
+            found(self.filter.contains(&self.filter.hash(item), now));
         }
     }
 
     fn add_one(&mut self, item: &[u8], env: &dyn Env) -> Result<Added, ChainError> {
         self.filter
-            .add(&hash_item(item), env.now_ms(), env.memory_limit())
+            .add(&self.filter.hash(item), env.now_ms(), env.memory_limit())
     }
 
     fn add_all(&mut self, items: &[&[u8]], env: &dyn Env, done: AddDone) {
         let (now, limit) = (env.now_ms(), env.memory_limit());
         for item in items {
-            let result = self.filter.add(&hash_item(item), now, limit);
+            let result = self.filter.add(&self.filter.hash(item), now, limit);
             let stop = result.is_err();
             done(result);
             if stop {

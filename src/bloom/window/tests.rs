@@ -18,6 +18,7 @@ fn params(capacity: u64, rate: f64, expansion: u32) -> WindowParams {
         error_rate: rate,
         capacity,
         expansion,
+        seed: 0,
     }
 }
 
@@ -272,17 +273,89 @@ fn chunks_may_be_cut_anywhere() {
     assert!(codec::decode_header(&header, 1000).is_err());
 }
 
+/// A filter of `params` under `seed` holding items `0..n`, added `step` ms apart.
+fn filled(params: WindowParams, seed: u64, n: u64, step: u64) -> WindowFilter {
+    let mut f = WindowFilter::new(WindowParams { seed, ..params }, NO_LIMIT).unwrap();
+    for i in 0..n {
+        f.add(&f.hash(&i.to_le_bytes()), i * step, NO_LIMIT)
+            .unwrap();
+    }
+    f
+}
+
+fn u64_at(bytes: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap())
+}
+
+#[test]
+fn seeded_filters_are_version_2_and_unseeded_ones_version_1() {
+    const SEED: u64 = 0x0123_4567_89ab_cdef;
+    // One layer of one partition, several layers, several partitions.
+    for (capacity, expansion, n) in [(100, 0, 100), (500, 2, 3_000), (5_000, 0, 5_000)] {
+        let f = filled(params(capacity, 0.01, expansion), SEED, n, 7);
+        let (header, chunks) = encode(&f);
+        assert_eq!(&header[..8], b"LCBW\x02\x01\x04\x00");
+        assert_eq!(u64_at(&header, 56), SEED);
+        assert_eq!(u64_at(&header, 64), f.layers()[0].params().capacity);
+        let back = round_trip(&f);
+        assert_eq!(back.params(), f.params());
+        assert_eq!(encode(&back), (header.clone(), chunks.clone()));
+        assert!((0..n).all(|i| back.contains(&back.hash(&i.to_le_bytes()), 7 * n)));
+        // The same filter unseeded: version 1, the same fields but the seed, other data.
+        let plain = filled(params(capacity, 0.01, expansion), 0, n, 7);
+        let (plain_header, plain_chunks) = encode(&plain);
+        assert_eq!(&plain_header[..8], b"LCBW\x01\x01\x04\x00");
+        assert_eq!(plain_header[8..48], header[8..48]);
+        assert_eq!(plain_header[56..64], header[64..72]);
+        assert_eq!(plain_header.len() + 8, header.len());
+        assert_eq!(
+            encode(&round_trip(&plain)),
+            (plain_header.clone(), plain_chunks.clone())
+        );
+        assert_ne!(plain_chunks.concat(), chunks.concat());
+        // Refused: seed 0 in version 2 (written as version 1), either version with the
+        // other's header, a cut header, an unknown version.
+        let mutate = |at: usize, value: &[u8]| {
+            let mut h = header.clone();
+            h[at..at + value.len()].copy_from_slice(value);
+            codec::decode_header(&h, NO_LIMIT).map(|_| ())
+        };
+        assert!(mutate(56, &0u64.to_le_bytes()).is_err());
+        assert!(mutate(4, &[1]).is_err());
+        assert!(mutate(4, &[3]).is_err());
+        let mut as_seeded = plain_header.clone();
+        as_seeded[4] = 2;
+        assert!(codec::decode_header(&as_seeded, NO_LIMIT).is_err());
+        assert!(codec::decode_header(&header[..60], NO_LIMIT).is_err());
+        assert!(codec::decode_header(&header[..header.len() - 1], NO_LIMIT).is_err());
+    }
+}
+
+#[test]
+fn seeds_move_the_items() {
+    // The same items under seed 0, seed 1 and seed 2: three sets of fingerprints, each
+    // filter finding its own items.
+    let data: Vec<Vec<u8>> = [0, 1, 2]
+        .map(|seed| {
+            let f = filled(params(1000, 0.01, 0), seed, 1000, 1);
+            assert!((0..1000u64).all(|i| f.contains(&f.hash(&i.to_le_bytes()), 1000)));
+            encode(&f).1.concat()
+        })
+        .into();
+    assert_ne!(data[0], data[1]);
+    assert_ne!(data[1], data[2]);
+    assert_ne!(data[0], data[2]);
+}
+
 proptest! {
     /// Hostile headers and data: refused or decoded, never a panic or a huge allocation.
     #[test]
     fn hostile_bytes_never_panic(
         flips in proptest::collection::vec((any::<usize>(), any::<u8>()), 1..8),
         cut in any::<usize>(),
+        seed in prop_oneof![Just(0u64), any::<u64>()],
     ) {
-        let mut f = WindowFilter::new(params(500, 0.01, 2), NO_LIMIT).unwrap();
-        for i in 0..900u64 {
-            f.add(&h(i), i * 50, NO_LIMIT).unwrap();
-        }
+        let f = filled(params(500, 0.01, 2), seed, 900, 50);
         let (mut header, chunks) = encode(&f);
         let mut data = chunks.concat();
         for (at, byte) in flips {

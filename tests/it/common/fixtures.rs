@@ -47,6 +47,9 @@ pub const FIXTURES: &[&str] = &[
     // Bloom encoding version 4: filters with a hash seed of their own (the seed after the
     // fixed fields): a sparse set, bit arrays alone, a blocked chain of both.
     "golden-2026-11-23-bf-seed.txt",
+    // Windowed encoding version 2: windowed filters with a hash seed of their own (the seed
+    // after the fixed fields): items in three generations, and a scaled one of several layers.
+    "golden-2026-11-24-bf-window-seed.txt",
 ];
 
 /// What a value looks like on the wire.
