@@ -18,7 +18,7 @@ FUZZ_SECONDS ?= 60
 FUZZ_TARGETS := bf_value bf_loadchunk lc_value lc_loadchunk rb_value rb_loadchunk bf_any_loadchunk bf_window_value
 
 .PHONY: all build run test unit-test integration-test py-test test-redis-versions deps deps-system deps-python clean
-.PHONY: build-fault-injection valkey test-valkey redisbloom bench bench-memory bench-peer floors layout-sweep fuzz
+.PHONY: build-fault-injection valkey test-valkey valkey-jemalloc test-valkey-defrag redisbloom bench bench-memory bench-peer floors layout-sweep fuzz
 
 all: build
 
@@ -100,6 +100,15 @@ valkey: deps-python
 test-valkey: deps build redisbloom build-fault-injection
 	vs=$$(realpath "$$(scripts/fetch-tool.sh valkey)") && "$$vs" --version && \
 	REDIS_SERVER=$$vs $(CARGO_TEST) --test it $(VALKEY_TESTS)
+
+## Active defrag on Valkey 9 (not part of `make test`: about 5 minutes of building): Valkey
+## built with its bundled jemalloc (scripts/build-valkey-jemalloc.sh), then the defrag tests on it.
+valkey-jemalloc:
+	@scripts/build-valkey-jemalloc.sh
+
+test-valkey-defrag: build
+	vs=$$(realpath "$$(scripts/build-valkey-jemalloc.sh)") && "$$vs" --version && \
+	REDIS_SERVER=$$vs $(CARGO_TEST) --test it ops_defrag
 
 ## Benchmarks (not tests): Criterion micro-benchmarks, then redis-benchmark against real servers.
 ## PEER_MODULE=/path/to/redisbloom.so adds RedisBloom side by side; `make bench-peer` fetches
