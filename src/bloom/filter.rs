@@ -224,8 +224,8 @@ impl BitArray {
     #[inline]
     pub fn set(&mut self, params: &FilterParams, hash: &ItemHash) -> bool {
         match self.words.view_mut() {
-            ViewMut::One(words) => set_in(words, params, hash),
-            ViewMut::Segments(mut words) => set_in(&mut words, params, hash),
+            ViewMut::One(words) => set_one_in(words, params, hash),
+            ViewMut::Segments(mut words) => set_one_in(&mut words, params, hash),
         }
     }
 
@@ -357,6 +357,21 @@ fn set_in<W: WordWrite + ?Sized>(words: &mut W, params: &FilterParams, hash: &It
         *word |= mask;
     }
     changed != 0
+}
+
+/// `set_in` for one item. In a large array every line is asked for before the first is
+/// written, so that the item's misses overlap: without it a single `BF.ADD` on a 0.001 / 200M
+/// filter (11 lines) took 0.63 µs against 0.50 (AMD EPYC).
+#[inline(always)]
+fn set_one_in<W: WordWrite + ?Sized>(
+    words: &mut W,
+    params: &FilterParams,
+    hash: &ItemHash,
+) -> bool {
+    if params.prefetched() {
+        prefetch_in(words, params, hash, 0..params.hashes);
+    }
+    set_in(words, params, hash)
 }
 
 #[inline(always)]
