@@ -323,60 +323,19 @@ fn an_aof_written_before_seeds_replays_unseeded() {
         out
     };
     let old = [
-        &["SELECT", "0"][..],
-        &[
-            "BF.RESERVE",
-            "k",
-            "0.01",
-            "1000",
-            "EXPANSION",
-            "2",
-            "LAYOUT",
-            "standard",
-        ],
-        &["BF.MADD", "k", "a", "b", "c"],
-        &[
-            "BF.INSERT",
-            "i",
-            "CAPACITY",
-            "100",
-            "ERROR",
-            "0.01",
-            "EXPANSION",
-            "2",
-            "ITEMS",
-            "x",
-        ],
-        &["BF.ADD", "plain", "y"],
-        &[
-            "BF.RESERVE",
-            "w",
-            "0.01",
-            "1000",
-            "EXPANSION",
-            "2",
-            "WINDOW",
-            "3153600000",
-        ],
-        &["BF.INSERT", "w", "AT", "1000", "ITEMS", "a", "b", "c"],
-        &[
-            "BF.INSERT",
-            "wi",
-            "CAPACITY",
-            "100",
-            "ERROR",
-            "0.01",
-            "EXPANSION",
-            "2",
-            "WINDOW",
-            "60",
-            "AT",
-            "1000",
-            "ITEMS",
-            "x",
-        ],
+        "SELECT 0",
+        "BF.RESERVE k 0.01 1000 EXPANSION 2 LAYOUT standard",
+        "BF.MADD k a b c",
+        "BF.INSERT i CAPACITY 100 ERROR 0.01 EXPANSION 2 ITEMS x",
+        "BF.ADD plain y",
+        "BF.RESERVE w 0.01 1000 EXPANSION 2 WINDOW 3153600000",
+        "BF.INSERT w AT 1000 ITEMS a b c",
+        "BF.INSERT wi CAPACITY 100 ERROR 0.01 EXPANSION 2 WINDOW 60 AT 1000 ITEMS x",
     ];
-    let aof: String = old.iter().map(|a| resp(a)).collect();
+    let aof: String = old
+        .iter()
+        .map(|line| resp(&line.split(' ').collect::<Vec<_>>()))
+        .collect();
     std::fs::write(dir.join("appendonly.aof"), aof).unwrap();
     let server = Server::builder().dir(&dir).arg("appendonly", "yes").start();
     let mut c = server.conn();

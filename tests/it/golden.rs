@@ -231,16 +231,11 @@ fn cases() -> Vec<Case> {
     // Items in three generations, and a scaled filter of several layers; unseeded, and
     // seeded (windowed encoding version 2: the seed after the fixed fields) by `seed`, the
     // creating command's `SEED s` if any.
+    let words = |line: &str| s(&line.split(' ').collect::<Vec<_>>());
     let generations = |seed: &[&str]| {
-        let mut reserve = s(&[
-            "BF.RESERVE",
-            "k",
-            "0.01",
-            "1000",
-            "NONSCALING",
-            "WINDOW",
-            CENTURY,
-        ]);
+        let mut reserve = words(&format!(
+            "BF.RESERVE k 0.01 1000 NONSCALING WINDOW {CENTURY}"
+        ));
         reserve.extend(s(seed));
         vec![
             reserve,
@@ -251,18 +246,9 @@ fn cases() -> Vec<Case> {
         ]
     };
     let scaled = |seed: &[&str]| {
-        let mut insert = s(&[
-            "BF.INSERT",
-            "k",
-            "CAPACITY",
-            "50",
-            "ERROR",
-            "0.001",
-            "EXPANSION",
-            "2",
-            "WINDOW",
-            CENTURY,
-        ]);
+        let mut insert = words(&format!(
+            "BF.INSERT k CAPACITY 50 ERROR 0.001 EXPANSION 2 WINDOW {CENTURY}"
+        ));
         insert.extend(s(seed));
         insert.extend(s(&["AT", "1000", "ITEMS", "i0"]));
         vec![insert, at("2000", 1, 299)]
