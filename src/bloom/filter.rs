@@ -323,13 +323,70 @@ impl BitArray {
     }
 }
 
-/// Panics unless the words hold m bits: then every probe, `reduce`d below m, is in range.
+/// The standard layout's bit positions of the item's probes `probes` (those below k).
+#[inline(always)]
+fn positions<'a>(
+    params: &FilterParams,
+    hash: &'a ItemHash,
+    probes: Range<u32>,
+) -> impl Iterator<Item = u64> + 'a {
+    let m = params.bits;
+    (probes.start..probes.end.min(params.hashes)).map(move |i| reduce(hash.probe(i), m))
+}
+
+/// Panics unless the words hold m bits: then every position below m is in range.
 #[inline(always)]
 fn check_len<W: WordRead + ?Sized>(words: &W, m: u64) {
     assert!(
         m.div_ceil(64) <= words.words() as u64,
         "bit array shorter than its parameters"
     );
+}
+
+/// Sets the bits at `positions`; whether any was zero.
+///
+/// # Safety
+/// Every position is below 64 · `words.words()`.
+#[inline(always)]
+unsafe fn set_bits<W: WordWrite + ?Sized>(
+    words: &mut W,
+    positions: impl Iterator<Item = u64>,
+) -> bool {
+    let mut changed = 0;
+    for bit in positions {
+        // SAFETY: the caller's contract.
+        let word = unsafe { words.word_mut_unchecked((bit / 64) as usize) };
+        let mask = 1 << (bit % 64);
+        changed |= !*word & mask;
+        *word |= mask;
+    }
+    changed != 0
+}
+
+/// Whether the bits at `positions` are all set.
+///
+/// # Safety
+/// As `set_bits`.
+#[inline(always)]
+unsafe fn all_set<W: WordRead + ?Sized>(
+    words: &W,
+    mut positions: impl Iterator<Item = u64>,
+) -> bool {
+    positions.all(|bit| {
+        // SAFETY: the caller's contract.
+        let word = unsafe { words.word_unchecked((bit / 64) as usize) };
+        word & (1 << (bit % 64)) != 0
+    })
+}
+
+/// Asks for the line of bit position `bit`.
+///
+/// # Safety
+/// As `set_bits`.
+#[inline(always)]
+unsafe fn prefetch_bit<W: WordRead + ?Sized>(words: &W, bit: u64) {
+    // SAFETY: the caller's contract.
+    prefetch_line(unsafe { words.word_ptr_unchecked((bit / 64) as usize) });
 }
 
 #[inline(always)]
@@ -345,18 +402,9 @@ fn set_in<W: WordWrite + ?Sized>(words: &mut W, params: &FilterParams, hash: &It
     if params.layout == Layout::Blocked {
         return blocked::set(words, hash, params.hashes);
     }
-    let m = params.bits;
-    check_len(words, m);
-    let mut changed = 0;
-    for i in 0..params.hashes {
-        let bit = reduce(hash.probe(i), m);
-        // SAFETY: bit < m (`reduce`) ≤ 64·words (`check_len`).
-        let word = unsafe { words.word_mut_unchecked((bit / 64) as usize) };
-        let mask = 1 << (bit % 64);
-        changed |= !*word & mask;
-        *word |= mask;
-    }
-    changed != 0
+    check_len(words, params.bits);
+    // SAFETY: positions are below m (`reduce`), which the words hold (`check_len`).
+    unsafe { set_bits(words, positions(params, hash, 0..params.hashes)) }
 }
 
 /// `set_in` for one item. In a large standard array every line is asked for before the first
@@ -370,7 +418,11 @@ fn set_one_in<W: WordWrite + ?Sized>(
     hash: &ItemHash,
 ) -> bool {
     if params.layout == Layout::Standard && params.prefetched() {
-        prefetch_in(words, params, hash, 0..params.hashes);
+        let mut at = [0u64; MAX_HASHES as usize];
+        let at = &mut at[..params.hashes as usize];
+        locate_in(words, params, hash, 0..params.hashes, at);
+        // SAFETY: positions from `locate_in`, below m, which the words hold (it checks).
+        return unsafe { set_bits(words, at.iter().copied()) };
     }
     set_in(words, params, hash)
 }
@@ -383,20 +435,32 @@ fn set_batch_in<W: WordWrite + ?Sized>(
     done: &mut impl FnMut(bool),
 ) -> u64 {
     let mut added = 0;
-    let mut set = |words: &mut W, hash: &ItemHash| {
-        let new = set_in(words, params, hash);
+    let mut count = |new: bool| {
         added += u64::from(new);
         done(new);
         true
     };
-    if params.prefetched() {
-        let prefetch =
-            |words: &W, hash: &ItemHash| prefetch_in(words, params, hash, 0..params.hashes);
-        batch::in_windows(hashes, params.lines(), words, prefetch, set);
-    } else {
-        hashes.iter().for_each(|hash| {
-            set(words, hash);
-        });
+    match (params.prefetched(), params.layout) {
+        (true, Layout::Standard) => {
+            let k = params.hashes;
+            let locate = |words: &W, hash: &ItemHash, at: &mut [u64]| {
+                locate_in(words, params, hash, 0..k, at)
+            };
+            check_len(words, params.bits);
+            // SAFETY: `in_windows_located` hands `set` only what `locate_in` wrote (positions
+            // below m) or zeros, and the words hold m bits (`check_len`).
+            let set =
+                |words: &mut W, at: &[u64]| count(unsafe { set_bits(words, at.iter().copied()) });
+            batch::in_windows_located(hashes, k as usize, words, locate, set);
+        }
+        (true, Layout::Blocked) => {
+            let prefetch = |words: &W, hash: &ItemHash| blocked::prefetch(words, hash);
+            let set = |words: &mut W, hash: &ItemHash| count(set_in(words, params, hash));
+            batch::in_windows(hashes, 1, words, prefetch, set);
+        }
+        (false, _) => hashes.iter().for_each(|hash| {
+            count(set_in(words, params, hash));
+        }),
     }
     added
 }
@@ -418,6 +482,7 @@ fn contains_batch_in<W: WordRead + ?Sized>(
         batch::in_windows(hashes, 1, &mut &*words, prefetch, touch);
     } else if params.prefetched() {
         // Standard: a non-member is usually refused by its first probe's line.
+        check_len(words, params.bits);
         batch::lookups(&Probes { words, params }, hashes, done);
     } else {
         hashes
@@ -439,23 +504,55 @@ impl<W: WordRead + ?Sized> batch::Lookup<ItemHash> for Probes<'_, W> {
     }
 
     #[inline(always)]
-    fn prefetch_first(&self, hash: &ItemHash) {
-        prefetch_in(self.words, self.params, hash, 0..1)
+    fn rest_positions(&self) -> usize {
+        self.params.hashes as usize - 1
     }
 
     #[inline(always)]
-    fn first(&self, hash: &ItemHash) -> bool {
-        probes_set(self.words, self.params, hash, 0..1)
+    fn locate_first(&self, hash: &ItemHash) -> u64 {
+        let mut at = [0];
+        locate_in(self.words, self.params, hash, 0..1, &mut at);
+        at[0]
     }
 
     #[inline(always)]
-    fn prefetch_rest(&self, hash: &ItemHash) {
-        prefetch_in(self.words, self.params, hash, 1..self.params.hashes)
+    fn first(&self, _: &ItemHash, at: u64) -> bool {
+        // SAFETY: `lookups` hands over only what `locate_first` wrote (a position below m) or
+        // zero, and the words hold m bits (checked by `contains_batch_in`).
+        unsafe { all_set(self.words, [at].into_iter()) }
     }
 
     #[inline(always)]
-    fn rest(&self, hash: &ItemHash) -> bool {
-        probes_set(self.words, self.params, hash, 1..self.params.hashes)
+    fn locate_rest(&self, hash: &ItemHash, at: &mut [u64]) {
+        locate_in(self.words, self.params, hash, 1..self.params.hashes, at)
+    }
+
+    #[inline(always)]
+    fn rest(&self, _: &ItemHash, at: &[u64]) -> bool {
+        // SAFETY: as in `first`.
+        unsafe { all_set(self.words, at.iter().copied()) }
+    }
+}
+
+/// Writes the positions of the standard layout's probes `probes` of the item into `at` (one
+/// each) and asks for their lines: a batch computes a probe once for its prefetch and its test.
+#[inline(always)]
+fn locate_in<W: WordRead + ?Sized>(
+    words: &W,
+    params: &FilterParams,
+    hash: &ItemHash,
+    probes: Range<u32>,
+    at: &mut [u64],
+) {
+    check_len(words, params.bits);
+    let m = params.bits;
+    let first = probes.start;
+    let at = &mut at[..probes.end.min(params.hashes).saturating_sub(first) as usize];
+    for (i, at) in at.iter_mut().enumerate() {
+        let bit = reduce(hash.probe(first + i as u32), m);
+        *at = bit;
+        // SAFETY: bit < m (`reduce`), which the words hold (`check_len`).
+        unsafe { prefetch_bit(words, bit) };
     }
 }
 
@@ -467,14 +564,9 @@ fn probes_set<W: WordRead + ?Sized>(
     hash: &ItemHash,
     probes: Range<u32>,
 ) -> bool {
-    let m = params.bits;
-    check_len(words, m);
-    probes.into_iter().all(|i| {
-        let bit = reduce(hash.probe(i), m);
-        // SAFETY: bit < m (`reduce`) ≤ 64·words (`check_len`).
-        let word = unsafe { words.word_unchecked((bit / 64) as usize) };
-        word & (1 << (bit % 64)) != 0
-    })
+    check_len(words, params.bits);
+    // SAFETY: as in `set_in`.
+    unsafe { all_set(words, positions(params, hash, probes)) }
 }
 
 #[inline(always)]
@@ -498,13 +590,9 @@ fn prefetch_in<W: WordRead + ?Sized>(
         }
         return;
     }
-    let m = params.bits;
-    check_len(words, m);
-    for i in probes.start..probes.end.min(params.hashes) {
-        let bit = reduce(hash.probe(i), m);
-        // SAFETY: bit < m (`reduce`) ≤ 64·words (`check_len`).
-        prefetch_line(unsafe { words.word_ptr_unchecked((bit / 64) as usize) });
-    }
+    check_len(words, params.bits);
+    // SAFETY: as in `set_in`.
+    positions(params, hash, probes).for_each(|bit| unsafe { prefetch_bit(words, bit) });
 }
 
 impl FilterParams {

@@ -154,13 +154,19 @@ impl batch::Lookup<ItemHash> for Chain {
         self.prefetched_lines(1..u32::MAX)
     }
 
-    #[inline]
-    fn prefetch_first(&self, hash: &ItemHash) {
-        self.prefetch(hash, 0..1)
+    // The arrays' probes are found again by their tests (positions of several arrays).
+    fn rest_positions(&self) -> usize {
+        0
     }
 
     #[inline]
-    fn first(&self, hash: &ItemHash) -> bool {
+    fn locate_first(&self, hash: &ItemHash) -> u64 {
+        self.prefetch(hash, 0..1);
+        0
+    }
+
+    #[inline]
+    fn first(&self, hash: &ItemHash, _: u64) -> bool {
         let params = &*self.params;
         for (p, b) in self.body.arrays(params) {
             if b.first_probe(p, hash) {
@@ -172,12 +178,12 @@ impl batch::Lookup<ItemHash> for Chain {
     }
 
     #[inline]
-    fn prefetch_rest(&self, hash: &ItemHash) {
+    fn locate_rest(&self, hash: &ItemHash, _: &mut [u64]) {
         self.prefetch(hash, 1..u32::MAX)
     }
 
     #[inline]
-    fn rest(&self, hash: &ItemHash) -> bool {
+    fn rest(&self, hash: &ItemHash, _: &[u64]) -> bool {
         self.contains(hash)
     }
 }

@@ -283,19 +283,25 @@ impl batch::Lookup<HashPair> for RedisBloomChain {
         self.prefetched_lines(1..u32::MAX) as usize
     }
 
-    fn prefetch_first(&self, hash: &HashPair) {
-        self.prefetch(hash, 0..1)
+    // The links' probes are found again by their tests (positions of several links).
+    fn rest_positions(&self) -> usize {
+        0
     }
 
-    fn first(&self, hash: &HashPair) -> bool {
+    fn locate_first(&self, hash: &HashPair) -> u64 {
+        self.prefetch(hash, 0..1);
+        0
+    }
+
+    fn first(&self, hash: &HashPair, _: u64) -> bool {
         self.links.iter().any(|l| l.probes_set(hash, 0..1))
     }
 
-    fn prefetch_rest(&self, hash: &HashPair) {
+    fn locate_rest(&self, hash: &HashPair, _: &mut [u64]) {
         self.prefetch(hash, 1..u32::MAX)
     }
 
-    fn rest(&self, hash: &HashPair) -> bool {
+    fn rest(&self, hash: &HashPair, _: &[u64]) -> bool {
         self.contains(hash)
     }
 }
