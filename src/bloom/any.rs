@@ -116,8 +116,9 @@ impl From<DecodeError> for ChunkError {
     }
 }
 
-/// Where `add_all` passes each item's result, in order.
-pub type AddDone<'a> = &'a mut dyn FnMut(Result<Added, ChainError>);
+/// What `add_all` appends each item's result to, in order (a list the caller owns: the
+/// results are pushed, not passed through a callback per item).
+pub type AddResults = Vec<Result<Added, ChainError>>;
 
 /// A Bloom filter as the `BF.*` commands serve it (see the top of this file).
 pub trait BloomFilter {
@@ -132,18 +133,12 @@ pub trait BloomFilter {
     /// Looks the items up in order, passing each answer to `found`.
     fn contains_all(&self, items: &[&[u8]], env: &dyn Env, found: &mut dyn FnMut(bool));
 
-    /// Adds the item: `add_all` of one item, which `BF.ADD` calls without the slice and the
-    /// callback.
-    fn add_one(&mut self, item: &[u8], env: &dyn Env) -> Result<Added, ChainError> {
-        // add_all reports exactly one result for one item.
-        let mut result = Ok(Added::Present);
-        self.add_all(&[item], env, &mut |r| result = r);
-        result
-    }
+    /// Adds the item: `add_all` of one item, which `BF.ADD` calls without the lists.
+    fn add_one(&mut self, item: &[u8], env: &dyn Env) -> Result<Added, ChainError>;
 
-    /// Adds the items in order, passing each result to `done`, and stops after the first
+    /// Adds the items in order, appending each result to `results`, and stops after the first
     /// error (later items are not processed). An error changes nothing.
-    fn add_all(&mut self, items: &[&[u8]], env: &dyn Env, done: AddDone);
+    fn add_all(&mut self, items: &[&[u8]], env: &dyn Env, results: &mut AddResults);
 
     /// For a filter whose writes depend on the command's time (`Env::now_ms`), as a windowed
     /// filter's do, its own time (ms): a write at a time no later than that runs at the
@@ -186,13 +181,15 @@ impl BloomFilter for Chain {
         self.add(&self.hash(item), limit).map(Added::new_or_present)
     }
 
-    fn add_all(&mut self, items: &[&[u8]], env: &dyn Env, done: AddDone) {
+    fn add_all(&mut self, items: &[&[u8]], env: &dyn Env, results: &mut AddResults) {
         if let [item] = items {
-            return done(self.add_one(item, env));
+            return results.push(self.add_one(item, env));
         }
         let limit = self.limit_for(items.len() as u64, env);
         let hashes: Vec<ItemHash> = items.iter().map(|i| self.hash(i)).collect();
-        self.add_batch(&hashes, limit, |r| done(r.map(Added::new_or_present)));
+        self.add_batch(&hashes, limit, |r| {
+            results.push(r.map(Added::new_or_present))
+        });
     }
 
     fn info(&self, _: &dyn Env) -> Info {
@@ -302,10 +299,9 @@ pub mod tests {
         let mut c = RedisBloomChain::reserve(0.01, 10, Some(2), u64::MAX).unwrap();
         let items: Vec<String> = (0..200).map(|i| format!("i{i}")).collect();
         let items: Vec<&[u8]> = items.iter().map(|i| i.as_bytes()).collect();
-        let mut new = 0;
-        c.add_all(&items, &Unlimited, &mut |r| {
-            new += r.unwrap().is_new() as u64
-        });
+        let mut results = Vec::new();
+        c.add_all(&items, &Unlimited, &mut results);
+        let new = results.iter().filter(|r| r.unwrap().is_new()).count() as u64;
         assert_eq!((new, c.links().len()), (c.size(), 5));
         c
     }

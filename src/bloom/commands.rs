@@ -560,7 +560,7 @@ fn add_items(
             _ => {
                 let bytes: Vec<&[u8]> = items.iter().map(RedisString::as_slice).collect();
                 results.reserve_exact(items.len());
-                filter.add_all(&bytes, &env, &mut |r| results.push(r));
+                filter.add_all(&bytes, &env, &mut results);
             }
         }
         Ok(())

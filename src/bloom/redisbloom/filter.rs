@@ -4,7 +4,7 @@
 use super::chain::RedisBloomChain;
 use super::murmur::HashPair;
 use super::scandump;
-use crate::bloom::any::{AddDone, Added, BloomFilter, ChunkError, Env, Info};
+use crate::bloom::any::{AddResults, Added, BloomFilter, ChunkError, Env, Info};
 use crate::bloom::chain::ChainError;
 
 /// RedisBloom's answers: item by item in order (each add may grow the chain), its own scan-dump
@@ -25,10 +25,12 @@ impl BloomFilter for RedisBloomChain {
         self.add(&self.hash(item), limit).map(Added::new_or_present)
     }
 
-    fn add_all(&mut self, items: &[&[u8]], env: &dyn Env, done: AddDone) {
+    fn add_all(&mut self, items: &[&[u8]], env: &dyn Env, results: &mut AddResults) {
         let limit = env.memory_limit();
         let hashes: Vec<HashPair> = items.iter().map(|i| self.hash(i)).collect();
-        self.add_batch(&hashes, limit, |r| done(r.map(Added::new_or_present)));
+        self.add_batch(&hashes, limit, |r| {
+            results.push(r.map(Added::new_or_present))
+        });
     }
 
     fn info(&self, _: &dyn Env) -> Info {

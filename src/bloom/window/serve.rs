@@ -23,7 +23,7 @@
 use super::codec;
 use super::value::Windowed;
 use crate::bloom::any::{
-    data_offset, scandump_part, AddDone, Added, BloomFilter, ChunkError, Env, Field, Info,
+    data_offset, scandump_part, AddResults, Added, BloomFilter, ChunkError, Env, Field, Info,
 };
 use crate::bloom::chain::ChainError;
 
@@ -47,12 +47,12 @@ impl BloomFilter for Windowed {
             .add(&self.filter.hash(item), env.now_ms(), env.memory_limit())
     }
 
-    fn add_all(&mut self, items: &[&[u8]], env: &dyn Env, done: AddDone) {
+    fn add_all(&mut self, items: &[&[u8]], env: &dyn Env, results: &mut AddResults) {
         let (now, limit) = (env.now_ms(), env.memory_limit());
         for item in items {
             let result = self.filter.add(&self.filter.hash(item), now, limit);
             let stop = result.is_err();
-            done(result);
+            results.push(result);
             if stop {
                 return;
             }
