@@ -10,7 +10,9 @@ Workloads (items are 12-digit random numbers, as redis-benchmark's __rand_int__)
   (14 sub-filters: its first seven are sparse sets);
 - add_200m, madd100_200m, mexists100_200m, and the same on a blocked filter: 0.001/200M;
 - madd30_new: BF.MADD of 30 items creating a default filter each time;
-- exists_small: BF.EXISTS on default filters holding 30 items.
+- exists_small: BF.EXISTS on default filters holding 30 items;
+- madd100_2m_members, mexists100_2m_members: BF.MADD / BF.MEXISTS of 100 members of a cached
+  0.001/2M filter holding the numbers 0 to 999,999 (the server benchmark's cached rows).
 
 Usage: bf_callgrind.py MODULE.so [OUTDIR]
 """
@@ -41,6 +43,12 @@ def run(port, pid):
     r.execute_command("BF.RESERVE", "bf200m", "0.001", "200000000")
     r.execute_command("BF.RESERVE", "bfblk", "0.001", "200000000", "LAYOUT", "blocked")
     fill("scaling", 1_000_000, "prefill:")
+    r.execute_command("BF.RESERVE", "bf2m", "0.001", "2000000")
+    fill("bf2m", 1_000_000, "")
+
+    def member():
+        return str(rng.randrange(1_000_000))
+
     for i in range(CALLS):
         fill(f"small:{i}", 30, f"s{i}:")
     time_workloads(r, pid, {
@@ -57,6 +65,8 @@ def run(port, pid):
         "mexists100_200m_blocked": [("BF.MEXISTS", "bfblk", *[item() for _ in range(100)]) for _ in range(CALLS)],
         "madd30_new": [("BF.MADD", f"new:{i}", *[item() for _ in range(30)]) for i in range(CALLS)],
         "exists_small": [("BF.EXISTS", f"small:{rng.randrange(CALLS)}", item()) for _ in range(CALLS)],
+        "madd100_2m_members": [("BF.MADD", "bf2m", *[member() for _ in range(100)]) for _ in range(CALLS)],
+        "mexists100_2m_members": [("BF.MEXISTS", "bf2m", *[member() for _ in range(100)]) for _ in range(CALLS)],
     })
 
 
