@@ -3,9 +3,9 @@
 against RedisBloom, on the same redis-server binary.
 
 A filter reserved at 0.001 / 200,000,000 (about 400 MB of bits on either side) is filled with
-N items (PERSIST_FILLS, default "0,2000000"; the full 200,000,000 takes long to fill and is
-the fill where compression no longer helps), then each path is timed from the client, rounds
-alternating between the two modules (PERSIST_ROUNDS, default 3; the median is reported):
+N items (PERSIST_FILLS, default "0,2000000"; 200000000 is the full filter, where compression
+no longer helps), then each path is timed from the client, rounds alternating between the two
+modules (PERSIST_ROUNDS, default 3; the median is reported):
 
 - DUMP: the `DUMP` reply (the server serialises and LZF-compresses the value; the server is
   blocked meanwhile);
@@ -16,19 +16,26 @@ alternating between the two modules (PERSIST_ROUNDS, default 3; the median is re
 - full sync: a second redis-server with the same module becomes a replica and is timed until
   its link is up and the key has arrived (the master's fork and transfer, the replica's load).
 
+Fills of up to 10M items are added from this script (`item:<i>`); larger ones by
+redis-benchmark, `BF.MADD` of 100 random 12-digit numbers a call (each drawn from 0 to 2·10^9,
+so that the expected number of distinct items is N: about 5% more adds than N), which takes
+seconds where a Python loop would take many minutes; BF.CARD says what each filter took.
+
 Usage: LCBLOOM_MODULE=... PEER_MODULE=/path/to/redisbloom.so bench/persistence_bench.py
 Run it under `flock /work/bench.lock` on a shared machine, and name the CPU with the figures.
 Prints a markdown table (seconds per path, and RedisBloom's time ÷ lcbloom's).
 """
+import math
 import os
 import statistics
+import subprocess
 import sys
 import time
 
 import redis
 
 import server_bench
-from server_bench import OUR_MODULE, PEER_MODULE, Server, fill, log
+from server_bench import BENCH_BIN, OUR_MODULE, PEER_MODULE, Server, fill, log
 
 # DEBUG RELOAD is one of the paths timed.
 server_bench.SERVER_ARGS += ["--enable-debug-command", "yes"]
@@ -36,6 +43,27 @@ server_bench.SERVER_ARGS += ["--enable-debug-command", "yes"]
 FILLS = [int(x) for x in os.environ.get("PERSIST_FILLS", "0,2000000").split(",")]
 ROUNDS = int(os.environ.get("PERSIST_ROUNDS", "3"))
 PATHS = ["DUMP", "RESTORE", "BGSAVE", "DEBUG RELOAD", "full sync"]
+
+
+SCRIPT_FILL_MAX = 10_000_000
+# redis-benchmark's __rand_int__ draws below this (its -r is a C int).
+DRAW_RANGE = 2_000_000_000
+ITEMS_PER_CALL = 100
+
+
+def fill_items(server, n):
+    """Adds about `n` distinct items to the key "bf" (see the top of this file)."""
+    if n <= SCRIPT_FILL_MAX:
+        fill(server, "BF.MADD", "bf", "item:", n)
+        return
+    # Draws with repeats: d draws from R values give R·(1 − e^(−d/R)) distinct ones.
+    draws = DRAW_RANGE * -math.log(1 - n / DRAW_RANGE)
+    calls = math.ceil(draws / ITEMS_PER_CALL)
+    subprocess.run(
+        [BENCH_BIN, "-h", "127.0.0.1", "-p", str(server.port), "-c", "50", "-P", "16",
+         "-n", str(calls), "-r", str(DRAW_RANGE), "-q",
+         "BF.MADD", "bf", *["__rand_int__"] * ITEMS_PER_CALL],
+        check=True, stdout=subprocess.DEVNULL)
 
 
 def timed(action):
@@ -99,7 +127,8 @@ def main():
                 s = Server(name, module)
                 s.client.execute_command("BF.RESERVE", "bf", "0.001", "200000000")
                 log(f"{name}: filling {n} items")
-                fill(s, "BF.MADD", "bf", "item:", n)
+                fill_items(s, n)
+                log(f"{name}: BF.CARD {s.client.execute_command('BF.CARD', 'bf'):,}")
                 servers[name] = s
             times = {name: {p: [] for p in PATHS} for name in sides}
             for round_ in range(ROUNDS):
