@@ -74,7 +74,8 @@ def main():
                         fill(server, "BF.MADD", key, f"m{filled}:", capacity * times - filled)
                         filled = capacity * times
                         rate, probes = measure(server, key, p)
-                        filters = server.client.execute_command("BF.INFO", key, "FILTERS")
+                        # One field of BF.INFO is a one-element array.
+                        filters = server.client.execute_command("BF.INFO", key, "FILTERS")[0]
                         rows.append([layout, f"{p:g}", f"{capacity:,}", f"scaling, {times}× ({filters} filters)",
                                      f"{probes:,}", f"{rate * 100:.4f}%", f"{rate / p:.3f}",
                                      "yes" if rate <= p else "**no**"])
