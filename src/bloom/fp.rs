@@ -9,7 +9,7 @@ pub const MAX_HASHES: u32 = 64;
 /// Largest filter, in bits (32 TiB): far beyond any memory limit, it keeps arithmetic exact.
 pub const MAX_BITS: u64 = 1 << 48;
 /// Up to this many bits the expected false-positive rate is computed exactly.
-const EXACT_MAX_BITS: u64 = 1 << 13;
+pub const EXACT_MAX_BITS: u64 = 1 << 13;
 /// Probability mass below which the occupancy distribution's tails are dropped.
 const NEGLIGIBLE: f64 = 1e-25;
 
@@ -46,6 +46,16 @@ pub fn best_hashes(n: f64, bits: u64, exact: bool) -> (u32, f64) {
         (lo, f64::INFINITY),
         |best, c| if c.1 < best.1 { c } else { best },
     )
+}
+
+/// Expected FP of `bits` bits holding `n` items with `hashes` hashes; `exact` allows the
+/// exact computation for small filters, as in [`best_hashes`].
+pub fn fp_with(n: f64, bits: u64, hashes: u32, exact: bool) -> f64 {
+    if exact && bits <= EXACT_MAX_BITS && bits as f64 / n * std::f64::consts::LN_2 >= 1.0 {
+        exact_fp(n as u64, bits, hashes, hashes)[0].1
+    } else {
+        approx_fp(n, bits, hashes)
+    }
 }
 
 /// Expected FP after n items, by the second-order expansion (for large m).

@@ -455,7 +455,7 @@ fn crafted_items_pollute_an_unseeded_filter_and_not_a_seeded_one() {
     assert_eq!(&h[4..8], &[1, 1, 0, 0]);
     let m = u64::from_le_bytes(h[48..56].try_into().unwrap());
     let k = u32::from_le_bytes(h[56..60].try_into().unwrap());
-    assert_eq!(k, 7, "m {m}");
+    assert_eq!(k, 6, "m {m}");
     // As many crafted items as the filter's capacity, each setting k bits of its own.
     let evil = crafted(m, k, CAPACITY);
     for key in ["unseeded", "seeded"] {
@@ -472,9 +472,9 @@ fn crafted_items_pollute_an_unseeded_filter_and_not_a_seeded_one() {
         "m {m}, k {k}: crafted fill {fill:.3}, expected FP {:.4}; unseeded {unseeded:.4}, seeded {seeded:.4}",
         fill.powi(k as i32)
     );
-    // Unseeded: about fill^k (0.73^7 ≈ 0.11), eleven times the rate. Seeded: the rate (the
+    // Unseeded: about fill^k (0.62^6 ≈ 0.055), five times the rate. Seeded: the rate (the
     // bound is 5 standard deviations above it at 40,000 probes).
-    assert!(unseeded > 5.0 * RATE, "unseeded FP {unseeded}");
+    assert!(unseeded > 4.0 * RATE, "unseeded FP {unseeded}");
     let sd = (RATE * (1.0 - RATE) / PROBES as f64).sqrt();
     assert!(seeded < RATE + 5.0 * sd, "seeded FP {seeded}");
 }

@@ -53,12 +53,18 @@ pub const FIXTURES: &[&str] = &[
     // Non-scaling filters sized for 95% of their rate (`chain::NONSCALING_SHARE`), so that at
     // capacity they measure within it: every non-scaling Bloom case, a few bytes larger.
     "golden-2026-11-25-bf-margin.txt",
+    // Standard bit arrays sized for a hash fewer where that costs under 0.5% of bits
+    // (`filter::FEWER_PROBES_TOLERANCE`): every case with a standard bit array.
+    "golden-2026-11-25-bf-probes.txt",
 ];
 
 /// Fixtures whose cases may be larger than in older ones: a sizing rule that spends bytes on
 /// a guarantee. A case's sizes are compared only with its recordings from the newest of these
 /// that holds it on.
-pub const RESIZING: &[&str] = &["golden-2026-11-25-bf-margin.txt"];
+pub const RESIZING: &[&str] = &[
+    "golden-2026-11-25-bf-margin.txt",
+    "golden-2026-11-25-bf-probes.txt",
+];
 
 /// What a value looks like on the wire.
 #[derive(Default, PartialEq, Debug, Clone)]
