@@ -26,7 +26,7 @@
 //!   expansion's FP at n items is ≤ p, then, for small filters, until the exact FP is. For large filters this stays within 1% of m_opt (a unit test checks
 //!   many (n, p)); small filters take what exactness needs.
 //! * Fewer probes. Near the optimum the rate hardly depends on k: one hash fewer than the best
-//!   integer costs a fraction of a percent of bits (0.2% at p = 0.0095, k 7 → 6), and saves a
+//!   integer costs a fraction of a percent of bits (0.3% at p = 0.0095, k 7 → 6), and saves a
 //!   cache miss of every add and every lookup of a member in a large filter (a seventh of them
 //!   there). So the size is the smallest m for the fewest hashes whose m stays within
 //!   `FEWER_PROBES_TOLERANCE` of the smallest m of any k. The chosen k is in the encoding, so
@@ -160,7 +160,7 @@ impl FilterParams {
             }
         }
         // The rate falls as m grows: each k has a smallest m, found by bisection.
-        let most_bits = (bits as f64 * (1.0 + FEWER_PROBES_TOLERANCE)) as u64;
+        let most_bits = ((bits as f64 * (1.0 + FEWER_PROBES_TOLERANCE)) as u64).min(MAX_BITS);
         while hashes > 1 && fp_with(n, most_bits, hashes - 1, true) <= error_rate {
             let (mut low, mut high) = (bits, most_bits);
             while low < high {

@@ -9,7 +9,7 @@ pub const MAX_HASHES: u32 = 64;
 /// Largest filter, in bits (32 TiB): far beyond any memory limit, it keeps arithmetic exact.
 pub const MAX_BITS: u64 = 1 << 48;
 /// Up to this many bits the expected false-positive rate is computed exactly.
-pub const EXACT_MAX_BITS: u64 = 1 << 13;
+const EXACT_MAX_BITS: u64 = 1 << 13;
 /// Probability mass below which the occupancy distribution's tails are dropped.
 const NEGLIGIBLE: f64 = 1e-25;
 
