@@ -161,11 +161,11 @@ impl FilterParams {
         }
         // The rate falls as m grows: each k has a smallest m, found by bisection.
         let most_bits = ((bits as f64 * (1.0 + FEWER_PROBES_TOLERANCE)) as u64).min(MAX_BITS);
-        while hashes > 1 && fp_with(n, most_bits, hashes - 1, true) <= error_rate {
+        while hashes > 1 && fp_with(n, most_bits, hashes - 1) <= error_rate {
             let (mut low, mut high) = (bits, most_bits);
             while low < high {
                 let mid = low + (high - low) / 2;
-                match fp_with(n, mid, hashes - 1, true) <= error_rate {
+                match fp_with(n, mid, hashes - 1) <= error_rate {
                     true => high = mid,
                     false => low = mid + 1,
                 }

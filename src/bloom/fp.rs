@@ -30,9 +30,7 @@ pub fn best_hashes(n: f64, bits: u64, exact: bool) -> (u32, f64) {
     let k_real = bits as f64 / n * std::f64::consts::LN_2;
     let lo = (k_real.floor() as u32).clamp(1, MAX_HASHES);
     let hi = (k_real.ceil() as u32).clamp(1, MAX_HASHES);
-    // With k = 1 (error rates above ½) the expansion is exact, and the throws would outnumber
-    // the bits many times over: the dynamic program is only worth it for k ≥ 1 real hashes.
-    let candidates = if exact && bits <= EXACT_MAX_BITS && k_real >= 1.0 {
+    let candidates = if exact && computed_exactly(n, bits) {
         exact_fp(
             n as u64,
             bits,
@@ -48,14 +46,21 @@ pub fn best_hashes(n: f64, bits: u64, exact: bool) -> (u32, f64) {
     )
 }
 
-/// Expected FP of `bits` bits holding `n` items with `hashes` hashes; `exact` allows the
-/// exact computation for small filters, as in [`best_hashes`].
-pub fn fp_with(n: f64, bits: u64, hashes: u32, exact: bool) -> f64 {
-    if exact && bits <= EXACT_MAX_BITS && bits as f64 / n * std::f64::consts::LN_2 >= 1.0 {
+/// Expected FP of `bits` bits holding `n` items with `hashes` hashes: exact where
+/// [`computed_exactly`] says so, by the expansion elsewhere.
+pub fn fp_with(n: f64, bits: u64, hashes: u32) -> f64 {
+    if computed_exactly(n, bits) {
         exact_fp(n as u64, bits, hashes, hashes)[0].1
     } else {
         approx_fp(n, bits, hashes)
     }
+}
+
+/// Whether the FP of `bits` bits holding `n` items is computed exactly: small filters only,
+/// and only for k ≥ 1 real hashes. With k = 1 (error rates above ½) the expansion is exact,
+/// and the throws would outnumber the bits many times over.
+fn computed_exactly(n: f64, bits: u64) -> bool {
+    bits <= EXACT_MAX_BITS && bits as f64 / n * std::f64::consts::LN_2 >= 1.0
 }
 
 /// Expected FP after n items, by the second-order expansion (for large m).
