@@ -614,9 +614,7 @@ fn keyspace_events_for_writes_that_change_something() {
     let mut sub = server.conn();
     let mut pubsub = sub.as_pubsub();
     pubsub.psubscribe("__keyevent@0__:*").unwrap();
-    pubsub
-        .set_read_timeout(Some(std::time::Duration::from_secs(5)))
-        .unwrap();
+    pubsub.set_read_timeout(Some(EVENT_WAIT)).unwrap();
     ok(&mut c, &["BF.RESERVE", "k", "0.01", "10"]);
     ok(&mut c, &["BF.ADD", "k", "a"]);
     ok(&mut c, &["BF.ADD", "k", "a"]); // no change, no event

@@ -497,9 +497,7 @@ fn copy_memory_usage_events_and_info() {
     let mut sub = client.get_connection().unwrap();
     let mut pubsub = sub.as_pubsub();
     pubsub.subscribe("__keyspace@0__:ev").unwrap();
-    pubsub
-        .set_read_timeout(Some(Duration::from_secs(5)))
-        .unwrap();
+    pubsub.set_read_timeout(Some(EVENT_WAIT)).unwrap();
 
     // Measured as tests/it/bf_memory.rs does: the writes through a connection closed before
     // used_memory is read, a key written and deleted first (what the server allocates once).

@@ -203,9 +203,7 @@ fn every_write_fires_its_keyspace_event() {
     let mut pubsub = sub.as_pubsub();
     pubsub.psubscribe("__keyevent@0__:*").unwrap();
     pubsub.psubscribe("__keyspace@0__:*").unwrap();
-    pubsub
-        .set_read_timeout(Some(Duration::from_secs(5)))
-        .unwrap();
+    pubsub.set_read_timeout(Some(EVENT_WAIT)).unwrap();
 
     ok(&mut c, &["BF.RESERVE", "bf", "0.01", "100"]);
     ok(&mut c, &["BF.ADD", "bf", "a"]);

@@ -119,3 +119,8 @@ pub fn usage_band(c: &mut Connection) -> RangeInclusive<f64> {
         0.85..=1.25
     }
 }
+
+/// How long a test waits for a keyspace event before failing: an event is published within
+/// the command that fires it, so only a test runner starved of CPU (CI on 2 cores, tests in
+/// parallel) needs more than a moment; a missing event still fails, just later.
+pub const EVENT_WAIT: Duration = Duration::from_secs(30);
