@@ -1,12 +1,13 @@
 //! Registers mode: the sketch's `2^p` registers (levels.rs, "Registers"), 27 bits each, packed
 //! from word `header::SKETCH_REGISTERS` on (register `i` at bits `27·i ..`, low bits first,
 //! one may straddle two words), after the running estimate, its variance and `μ`. An add
-//! changes at most one register; `μ` and the running estimate follow it in O(window).
+//! changes at most one register; `μ` and the running estimate follow it, in O(1) when a level
+//! below the register's top is set and in O(window) when the top rises.
 
 use super::counter::{Counter, LcError};
 use super::geometry::registers_words;
 use super::header::{Header, Mode, SKETCH_REGISTERS};
-use super::levels::{token, unset_weight, update, REGISTER_BITS};
+use super::levels::{token, unset_weight, unset_weight_taken, update, REGISTER_BITS};
 use super::running::Running;
 use crate::core::block::Block;
 
@@ -34,7 +35,7 @@ impl Counter {
             return false;
         }
         let mut running = self.running();
-        running.step(unset_weight(old, p) - unset_weight(new, p));
+        running.step(unset_weight_taken(old, new, k, p));
         let words = self.block.words_mut();
         write_register(&mut words[SKETCH_REGISTERS..], i, new);
         running.write(words);
