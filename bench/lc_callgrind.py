@@ -8,6 +8,8 @@ this is how two builds' speed is compared (docs/BENCHMARKS.md). The server runs 
 (the module's command and the module API it calls, not the network):
 
 - `add_dense`:  LC.ADD of one new item to a 0.01/50,000 counter holding 50,000 (dense);
+- `add_registers_10k`: the same to 50 counters holding 10,000 (registers mode, where most new
+                items still change a register);
 - `add_sparse`: LC.ADD of one new item to a counter holding 1,000 (sparse from version 2 on;
                 3,000 items by the end, still sparse);
 - `add_exact`:  LC.ADD of one new item to each of 2,000 counters holding 200 (exact);
@@ -73,16 +75,19 @@ def run(port, pid):
     fill("dense", 50_000, "d:")
     fill("count", 50_000, "c:")
     fill("sparse", 1_000, "s:")
+    for i in range(50):
+        fill(f"reg:{i}", 10_000, f"r{i}:")
     for i in range(CALLS):
         fill(f"exact:{i}", 200, f"e{i}:")
     time_workloads(r, pid, {
         "add_dense": [("LC.ADD", "dense", f"nd{i}") for i in range(CALLS)],
+        "add_registers_10k": [("LC.ADD", f"reg:{i % 50}", f"nr{i}") for i in range(CALLS)],
         "add_sparse": [("LC.ADD", "sparse", f"ns{i}") for i in range(CALLS)],
         "add_exact": [("LC.ADD", f"exact:{i}", f"ne{i}") for i in range(CALLS)],
         "count": [("LC.COUNT", "count")] * CALLS,
     })
     modes = {}
-    for key in ("dense", "sparse", "exact:0"):
+    for key in ("dense", "reg:0", "sparse", "exact:0"):
         info = r.execute_command("LC.INFO", key)
         info = info if isinstance(info, dict) else dict(zip(info[::2], info[1::2]))
         modes[key] = info[b"Mode"].decode()
