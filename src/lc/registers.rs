@@ -1,8 +1,8 @@
 //! Registers mode: the sketch's `2^p` registers (levels.rs, "Registers"), 27 bits each, packed
 //! from word `header::SKETCH_REGISTERS` on (register `i` at bits `27·i ..`, low bits first,
 //! one may straddle two words), after the running estimate, its variance and `μ`. An add
-//! changes at most one register; `μ` and the running estimate follow it, in O(1) when a level
-//! below the register's top is set and in O(window) when the top rises.
+//! changes at most one register; `μ` and the running estimate follow it from the levels that
+//! change (`levels::unset_weight_taken`), not from a pass over the register.
 
 use super::counter::{Counter, LcError};
 use super::geometry::registers_words;
