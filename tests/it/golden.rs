@@ -15,14 +15,15 @@
 //! `BF.INFO k SIZE` is never compared: Size is the memory the value takes by the running
 //! build's accounting (allocator size classes), not part of the value.
 //!
-//! When an encoding changes on purpose: add a new file to `fixtures::FIXTURES` and record it;
+//! When an encoding changes on purpose: add a new file to `fixtures::FIXTURES` (as
+//! `resizing(..)` when a sizing rule makes cases larger on purpose) and record it;
 //! it holds every case whose bytes differ from their newest recording, and every case not
 //! recorded yet. Every older file stays as it is:
 //! `LCBLOOM_GOLDEN_RECORD=<file> cargo test --release --test it golden::record -- --ignored`.
 //! The recorder refuses to overwrite a file.
 
 use crate::common::fixtures::{
-    hex, load_all, Answers, Recorded, Saved, FIXTURES, FIXTURE_DIR, RESIZING,
+    fixture_files, hex, load_all, Answers, Recorded, Saved, FIXTURES, FIXTURE_DIR,
 };
 use crate::common::fuzz::{dump_payload, split_dump};
 use crate::common::*;
@@ -498,13 +499,13 @@ fn is_sketch(now: &Recorded) -> bool {
 }
 
 /// Why the current build's `now` for a case differs from its recordings: the first encoding
-/// larger than a recording's (from its newest `RESIZING` fixture on), or the first difference
+/// larger than a recording's (from its newest fixture that `resizes` on), or the first difference
 /// from the newest; None when it matches.
 fn difference(recordings: &[(&str, Saved)], now: &Recorded, answers: &Answers) -> Option<String> {
     let (dump, aof) = now.sizes();
     let sized_alike = recordings
         .iter()
-        .rposition(|(file, _)| RESIZING.contains(file))
+        .rposition(|(file, _)| FIXTURES.iter().any(|f| f.file == *file && f.resizes))
         .unwrap_or(0);
     for (file, s) in &recordings[sized_alike..] {
         let (old_dump, old_aof) = s.recorded.sizes();
@@ -556,7 +557,7 @@ fn record() {
     let file = std::env::var("LCBLOOM_GOLDEN_RECORD")
         .expect("set LCBLOOM_GOLDEN_RECORD to the new fixture's file name (see FIXTURES)");
     assert!(
-        FIXTURES.contains(&file.as_str()),
+        fixture_files().any(|f| f == file),
         "{file} is not in fixtures::FIXTURES"
     );
     let path = format!("{FIXTURE_DIR}/{file}");
@@ -564,7 +565,7 @@ fn record() {
         !std::path::Path::new(&path).exists(),
         "{path} exists: fixtures are never re-recorded, add a new one"
     );
-    let older = by_case(FIXTURES.iter().copied().filter(|f| *f != file));
+    let older = by_case(fixture_files().filter(|f| *f != file));
     let server = recording_server();
     let all = cases();
     let names: Vec<&str> = all.iter().map(|(n, _, _)| *n).collect();
@@ -615,7 +616,7 @@ fn record() {
 /// of the case and answers as it did, and no encoding is larger than in any recording.
 #[test]
 fn current_build_encodes_as_recorded() {
-    let recorded = by_case(FIXTURES.iter().copied());
+    let recorded = by_case(fixture_files());
     let all = cases();
     let names: Vec<&str> = all.iter().map(|(n, _, _)| *n).collect();
     let missing: Vec<&&str> = names
@@ -667,7 +668,7 @@ fn saved_payloads_load_and_answer() {
     ok(&mut c, &["SET", "probe", "1"]);
     let probe: Vec<u8> = redis::cmd("DUMP").arg("probe").query(&mut c).unwrap();
     let version = split_dump(&probe).1;
-    for (_, s) in load_all(FIXTURES.iter().copied()) {
+    for (_, s) in load_all(fixture_files()) {
         let check = |c: &mut Connection, how: &str| {
             let mut written = false;
             for (reply, q) in &s.asks {

@@ -14,57 +14,77 @@ use std::fmt::Write as _;
 
 pub const FIXTURE_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures");
 
+/// A golden fixture file.
+pub struct Fixture {
+    pub file: &'static str,
+    /// Its cases may be larger than in older files: a sizing rule that spends bytes on a
+    /// guarantee. A case's sizes are compared only with its recordings from the newest such
+    /// file that holds it on.
+    pub resizes: bool,
+}
+
+const fn fixture(file: &'static str) -> Fixture {
+    Fixture {
+        file,
+        resizes: false,
+    }
+}
+
+const fn resizing(file: &'static str) -> Fixture {
+    Fixture {
+        file,
+        resizes: true,
+    }
+}
+
 /// Oldest first: where a case is recorded more than once, the newest recording is the one the
 /// current build must reproduce byte for byte.
-pub const FIXTURES: &[&str] = &[
+pub const FIXTURES: &[Fixture] = &[
     // The first recording: Bloom encoding version 2 (bit arrays), counter encoding version 1.
-    "golden.txt",
+    fixture("golden.txt"),
     // Bloom filters of every shape whose sub-filters are all bit arrays (encoding versions 1
     // and 2), from the last build to write them.
-    "golden-2026-11-23-bf.txt",
+    fixture("golden-2026-11-23-bf.txt"),
     // Linear counters in encoding version 1 (64-bit hashes or one bitmap), from the last build
     // to write it: a counter in every mode version 2 distinguishes, and each one's chunked AOF
     // form.
-    "golden-2026-11-23-lc.txt",
+    fixture("golden-2026-11-23-lc.txt"),
     // Encoding version 2 of linear counters (fingerprints, sparse mode, Elias–Fano streams):
     // every counter case again.
-    "golden-2026-11-23-lc2.txt",
+    fixture("golden-2026-11-23-lc2.txt"),
     // Linear counters past their exact set as sketches (counter encoding version 3: a token
     // list, then registers): every counter case that is now a sketch (exact sets keep their
     // version-2 bytes).
-    "golden-2026-11-23-lc3.txt",
+    fixture("golden-2026-11-23-lc3.txt"),
     // Bloom encoding version 3: sub-filters of small capacity are sparse sets of fingerprints,
     // whole in the header. Every Bloom case again, and a chain of sparse sets followed by a
     // bit array.
-    "golden-2026-11-23-bf-v3.txt",
+    fixture("golden-2026-11-23-bf-v3.txt"),
     // A small sub-filter is also sparse when its set outgrows the bit array by less than what
     // a separate bit array costs apart from its bits (still version 3): a 5% filter of 300,
     // and a small 0.5 one.
-    "golden-2026-11-23-bf-v3b.txt",
+    fixture("golden-2026-11-23-bf-v3b.txt"),
     // Windowed filters (type lcbloomBW, encoding version 1): empty, items in three
     // generations, and a scaled one of several layers.
-    "golden-2026-11-23-bf-window.txt",
+    fixture("golden-2026-11-23-bf-window.txt"),
     // Bloom encoding version 4: filters with a hash seed of their own (the seed after the
     // fixed fields): a sparse set, bit arrays alone, a blocked chain of both.
-    "golden-2026-11-23-bf-seed.txt",
+    fixture("golden-2026-11-23-bf-seed.txt"),
     // Windowed encoding version 2: windowed filters with a hash seed of their own (the seed
     // after the fixed fields): items in three generations, and a scaled one of several layers.
-    "golden-2026-11-24-bf-window-seed.txt",
+    fixture("golden-2026-11-24-bf-window-seed.txt"),
     // Non-scaling filters sized for 95% of their rate (`chain::NONSCALING_SHARE`), so that at
     // capacity they measure within it: every non-scaling Bloom case, a few bytes larger.
-    "golden-2026-11-25-bf-margin.txt",
+    resizing("golden-2026-11-25-bf-margin.txt"),
     // Standard bit arrays sized for a hash fewer where that costs under 0.5% of bits
     // (`filter::FEWER_PROBES_TOLERANCE`): every case with a standard bit array.
-    "golden-2026-11-25-bf-probes.txt",
+    resizing("golden-2026-11-25-bf-probes.txt"),
 ];
 
-/// Fixtures whose cases may be larger than in older ones: a sizing rule that spends bytes on
-/// a guarantee. A case's sizes are compared only with its recordings from the newest of these
-/// that holds it on.
-pub const RESIZING: &[&str] = &[
-    "golden-2026-11-25-bf-margin.txt",
-    "golden-2026-11-25-bf-probes.txt",
-];
+/// The fixture files, oldest first.
+pub fn fixture_files() -> impl Iterator<Item = &'static str> + Clone {
+    FIXTURES.iter().map(|f| f.file)
+}
 
 /// What a value looks like on the wire.
 #[derive(Default, PartialEq, Debug, Clone)]
@@ -176,7 +196,7 @@ pub fn load_all<'a>(files: impl IntoIterator<Item = &'a str>) -> Vec<(&'a str, S
 /// CRC).
 pub fn saved_counters() -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
     let (mut encodings, mut dumps) = (Vec::new(), Vec::new());
-    for (_, s) in load_all(FIXTURES.iter().copied()) {
+    for (_, s) in load_all(fixture_files()) {
         if s.name.starts_with("lc_") {
             dumps.push(split_dump(&s.recorded.dump).0);
             let whole = s.recorded.aof.into_iter().filter(|a| a.len() == 3);
