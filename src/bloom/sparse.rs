@@ -256,7 +256,8 @@ pub fn add_all(
     let mut order: Vec<usize> = Vec::new();
     order.try_reserve_exact(vs.len()).ok()?;
     order.extend(0..vs.len());
-    order.sort_by_key(|&i| vs[i]);
+    // Ties broken by position: the order a stable sort gives, from the cheaper unstable one.
+    order.sort_unstable_by_key(|&i| (vs[i], i));
     let mut new = vec![false; vs.len()];
     let mut all = Vec::new();
     all.try_reserve_exact(shape.stream.k as usize + vs.len())

@@ -74,12 +74,15 @@ impl Chain {
             .iter()
             .map(|h| last > 0 && self.held_by_any(last, h))
             .collect();
-        let vs: Vec<u64> = hashes
-            .iter()
-            .zip(&held)
-            .filter(|(_, &h)| !h)
-            .map(|(hash, _)| sparse::fingerprint(hash, p.universe))
-            .collect();
+        // Sized once: a filtered iterator's collect would grow the list item by item.
+        let mut vs = Vec::with_capacity(hashes.len());
+        vs.extend(
+            hashes
+                .iter()
+                .zip(&held)
+                .filter(|(_, &h)| !h)
+                .map(|(hash, _)| sparse::fingerprint(hash, p.universe)),
+        );
         let Some(new) = self.body.add_all_to_last_set(last, p, &vs) else {
             return false;
         };
