@@ -125,35 +125,43 @@ impl FilterParams {
         })
     }
 
-    /// The parameters of a built filter as text: rate (Rust prints the shortest text that
-    /// parses back to the same f64), capacity, `EXPANSION x` or `NONSCALING`, `LAYOUT l` or,
-    /// for a windowed filter, `WINDOW s`, and `SEED s` (always: a replica's `bf-layout` may
-    /// differ, and a random seed is the master's).
-    fn spelled_out(&self) -> [String; 8] {
-        let (keyword, expansion) = match self.expansion {
-            0 => ("NONSCALING", String::new()),
-            e => ("EXPANSION", e.to_string()),
+    /// Appends the parameters of a built filter beyond its rate and capacity: `EXPANSION x`
+    /// or `NONSCALING`, `LAYOUT l` or, for a windowed filter, `WINDOW s`, and `SEED s`
+    /// (always: a replica's `bf-layout` may differ, and a random seed is the master's).
+    /// Keywords are [`Word`]s made once; only the numbers are made per command.
+    fn spell_rest(&self, command: &mut Replicated) {
+        match self.expansion {
+            0 => command.word(&NONSCALING),
+            e => command.word(&EXPANSION).number(e.into()),
         };
-        let (kind, value) = match self.window {
-            Some(seconds) => ("WINDOW", seconds.to_string()),
-            None => ("LAYOUT", self.layout.name().to_string()),
+        match self.window {
+            Some(seconds) => command.word(&WINDOW).number(seconds),
+            None => command.word(&LAYOUT).word(match self.layout {
+                Layout::Standard => &STANDARD,
+                Layout::Blocked => &BLOCKED,
+            }),
         };
-        [
-            self.rate.to_string(),
-            self.capacity.to_string(),
-            keyword.to_string(),
-            expansion,
-            kind.to_string(),
-            value,
-            "SEED".to_string(),
-            self.seed.unwrap_or(0).to_string(),
-        ]
+        command.word(&SEED).number(self.seed.unwrap_or(0));
+    }
+
+    /// The rate as text: Rust prints the shortest text that parses back to the same f64.
+    fn rate_text(&self) -> String {
+        self.rate.to_string()
     }
 }
 
-/// The words every replicated write to a windowed filter carries.
+/// The words of the commands replicated for Bloom writes.
 static AT: Word = Word::new(c"AT");
 static ITEMS: Word = Word::new(c"ITEMS");
+static CAPACITY: Word = Word::new(c"CAPACITY");
+static ERROR: Word = Word::new(c"ERROR");
+static EXPANSION: Word = Word::new(c"EXPANSION");
+static NONSCALING: Word = Word::new(c"NONSCALING");
+static LAYOUT: Word = Word::new(c"LAYOUT");
+static STANDARD: Word = Word::new(c"standard");
+static BLOCKED: Word = Word::new(c"blocked");
+static WINDOW: Word = Word::new(c"WINDOW");
+static SEED: Word = Word::new(c"SEED");
 
 /// The seed of a filter created without `SEED`: the `bf-seed` config's, except for a
 /// create that comes from a master or an AOF file (`rebuilding`), which this version always
@@ -166,33 +174,32 @@ fn default_seed(rebuilding: bool) -> u64 {
 }
 
 /// `BF.RESERVE key rate capacity EXPANSION x|NONSCALING LAYOUT l|WINDOW s SEED s`: the
-/// command that creates a filter of these parameters (`spelled_out`).
-fn reserve_command<'a>(key: &'a RedisString, spelled: &[String; 8]) -> Replicated<'a> {
-    let mut command = Replicated::new(c"BF.RESERVE", 1 + spelled.len());
-    command.arg(key);
-    for arg in spelled.iter().filter(|a| !a.is_empty()) {
-        command.text(arg.as_bytes());
-    }
+/// command that creates a filter of these parameters, all spelled out.
+fn reserve_command<'a>(key: &'a RedisString, params: &FilterParams) -> Replicated<'a> {
+    let mut command = Replicated::new(c"BF.RESERVE", 9);
+    command
+        .arg(key)
+        .text(params.rate_text().as_bytes())
+        .number(params.capacity);
+    params.spell_rest(&mut command);
     command
 }
 
 /// `BF.INSERT key [CAPACITY c ERROR e EXPANSION x|NONSCALING LAYOUT l|WINDOW s SEED s] [AT t]
 /// ITEMS items...`: the command that adds `items` at time `at` (a clocked filter's write), creating
-/// the filter of the `spelled` parameters if given.
+/// the filter of parameters `create` if given.
 fn insert_command<'a>(
     key: &'a RedisString,
-    spelled: Option<&[String; 8]>,
+    create: Option<&FilterParams>,
     at: Option<u64>,
     items: &'a [RedisString],
 ) -> Replicated<'a> {
     let mut command = Replicated::new(c"BF.INSERT", items.len() + 14);
     command.arg(key);
-    if let Some([rate, capacity, rest @ ..]) = spelled {
-        command.text(b"CAPACITY").text(capacity.as_bytes());
-        command.text(b"ERROR").text(rate.as_bytes());
-        for arg in rest.iter().filter(|a| !a.is_empty()) {
-            command.text(arg.as_bytes());
-        }
+    if let Some(params) = create {
+        command.word(&CAPACITY).number(params.capacity);
+        command.word(&ERROR).text(params.rate_text().as_bytes());
+        params.spell_rest(&mut command);
     }
     if let Some(at) = at {
         command.word(&AT).number(at);
@@ -370,7 +377,7 @@ fn reserve_key(ctx: &Context, args: &[RedisString]) -> RedisResult {
     create_filter(&mut key, filter, |_| ())?;
     // BF.RESERVE key rate capacity EXPANSION x|NONSCALING LAYOUT l|WINDOW s SEED s: all
     // spelled out.
-    let reserve = reserve_command(&args[1], &create.spelled_out());
+    let reserve = reserve_command(&args[1], &create);
     finish_write(ctx, c"bf.reserve", &args[1], Applied::Command(reserve));
     Ok(RedisValue::SimpleStringStatic("OK"))
 }
@@ -622,21 +629,20 @@ fn finish_add(
     created: Option<FilterParams>,
     at: Option<u64>,
 ) {
-    let spelled = created.map(|c| c.spelled_out());
     let progress = Progress {
         created: created.is_some(),
         changed,
         done,
         total: items.len(),
     };
-    let redo = |done| match (&spelled, done) {
-        (Some(spelled), 0) => reserve_command(name, spelled),
+    let redo = |done| match (&created, done) {
+        (Some(params), 0) => reserve_command(name, params),
         (None, _) if at.is_none() => {
             let mut madd = Replicated::new(c"BF.MADD", 1 + done);
             madd.arg(name).args(&items[..done]);
             madd
         }
-        _ => insert_command(name, spelled.as_ref(), at, &items[..done]),
+        _ => insert_command(name, created.as_ref(), at, &items[..done]),
     };
     let applied = match progress.applied(redo) {
         Applied::Whole if at.is_some() => Applied::Command(redo(done)),
