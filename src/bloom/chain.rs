@@ -632,7 +632,12 @@ mod tests {
         {
             let mut one = Chain::with_layout(layout, 0, 0.01, capacity, expansion, GIB).unwrap();
             let mut batch = one.clone();
-            let hashes: Vec<ItemHash> = (0..3000).map(|i| h(i * 7 % 1900)).collect();
+            // Every fifth item repeats the one three before it, within the batch but for
+            // batches' first items; past 1,900 items every item repeats an earlier batch's.
+            let value = |i: u64| i * 7 % 1900;
+            let hashes: Vec<ItemHash> = (0..3000u64)
+                .map(|i| h(if i % 5 == 4 { value(i - 3) } else { value(i) }))
+                .collect();
             let mut expected = Vec::new();
             for hash in &hashes {
                 let r = one.add(hash, GIB);

@@ -252,19 +252,18 @@ pub fn add_all(
     universe: u64,
     vs: &[u64],
 ) -> Option<(Vec<bool>, Vec<u64>, Shape)> {
-    // The values in increasing order, first occurrences first among equals.
-    let mut order: Vec<usize> = Vec::new();
+    // The values in increasing order, first occurrences first among equals: (value, position)
+    // pairs are distinct, so an unstable sort of them gives that order.
+    let mut order: Vec<(u64, usize)> = Vec::new();
     order.try_reserve_exact(vs.len()).ok()?;
-    order.extend(0..vs.len());
-    // Ties broken by position: the order a stable sort gives, from the cheaper unstable one.
-    order.sort_unstable_by_key(|&i| (vs[i], i));
+    order.extend(vs.iter().copied().zip(0..));
+    order.sort_unstable();
     let mut new = vec![false; vs.len()];
     let mut all = Vec::new();
     all.try_reserve_exact(shape.stream.k as usize + vs.len())
         .ok()?;
     let mut old = values(stream(region, shape), shape).peekable();
-    for &i in &order {
-        let v = vs[i];
+    for &(v, i) in &order {
         while let Some(x) = old.next_if(|&x| x < v) {
             all.push(x);
         }
