@@ -30,7 +30,7 @@ fn exists(conn: &mut redis::Connection, key: &str) -> bool {
 
 #[test]
 fn replies_in_resp2() {
-    let server = Server::start();
+    let server = Server::builder().fixed_seed().start();
     let mut c = server.conn();
     assert_eq!(ok(&mut c, &["BF.RESERVE", "f", "0.01", "100"]), Value::Okay);
     assert_eq!(ok(&mut c, &["BF.ADD", "f", "a"]), Value::Int(1));
@@ -92,7 +92,7 @@ fn replies_in_resp2() {
 
 #[test]
 fn replies_in_resp3() {
-    let server = Server::start();
+    let server = Server::builder().fixed_seed().start();
     let mut c = server.conn3();
     assert_eq!(ok(&mut c, &["BF.ADD", "f", "a"]), Value::Boolean(true));
     assert_eq!(ok(&mut c, &["BF.ADD", "f", "a"]), Value::Boolean(false));

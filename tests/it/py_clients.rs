@@ -16,8 +16,9 @@ fn redis_py_clients_examples_and_readme() {
         missing("the Python venv (.venv/bin/python; `make deps-python` creates it)");
         return;
     }
-    let server = Server::start();
-    let nodes = Server::cluster();
+    // The client tests ask about items never added: the same answers on every run.
+    let server = Server::builder().fixed_seed().start();
+    let nodes = Server::cluster_with(ServerBuilder::fixed_seed);
     let cluster: Vec<String> = nodes.iter().map(|n| n.port.to_string()).collect();
     let extra = std::env::var("PYTEST_ARGS").unwrap_or_default();
     let out = Command::new(&python)

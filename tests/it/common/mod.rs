@@ -97,6 +97,14 @@ impl ServerBuilder {
         self
     }
 
+    /// One fixed hash seed for every filter made without `SEED`: a test that asks about items
+    /// never added gets, under a random seed, a false positive in a few runs of a hundred
+    /// thousand, each run a different draw; fixed, every run gets the same answers. (Seeds
+    /// themselves: bf_seed.rs.)
+    pub fn fixed_seed(self) -> Self {
+        self.module_arg("bf-seed", "20261125")
+    }
+
     /// Load this module instead of lcbloom.
     pub fn module(mut self, path: &Path) -> Self {
         self.module = Some(path.to_path_buf());
@@ -323,9 +331,14 @@ impl Server {
     /// Three masters with the module, joined by `redis-cli --cluster create` (all slots
     /// covered), once every node sees the cluster as ok.
     pub fn cluster() -> Vec<Server> {
+        Self::cluster_with(|node| node)
+    }
+
+    /// [`Server::cluster`] with each node's builder given to `configure` first.
+    pub fn cluster_with(configure: impl Fn(ServerBuilder) -> ServerBuilder) -> Vec<Server> {
         let nodes: Vec<Server> = (0..3)
             .map(|_| {
-                Server::builder()
+                configure(Server::builder())
                     .arg("cluster-enabled", "yes")
                     .arg("cluster-config-file", "nodes.conf")
                     .arg("cluster-node-timeout", "5000")
