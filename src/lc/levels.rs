@@ -170,16 +170,14 @@ pub fn union(a: u32, b: u32) -> u32 {
     hi & !WINDOW_MASK | levels >> 1 & WINDOW_MASK
 }
 
-/// The weight that setting level `k` took out of the unset indicators, when it changed
-/// register `old` into `new` (`update(old, k)`, different): `unset_weight(old) −
-/// unset_weight(new)`, without a pass over either window. A level below the top only sets
-/// its window bit: its own weight. A level above the top `T` becomes the top, and the new
-/// window keeps levels `k − WINDOW .. k`: what leaves the unset weight is level `k`, the
-/// levels between `T` and the new window (unset, now forgotten), and the old window's unset
-/// levels that fall below the new one.
+/// The weight that setting level `k` takes out of the unset indicators of register `old`,
+/// when it changes it: `unset_weight(old) − unset_weight(update(old, k))`, without a pass
+/// over either window. A level below the top only sets its window bit: its own weight. A
+/// level above the top `T` becomes the top, and the new window keeps levels `k − WINDOW ..
+/// k`: what leaves the unset weight is level `k`, the levels between `T` and the new window
+/// (unset, now forgotten), and the old window's unset levels that fall below the new one.
 #[inline]
-pub fn unset_weight_taken(old: u32, new: u32, k: u64, p: u32) -> u128 {
-    debug_assert_ne!(old, new);
+pub fn unset_weight_taken(old: u32, k: u64, p: u32) -> u128 {
     let top = u64::from(old >> WINDOW);
     let mut taken = u128::from(weight(k, p));
     if k < top {
@@ -389,7 +387,7 @@ mod tests {
                     above += 1;
                 }
                 assert_eq!(
-                    unset_weight_taken(old, new, k, p),
+                    unset_weight_taken(old, k, p),
                     unset_weight(old, p) - unset_weight(new, p),
                     "register {old:#x}, level {k}"
                 );

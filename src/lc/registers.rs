@@ -35,7 +35,7 @@ impl Counter {
             return false;
         }
         let mut running = self.running();
-        running.step(unset_weight_taken(old, new, k, p));
+        running.step(unset_weight_taken(old, k, p));
         let words = self.block.words_mut();
         write_register(&mut words[SKETCH_REGISTERS..], i, new);
         running.write(words);
