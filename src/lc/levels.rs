@@ -274,7 +274,7 @@ pub fn ml_estimate(counts: &SetCounts, mu: u128, p: u32) -> (f64, f64) {
     if set == 0.0 {
         return (0.0, 0.0);
     }
-    let mu = mu as f64 / 2f64.powi(64);
+    let mu = share_of_all(mu);
     // g(n) = Σ β w/(e^{nw} − 1) − μ, decreasing; with μ = 0 every indicator is set.
     let g = |n: f64| -> f64 {
         levels
@@ -325,8 +325,18 @@ pub fn ml_estimate(counts: &SetCounts, mu: u128, p: u32) -> (f64, f64) {
 /// `mu` (units of `2^−64`); returns (estimate increment, variance increment).
 #[inline]
 pub fn martingale_step(mu: u128) -> (f64, f64) {
-    let q = mu as f64 / 2f64.powi(64);
+    let q = share_of_all(mu);
     (1.0 / q, (1.0 - q) / (q * q))
+}
+
+/// `mu · 2^−64`, rounded as `mu as f64 · 2^−64` is, without the library's software
+/// conversion of a `u128` (about twenty instructions on every add that sets an indicator):
+/// the unset weight never exceeds the whole, `2^64`, so either its high half is zero or it
+/// is exactly `2^64`.
+#[inline]
+pub fn share_of_all(mu: u128) -> f64 {
+    let (high, low) = ((mu >> 64) as u64, mu as u64);
+    high as f64 + low as f64 / 2f64.powi(64)
 }
 
 #[cfg(test)]
@@ -400,6 +410,15 @@ mod tests {
     }
 
     proptest! {
+        /// The unset weight's share is `mu as f64 · 2^−64` to the bit, for every weight a
+        /// sketch can hold (none above the whole).
+        #[test]
+        fn share_of_all_rounds_as_the_u128_conversion(mu in 0u128..=1 << 64, shift in 0u32..64) {
+            for mu in [mu, mu >> shift, (1u128 << 64) - (mu >> shift)] {
+                prop_assert_eq!(share_of_all(mu).to_bits(), (mu as f64 / 2f64.powi(64)).to_bits());
+            }
+        }
+
         /// A token's level has the probability `weight` says: the fraction of hashes giving
         /// each level, checked on the boundaries of the level's hash range.
         #[test]

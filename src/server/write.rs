@@ -211,19 +211,25 @@ pub fn finish_write(ctx: &Context, event: &CStr, key: &RedisString, applied: App
             ctx.replicate_verbatim();
         }
         Applied::Command(command) => command.replicate(ctx),
-        Applied::Redo(commands) => {
-            for (name, args) in commands {
-                // Command names are literals of ours: never a NUL inside.
-                let Ok(name) = CString::new(name) else {
-                    continue;
-                };
-                let mut command = Replicated::new(&name, args.len());
-                args.iter().for_each(|arg| _ = command.text(arg));
-                command.replicate(ctx);
-            }
-        }
+        Applied::Redo(commands) => redo(ctx, commands),
     }
     notify(ctx, NotifyEvent::MODULE, event, key);
+}
+
+/// Propagates the commands that redo a write: out of line, since creates and partial writes
+/// are rare, so that the common ends of a write (verbatim, or nothing) stay short.
+#[cold]
+#[inline(never)]
+fn redo(ctx: &Context, commands: Vec<Command>) {
+    for (name, args) in commands {
+        // Command names are literals of ours: never a NUL inside.
+        let Ok(name) = CString::new(name) else {
+            continue;
+        };
+        let mut command = Replicated::new(&name, args.len());
+        args.iter().for_each(|arg| _ = command.text(arg));
+        command.replicate(ctx);
+    }
 }
 
 /// Fires a keyspace event; `event` is a C string literal, so nothing is allocated per call
