@@ -37,7 +37,8 @@ rest still runs. Prints a markdown table and writes it
 to bench/results/. Knobs (environment): BENCH_ROUNDS (default 5), BENCH_SECONDS (target length
 of one redis-benchmark run, default 1.5), BENCH_OUT (file to write instead of the dated one),
 BENCH_ONLY (a regular expression: only the workloads whose names it matches are timed, the
-others only set up; no memory rows).
+others only set up; no memory rows), OUR_MODULE_ARGS (load arguments of lcbloom's side, e.g.
+`bf-huge-pages yes`; an A/B of a config runs the same build as PEER_MODULE without them).
 Only servers this script started are contacted or stopped.
 """
 import datetime
@@ -89,20 +90,26 @@ def free_port():
 
 # More redis-server arguments for every server a benchmark starts.
 SERVER_ARGS = []
+# Load arguments of the first module of lcbloom's server (see the docstring).
+OUR_MODULE_ARGS = os.environ.get("OUR_MODULE_ARGS", "").split()
+HUGE_PAGES = " ".join(OUR_MODULE_ARGS).lower().find("bf-huge-pages yes") >= 0
 
 
 class Server:
     """A redis-server with one module, in its own temp dir; killed by close()."""
 
-    def __init__(self, label, *modules):
+    def __init__(self, label, *modules, module_args=()):
+        """`module_args`: load arguments of the first module."""
         self.label = label
+        loads = [arg for i, m in enumerate(modules) if m
+                 for arg in ("--loadmodule", m, *(module_args if i == 0 else ()))]
         self.dir = tempfile.mkdtemp(prefix="lcbloom-bench-")
         for _ in range(5):
             self.port = free_port()
             self.proc = subprocess.Popen(
                 [SERVER_BIN, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
                  "--appendonly", "no", "--dir", self.dir, "--logfile", "server.log", *SERVER_ARGS,
-                 *(arg for m in modules if m for arg in ("--loadmodule", m))],
+                 *loads],
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             if self._wait_ready():
                 self.client = redis.Redis(host="127.0.0.1", port=self.port, protocol=2)
@@ -541,8 +548,10 @@ def dram_floor(array_bytes, reads):
     if not DRAM_FLOOR:
         return None
     items = 500_000 if reads > 1 else 2_000_000
+    # With lcbloom's arrays in huge pages (`bf-huge-pages yes`), the floor's array too.
+    env = dict(os.environ, DRAM_FLOOR_HUGE_PAGES="1" if HUGE_PAGES else "0")
     out = subprocess.run([DRAM_FLOOR, str(array_bytes), str(reads), "100", str(items)],
-                         capture_output=True, text=True, timeout=600).stdout
+                         capture_output=True, text=True, timeout=600, env=env).stdout
     found = re.search(r"^best ([0-9.]+) ns/item", out, re.M)
     return float(found.group(1)) if found else None
 
@@ -614,7 +623,7 @@ def machine():
 
 def main():
     started = time.time()
-    ours = Server("lcbloom", OUR_MODULE, FLOOR_MODULE)
+    ours = Server("lcbloom", OUR_MODULE, FLOOR_MODULE, module_args=OUR_MODULE_ARGS)
     peer = Server("peer", PEER_MODULE) if PEER_MODULE else None
     floor = ours if FLOOR_MODULE else None
     global PEER_HAS_LAYOUTS
@@ -659,9 +668,11 @@ def main():
               "ratio peer÷ours (min–max of rounds)", "goal", "met?"]
     lines = [
         f"Server benchmark, {when:%Y-%m-%d %H:%M %Z}: {server_version} on {machine()}.",
+        *([f"lcbloom's load arguments: {' '.join(OUR_MODULE_ARGS)}."] if OUR_MODULE_ARGS else []),
         f"Peer module: {PEER_MODULE or 'none (BF peer columns empty; LC rows compare with PFADD/PFCOUNT)'}"
         + (" (an lcbloom build: blocked rows on blocked filters on both sides)." if PEER_HAS_LAYOUTS else "."),
-        f"Floor module: {FLOOR_MODULE or 'none'}; DRAM floor: {DRAM_FLOOR or 'none'}; "
+        f"Floor module: {FLOOR_MODULE or 'none'}; DRAM floor: {DRAM_FLOOR or 'none'}"
+        f"{' (its array in huge pages too)' if HUGE_PAGES and DRAM_FLOOR else ''}; "
         f"load average at start {os.getloadavg()[0]:.2f}.",
         f"{ROUNDS} alternating rounds, {CLIENTS} clients, ~{SECONDS} s per run; server time per call "
         "from INFO commandstats, medians; ratio = median of per-round peer÷ours.",

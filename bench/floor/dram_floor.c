@@ -9,13 +9,15 @@
  * Prints one line per prefetch distance, then "best <ns/item> at d=<d>".
  *
  * Like redis-server here (disable-thp yes), transparent huge pages are refused, so TLB misses
- * count as they do for the module. The array is written once first so that no page fault is
- * timed.
+ * count as they do for the module; with DRAM_FLOOR_HUGE_PAGES=1 in the environment the array
+ * is advised as huge-page memory instead, as lcbloom's bit arrays are under `bf-huge-pages
+ * yes`. The array is written once first so that no page fault is timed.
  */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <time.h>
 #include <x86intrin.h>
@@ -44,10 +46,15 @@ int main(int argc, char **argv) {
     long items = argc > 4 ? atol(argv[4]) : 2000000;
     size_t lines = bytes / 64;
     if (lines == 0 || reads < 1 || batch < 1 || items < batch) return 2;
-    prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0);
-    uint64_t *array = aligned_alloc(64, lines * 64);
+    const char *huge = getenv("DRAM_FLOOR_HUGE_PAGES");
+    int huge_pages = huge && strcmp(huge, "1") == 0;
+    if (!huge_pages) prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0);
+    /* Whole 2 MiB pages, so that huge pages can back all of it when asked for. */
+    size_t rounded = (lines * 64 + (2u << 20) - 1) & ~(size_t)((2u << 20) - 1);
+    uint64_t *array = aligned_alloc(2u << 20, rounded);
     size_t *index = malloc(sizeof(size_t) * batch * reads);
     if (!array || !index) return 1;
+    if (huge_pages) madvise(array, rounded, MADV_HUGEPAGE);
     memset(array, 1, lines * 64);
     int distances[] = {0, 1, 2, 4, 8, 12, 16, 24, 32, 64, 100};
     double best = 1e30;

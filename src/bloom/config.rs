@@ -25,6 +25,13 @@ const LAYOUTS: [Layout; 2] = [Layout::Standard, Layout::Blocked];
 /// a fixed number makes filters made alike hold the same bits, and 0 the bits of filters
 /// made before seeds existed.
 static SEED: Seed = Seed::random();
+/// Whether large bit arrays are advised as huge-page memory (`words.rs`): off by default, as
+/// Redis itself keeps transparent huge pages away from its memory; docs/operations.md weighs it.
+static HUGE_PAGES: Choice = Choice::new(&[c"no", c"yes"], 0).applied_by(huge_pages);
+
+fn huge_pages(index: usize) {
+    super::words::set_huge_pages(index == 1);
+}
 
 pub static CONFIGS: &[Config] = &[
     Config::new(c"bf-error-rate", Setting::Rate(&ERROR_RATE)).or_redisbloom("ERROR_RATE"),
@@ -32,6 +39,7 @@ pub static CONFIGS: &[Config] = &[
     Config::new(c"bf-expansion-factor", Setting::Integer(&EXPANSION)),
     Config::new(c"bf-layout", Setting::Choice(&LAYOUT)),
     Config::new(c"bf-seed", Setting::Seed(&SEED)),
+    Config::new(c"bf-huge-pages", Setting::Choice(&HUGE_PAGES)),
 ];
 
 /// RedisBloom 2.8's load arguments, and the configs of later RedisBloom versions, for the

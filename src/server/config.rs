@@ -249,6 +249,8 @@ pub struct Choice {
     index: AtomicI32,
     names: &'static [&'static CStr],
     default: i32,
+    /// Told the index on every set (the one at load included): a setting a lower layer keeps.
+    apply: Option<fn(usize)>,
 }
 
 impl Choice {
@@ -257,7 +259,15 @@ impl Choice {
             index: AtomicI32::new(default),
             names,
             default,
+            apply: None,
         }
+    }
+
+    /// The same choice, handed to `apply` whenever it is set, the value it loads with too:
+    /// for a setting kept by a layer below the configs, which must not read them.
+    pub const fn applied_by(mut self, apply: fn(usize)) -> Self {
+        self.apply = Some(apply);
+        self
     }
 
     /// The index of the chosen name.
@@ -580,6 +590,9 @@ extern "C" fn set_choice(
         let choice = unsafe { setting::<Choice>(privdata) };
         if (0..choice.names.len() as c_int).contains(&value) {
             choice.index.store(value, Ordering::Relaxed);
+            if let Some(apply) = choice.apply {
+                apply(value as usize);
+            }
             raw::Status::Ok as c_int
         } else {
             // SAFETY: Redis's error slot.

@@ -228,3 +228,85 @@ fn large_filters_cost_their_bits_not_a_size_class() {
     eprintln!("{report}");
     assert!(off.is_empty(), "off: {off:?}\n{report}");
 }
+
+/// The server's resident anonymous memory in huge pages (`AnonHugePages` of
+/// /proc/PID/smaps_rollup), in bytes.
+fn anon_huge_pages(server: &Server) -> u64 {
+    let rollup = std::fs::read_to_string(format!("/proc/{}/smaps_rollup", server.pid())).unwrap();
+    let line = rollup
+        .lines()
+        .find(|l| l.starts_with("AnonHugePages:"))
+        .expect("AnonHugePages in smaps_rollup");
+    let kb: u64 = line.split_whitespace().nth(1).unwrap().parse().unwrap();
+    kb * 1024
+}
+
+/// `bf-huge-pages`: off by default, a large filter's bits stay in 4 KiB pages; on (by `CONFIG
+/// SET` or as a load argument), a large filter made afterwards is backed by 2 MiB pages. Only
+/// where the kernel's THP mode is `madvise`, the one where the advice alone decides (under
+/// `always` Redis turns THP off for itself or every block gets huge pages; under `never` none
+/// does); elsewhere the test says it skipped.
+#[test]
+fn huge_pages_back_large_filters_when_asked() {
+    let mode =
+        std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled").unwrap_or_default();
+    if !mode.contains("[madvise]") {
+        use std::io::Write;
+        let _ = writeln!(
+            std::io::stderr(),
+            "\n*** SKIPPED huge_pages_back_large_filters_when_asked: THP mode {:?}, not madvise ***\n",
+            mode.trim()
+        );
+        return;
+    }
+    // A 0.001 / 20M filter: 34 MiB of bits (two 16 MiB segments and a shorter one); 20,000
+    // items write to nearly every 4 KiB page of it.
+    let fill = |c: &mut Connection, key: &str| {
+        ok(c, &["BF.RESERVE", key, "0.001", "20000000", "NONSCALING"]);
+        add_many(c, "BF.MADD", key, key, 20_000);
+    };
+    let server = Server::start();
+    let mut c = server.conn();
+    let shown: Vec<String> = redis::cmd("CONFIG")
+        .arg(&["GET", "lcbloom.bf-huge-pages"])
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(shown[1], "no");
+    let before = anon_huge_pages(&server);
+    fill(&mut c, "bf:4k");
+    let off = anon_huge_pages(&server) - before;
+    assert!(off < 4 << 20, "bf-huge-pages no: {off} bytes in huge pages");
+
+    let e = err_text(cmd(
+        &mut c,
+        &["CONFIG", "SET", "lcbloom.bf-huge-pages", "maybe"],
+    ));
+    assert!(e.contains("bf-huge-pages"), "{e}");
+    ok(&mut c, &["CONFIG", "SET", "lcbloom.bf-huge-pages", "yes"]);
+    fill(&mut c, "bf:2m");
+    let on = anon_huge_pages(&server) - before - off;
+    // All but the pages at the segments' unaligned ends, unless the kernel had no free 2 MiB
+    // pages to give: at least half is asked.
+    assert!(
+        on >= 16 << 20,
+        "bf-huge-pages yes: {on} bytes in huge pages"
+    );
+    ok(&mut c, &["CONFIG", "SET", "lcbloom.bf-huge-pages", "no"]);
+    fill(&mut c, "bf:4k-again");
+    let again = anon_huge_pages(&server) - before - off - on;
+    assert!(
+        again < 4 << 20,
+        "set back to no: {again} bytes in huge pages"
+    );
+
+    let loaded = Server::builder().module_arg("bf-huge-pages", "yes").start();
+    let mut c = loaded.conn();
+    let before = anon_huge_pages(&loaded);
+    fill(&mut c, "bf:2m");
+    let on = anon_huge_pages(&loaded) - before;
+    assert!(
+        on >= 16 << 20,
+        "loaded with bf-huge-pages yes: {on} bytes in huge pages"
+    );
+    eprintln!("huge-page bytes of a 34 MiB filter: off {off}, on {on}, off again {again}");
+}
