@@ -63,8 +63,8 @@ const SEGMENT_SHIFT: u32 = SEGMENT_WORDS.trailing_zeros();
 /// Bytes of a segment of a large array.
 pub const SEGMENT_BYTES: usize = SEGMENT_WORDS * 8;
 
-/// Whether blocks of at least a huge page are advised to the kernel as huge-page memory
-/// (`madvise(MADV_HUGEPAGE)`; the config `bf-huge-pages`, off by default). A random probe of
+/// Whether blocks of two huge pages (4 MiB) and more are advised to the kernel as huge-page
+/// memory (`madvise(MADV_HUGEPAGE)`; the config `bf-huge-pages`, off by default). A random probe of
 /// a filter of hundreds of MiB misses the TLB on nearly every line with 4 KiB pages, and the
 /// page walk adds to the line's own miss; 2 MiB pages put a 400 MiB array within the TLB's
 /// reach. What it costs (docs/operations.md): a sparsely filled array is resident in 2 MiB
@@ -81,7 +81,8 @@ pub fn set_huge_pages(on: bool) {
 }
 
 /// Advises the block at `base` of `bytes` bytes as huge-page memory, when asked to and when
-/// it holds a whole huge page; the pages wholly inside it only (advice needs page bounds).
+/// it is large enough to hold at least one aligned huge page whatever its start; the pages
+/// wholly inside it only (advice needs page bounds).
 fn advise_huge_pages(base: NonNull<u8>, bytes: usize) {
     if bytes < 2 * HUGE_PAGE || !HUGE_PAGES.load(Ordering::Relaxed) {
         return;

@@ -254,7 +254,7 @@ fn huge_pages_back_large_filters_when_asked() {
         use std::io::Write;
         let _ = writeln!(
             std::io::stderr(),
-            "\n*** SKIPPED huge_pages_back_large_filters_when_asked: THP mode {:?}, not madvise ***\n",
+            "\n*** SKIPPED huge_pages_back_large_filters_when_asked: THP mode {:?} ***\n",
             mode.trim()
         );
         return;
@@ -287,10 +287,7 @@ fn huge_pages_back_large_filters_when_asked() {
     let on = anon_huge_pages(&server) - before - off;
     // All but the pages at the segments' unaligned ends, unless the kernel had no free 2 MiB
     // pages to give: a quarter is asked.
-    assert!(
-        on >= 8 << 20,
-        "bf-huge-pages yes: {on} bytes in huge pages"
-    );
+    assert!(on >= 8 << 20, "bf-huge-pages yes: {on} bytes in huge pages");
     ok(&mut c, &["CONFIG", "SET", "lcbloom.bf-huge-pages", "no"]);
     fill(&mut c, "bf:4k-again");
     let again = anon_huge_pages(&server) - before - off - on;
