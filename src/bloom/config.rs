@@ -25,12 +25,12 @@ const LAYOUTS: [Layout; 2] = [Layout::Standard, Layout::Blocked];
 /// a fixed number makes filters made alike hold the same bits, and 0 the bits of filters
 /// made before seeds existed.
 static SEED: Seed = Seed::random();
-/// Whether large bit arrays are advised as huge-page memory (`words.rs`): off by default, as
+/// Whether large bit arrays are advised as huge-page memory (`huge_pages.rs`): off by default, as
 /// Redis itself keeps transparent huge pages away from its memory; docs/operations.md weighs it.
 static HUGE_PAGES: Choice = Choice::new(&[c"no", c"yes"], 0).applied_by(huge_pages);
 
 fn huge_pages(index: usize) {
-    super::words::set_huge_pages(index == 1);
+    super::huge_pages::set(index == 1);
 }
 
 pub static CONFIGS: &[Config] = &[

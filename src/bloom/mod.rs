@@ -12,6 +12,7 @@ pub mod errors;
 pub mod filter;
 pub mod fp;
 pub mod frozen;
+pub mod huge_pages;
 pub mod load;
 pub mod params;
 pub mod redisbloom;

@@ -46,13 +46,13 @@
 //! real figure differs a little: its chunk headers, a page when a request is served by mmap,
 //! and the room to align a blocked array by hand when the exact request was not aligned.
 
+use super::huge_pages;
 use crate::core::alloc::{size_class, try_box};
 use crate::core::chunks::{bytes_into_words, words_as_le_bytes, words_to_bytes};
 use crate::core::defrag::Defrag;
 use std::alloc::{alloc_zeroed, dealloc, Layout};
 use std::marker::PhantomData;
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Words of a segment in the server: 16 MiB (a jemalloc size class, a multiple of 64 bytes).
 pub const SERVER_SEGMENT_WORDS: usize = 2 << 20;
@@ -62,50 +62,6 @@ const SEGMENT_WORDS: usize = if cfg!(test) { 64 } else { SERVER_SEGMENT_WORDS };
 const SEGMENT_SHIFT: u32 = SEGMENT_WORDS.trailing_zeros();
 /// Bytes of a segment of a large array.
 pub const SEGMENT_BYTES: usize = SEGMENT_WORDS * 8;
-
-/// Whether blocks of two huge pages (4 MiB) and more are advised to the kernel as huge-page
-/// memory (`madvise(MADV_HUGEPAGE)`; the config `bf-huge-pages`, off by default). A random probe of
-/// a filter of hundreds of MiB misses the TLB on nearly every line with 4 KiB pages, and the
-/// page walk adds to the line's own miss; 2 MiB pages put a 400 MiB array within the TLB's
-/// reach. What it costs (docs/operations.md): a sparsely filled array is resident in 2 MiB
-/// units, a fork's copy-on-write copies 2 MiB at a time, and the kernel may compact memory
-/// when it faults a huge page in. Advice only: the kernel decides (THP `madvise` or `always`
-/// mode; none under `never`, or where Redis disabled THP for its process).
-static HUGE_PAGES: AtomicBool = AtomicBool::new(false);
-/// The huge page size the advice aims at (x86-64's, and aarch64's with 4 KiB base pages).
-const HUGE_PAGE: usize = 2 << 20;
-
-/// Turns the huge-page advice on or off for blocks allocated (or adopted by loads) from now on.
-pub fn set_huge_pages(on: bool) {
-    HUGE_PAGES.store(on, Ordering::Relaxed);
-}
-
-/// Advises the block at `base` of `bytes` bytes as huge-page memory, when asked to and when
-/// it is large enough to hold at least one aligned huge page whatever its start; the pages
-/// wholly inside it only (advice needs page bounds).
-fn advise_huge_pages(base: NonNull<u8>, bytes: usize) {
-    if bytes < 2 * HUGE_PAGE || !HUGE_PAGES.load(Ordering::Relaxed) {
-        return;
-    }
-    #[cfg(target_os = "linux")]
-    {
-        const PAGE: usize = 4096;
-        const MADV_HUGEPAGE: std::ffi::c_int = 14;
-        extern "C" {
-            fn madvise(
-                addr: *mut std::ffi::c_void,
-                len: usize,
-                advice: std::ffi::c_int,
-            ) -> std::ffi::c_int;
-        }
-        let start = (base.as_ptr() as usize).next_multiple_of(PAGE);
-        let end = (base.as_ptr() as usize + bytes) & !(PAGE - 1);
-        // SAFETY: the range lies inside a live allocation the caller owns; MADV_HUGEPAGE
-        // changes how the kernel backs it, never its contents. A refusal (a kernel without
-        // THP) leaves it as it was, which is all the advice can fall back to.
-        unsafe { madvise(start as *mut std::ffi::c_void, end - start, MADV_HUGEPAGE) };
-    }
-}
 
 /// One allocation: words `align`-aligned at `ptr`, inside the block at `base` of `allocated`
 /// bytes (0 when there are no words: nothing allocated). How many words is the owner's to
@@ -133,7 +89,7 @@ impl Run {
             let layout = layout(allocated)?;
             // SAFETY: the layout is non-zero-sized.
             let base = NonNull::new(unsafe { alloc_zeroed(layout) })?;
-            advise_huge_pages(base, allocated);
+            huge_pages::advise(base, allocated);
             let offset = base.as_ptr().align_offset(align);
             if offset
                 .checked_add(bytes)
@@ -440,7 +396,7 @@ impl Words {
             }
             _ => return Err(block),
         };
-        advise_huge_pages(block, bytes);
+        huge_pages::advise(block, bytes);
         *run = Run {
             ptr: block.cast(),
             base: block,
