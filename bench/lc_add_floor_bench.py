@@ -23,9 +23,9 @@ import sys
 import redis
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from server_bench import OUR_MODULE, ROOT, Server, log, machine  # noqa: E402
+from server_bench import OUR_MODULE, ROOT, Server, absolute, log, machine  # noqa: E402
 
-FLOOR = os.environ.get("FLOOR_MODULE") or os.path.join(ROOT, "target/floor/floor_module.so")
+FLOOR = absolute(os.environ.get("FLOOR_MODULE") or os.path.join(ROOT, "target/floor/floor_module.so"))
 ROUNDS = int(os.environ.get("ADD_ROUNDS", "7"))
 CALLS = int(os.environ.get("ADD_CALLS", "20000"))
 # (items per counter, keys): the mode each size is in with the defaults (0.01 / 50,000).

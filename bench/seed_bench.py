@@ -29,7 +29,7 @@ import redis
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SERVER_BIN = os.environ.get("REDIS_SERVER", "redis-server")
 BENCH_BIN = os.environ.get("REDIS_BENCHMARK", "redis-benchmark")
-MODULE = os.environ.get("LCBLOOM_MODULE", os.path.join(ROOT, "target/release/liblcbloom.so"))
+MODULE = os.path.abspath(os.environ.get("LCBLOOM_MODULE", os.path.join(ROOT, "target/release/liblcbloom.so")))
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "7"))
 REQUESTS = int(os.environ.get("BENCH_REQUESTS", "200000"))
 

@@ -59,10 +59,18 @@ import redis
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SERVER_BIN = os.environ.get("REDIS_SERVER", "redis-server")
 BENCH_BIN = os.environ.get("REDIS_BENCHMARK", "redis-benchmark")
-OUR_MODULE = os.environ.get("LCBLOOM_MODULE") or os.path.join(ROOT, "target/release/liblcbloom.so")
-PEER_MODULE = os.environ.get("PEER_MODULE") or None
-FLOOR_MODULE = os.environ.get("FLOOR_MODULE") or None
-DRAM_FLOOR = os.environ.get("DRAM_FLOOR") or None
+
+
+def absolute(path):
+    """A path given in the environment, made absolute: the servers run in temp dirs, where a
+    relative module path would not load."""
+    return os.path.abspath(path) if path else None
+
+
+OUR_MODULE = absolute(os.environ.get("LCBLOOM_MODULE") or os.path.join(ROOT, "target/release/liblcbloom.so"))
+PEER_MODULE = absolute(os.environ.get("PEER_MODULE"))
+FLOOR_MODULE = absolute(os.environ.get("FLOOR_MODULE"))
+DRAM_FLOOR = absolute(os.environ.get("DRAM_FLOOR"))
 # Probes per item of the 0.001 / 200M filters (their first sub-filter is sized for 55% of p):
 # the reads per item the DRAM floor is measured with (src/bloom/blocked.rs has the table).
 STANDARD_PROBES_200M = 11
