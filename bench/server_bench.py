@@ -100,7 +100,7 @@ def free_port():
 SERVER_ARGS = []
 # Load arguments of the first module of lcbloom's server (see the docstring).
 OUR_MODULE_ARGS = os.environ.get("OUR_MODULE_ARGS", "").split()
-HUGE_PAGES = " ".join(OUR_MODULE_ARGS).lower().find("bf-huge-pages yes") >= 0
+HUGE_PAGES = "bf-huge-pages yes" in " ".join(OUR_MODULE_ARGS).lower()
 
 
 class Server:
