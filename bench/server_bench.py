@@ -162,6 +162,11 @@ def has_layouts(server):
     return any(name(m) == b"lcbloom" for m in server.client.execute_command("MODULE", "LIST"))
 
 
+def peer_name():
+    """What the peer column holds: RedisBloom, or in an A/B run the other lcbloom build."""
+    return "the other lcbloom build" if PEER_HAS_LAYOUTS else "RedisBloom"
+
+
 def short_error(exc):
     """An error fit for a table cell (redis-py strips the "ERR " of error replies: put it back)."""
     text = str(exc) or type(exc).__name__
@@ -543,8 +548,8 @@ def line_floor_rows(by_name):
             continue
         peer, line = statistics.median(vs_peer.peer.usec), statistics.median(vs_floor.peer.usec)
         goal = vs_peer.goal
-        rows.append([f"{command} blocked: RedisBloom ÷ line floor (the most any module can reach)",
-                     f"{line:.2f} µs/call (line floor)", f"{peer:.2f} µs/call (RedisBloom)",
+        rows.append([f"{command} blocked: {peer_name()} ÷ line floor (the most any module can reach)",
+                     f"{line:.2f} µs/call (line floor)", f"{peer:.2f} µs/call ({peer_name()})",
                      fmt_ratio(peer / line), f"goal ≥ {goal} is " + ("within" if peer / line >= goal else "**beyond**") + " the floor",
                      "—"])
     return rows
@@ -672,7 +677,7 @@ def main():
             peer.close()
 
     when = datetime.datetime.now().astimezone()
-    header = ["workload", "ours (lcbloom)", "peer (RedisBloom / floor / PFADD)",
+    header = ["workload", "ours (lcbloom)", f"peer ({peer_name()} / floor / PFADD)",
               "ratio peer÷ours (min–max of rounds)", "goal", "met?"]
     lines = [
         f"Server benchmark, {when:%Y-%m-%d %H:%M %Z}: {server_version} on {machine()}.",
