@@ -38,7 +38,8 @@ to bench/results/. Knobs (environment): BENCH_ROUNDS (default 5), BENCH_SECONDS 
 of one redis-benchmark run, default 1.5), BENCH_OUT (file to write instead of the dated one),
 BENCH_ONLY (a regular expression: only the workloads whose names it matches are timed, the
 others only set up; no memory rows), OUR_MODULE_ARGS (load arguments of lcbloom's side, e.g.
-`bf-huge-pages yes`; an A/B of a config runs the same build as PEER_MODULE without them).
+`bf-huge-pages yes`, which also puts the floors' arrays in huge pages; an A/B of a config runs
+the same build as PEER_MODULE without them).
 Only servers this script started are contacted or stopped.
 """
 import datetime
@@ -106,11 +107,11 @@ HUGE_PAGES = "bf-huge-pages yes" in " ".join(OUR_MODULE_ARGS).lower()
 class Server:
     """A redis-server with one module, in its own temp dir; killed by close()."""
 
-    def __init__(self, label, *modules, module_args=()):
-        """`module_args`: load arguments of the first module."""
+    def __init__(self, label, *modules, module_args=(), floor_args=()):
+        """`module_args`: load arguments of the first module; `floor_args`, of the second."""
         self.label = label
         loads = [arg for i, m in enumerate(modules) if m
-                 for arg in ("--loadmodule", m, *(module_args if i == 0 else ()))]
+                 for arg in ("--loadmodule", m, *((module_args, floor_args)[i] if i < 2 else ()))]
         self.dir = tempfile.mkdtemp(prefix="lcbloom-bench-")
         for _ in range(5):
             self.port = free_port()
@@ -636,7 +637,9 @@ def machine():
 
 def main():
     started = time.time()
-    ours = Server("lcbloom", OUR_MODULE, FLOOR_MODULE, module_args=OUR_MODULE_ARGS)
+    # The line floor's arrays in the same pages as lcbloom's.
+    ours = Server("lcbloom", OUR_MODULE, FLOOR_MODULE, module_args=OUR_MODULE_ARGS,
+                  floor_args=("huge-pages",) if HUGE_PAGES else ())
     peer = Server("peer", PEER_MODULE) if PEER_MODULE else None
     floor = ours if FLOOR_MODULE else None
     global PEER_HAS_LAYOUTS
@@ -685,7 +688,7 @@ def main():
         f"Peer module: {PEER_MODULE or 'none (BF peer columns empty; LC rows compare with PFADD/PFCOUNT)'}"
         + (" (an lcbloom build: blocked rows on blocked filters on both sides)." if PEER_HAS_LAYOUTS else "."),
         f"Floor module: {FLOOR_MODULE or 'none'}; DRAM floor: {DRAM_FLOOR or 'none'}"
-        f"{' (its array in huge pages too)' if HUGE_PAGES and DRAM_FLOOR else ''}; "
+        f"{' (the floors in huge pages too)' if HUGE_PAGES else ''}; "
         f"load average at start {os.getloadavg()[0]:.2f}.",
         f"{ROUNDS} alternating rounds, {CLIENTS} clients, ~{SECONDS} s per run; server time per call "
         "from INFO commandstats, medians; ratio = median of per-round peer÷ours.",
