@@ -2,11 +2,12 @@
 //! capacity, and scaling filters grown to 100× the capacity they were reserved with (where
 //! RedisBloom measures 2.05–3.4% at a requested 1%).
 //!
-//! Items and probes are fixed strings (members `m:<key>:<i>`, non-members `q:<key>:<i>`), so
-//! every run measures the same thing. The bound is p·N + 4·√(p·N) false positives out of N
-//! probes: four standard deviations above a filter that exactly meets p, which a correct filter
-//! passes essentially always, while RedisBloom's 2.05% for 0.01 from capacity 10 (or 0.59% for
-//! 0.001) is tens of deviations beyond it.
+//! Items and probes are fixed strings (members `m:<key>:<i>`, non-members `q:<key>:<i>`) and
+//! the servers hash under one fixed seed (`ServerBuilder::fixed_seed`), so every run measures
+//! the same thing. The bound is p·N + 4·√(p·N) false positives out of N probes: four standard
+//! deviations above a filter that exactly meets p, which a correct filter passes essentially
+//! always, while RedisBloom's 2.05% for 0.01 from capacity 10 (or 0.59% for 0.001) is tens of
+//! deviations beyond it.
 use crate::common::*;
 
 const PROBES: usize = 200_000;
@@ -135,7 +136,7 @@ fn measure_layout(
 
 #[test]
 fn non_scaling_filters_at_capacity() {
-    let server = Server::start();
+    let server = Server::builder().fixed_seed().start();
     let mut c = server.conn();
     for p in [0.01, 0.001] {
         let (_, bits) = measure(&mut c, p, 100_000, 100_000, false);
@@ -147,7 +148,7 @@ fn non_scaling_filters_at_capacity() {
 
 #[test]
 fn scaling_filters_grown_to_100x() {
-    let server = Server::start();
+    let server = Server::builder().fixed_seed().start();
     let mut c = server.conn();
     for (p, capacity) in [
         (0.01, 1u64),
@@ -170,7 +171,7 @@ fn small_filters_at_every_fill_both_layouts() {
     // whose rate grows with the fill up to p (a bit array's stays far below p until nearly
     // full): non-scaling ones at 10%, 50% and 100% of capacity, scaling ones grown 10×, in
     // both layouts, including a capacity whose bit arrays and sparse sets mix when grown.
-    let server = Server::start();
+    let server = Server::builder().fixed_seed().start();
     let mut c = server.conn();
     for layout in ["standard", "blocked"] {
         for p in [0.01, 0.001] {
@@ -204,7 +205,7 @@ fn filters_at_capacity_stay_within_the_rate_with_margin() {
     // blocks to the 0.001 / 2M filter that measured 0.1066% when sized for the mean alone; and
     // scaling filters of either layout, whose first sub-filter is sized for 55% of p.
     // bench/fp_sweep.py runs the full sweep of shapes.
-    let server = Server::start();
+    let server = Server::builder().fixed_seed().start();
     let mut c = server.conn();
     for (layout, p, capacity, scaling) in [
         ("standard", 0.01, 100_000u64, false),
