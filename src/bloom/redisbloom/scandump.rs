@@ -46,7 +46,10 @@ pub fn looks_like_header(header: &[u8]) -> bool {
     let count = header
         .get(8..12)
         .map(|c| u32::from_le_bytes(c.try_into().expect("4 bytes")));
-    count.is_some_and(|n| (header.len() - FIXED) as u64 == n as u64 * PER_LINK as u64)
+    let links = header.len().checked_sub(FIXED);
+    count
+        .zip(links)
+        .is_some_and(|(n, links)| links as u64 == n as u64 * PER_LINK as u64)
 }
 
 /// A zero-filled chain from a header, validated as an RDB value is (plus RedisBloom's own
@@ -150,6 +153,17 @@ mod tests {
         let c = RedisBloomChain::reserve(0.05, 7, Some(2), u64::MAX).unwrap();
         assert_eq!(encode_header(&c), want);
         assert_eq!(decode_header(&want, u64::MAX), Ok(c));
+    }
+
+    #[test]
+    fn chunks_shorter_than_a_header_are_not_headers() {
+        // A count field but not the rest of the fixed part: refused, never a length underflow.
+        let short = hex("00ffffffff000036 00000d0d 3333");
+        assert!(!looks_like_header(&short));
+        assert_eq!(decode_header(&short, u64::MAX), Err(BAD_DATA));
+        for len in 0..FIXED {
+            assert!(!looks_like_header(&vec![0; len]), "{len} bytes");
+        }
     }
 
     fn grown() -> RedisBloomChain {
