@@ -57,8 +57,9 @@ run: build
 ## they start, then the same on the other Redis versions found.
 test: deps build unit-test integration-test test-redis-versions
 
+## Unit and property tests with integer overflow checks on (Cargo.toml's `checked` profile).
 unit-test:
-	$(CARGO_TEST) --lib
+	CARGO_TARGET_DIR=$(CURDIR)/target/tests cargo test --profile checked --lib
 
 integration-test: redisbloom deps-python build-fault-injection
 	$(CARGO_TEST) --test it

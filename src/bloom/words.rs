@@ -694,7 +694,9 @@ mod tests {
         let len = 200;
         let mut w = Words::zeroed(len, 8).unwrap();
         let class = w.memory_bytes();
-        let expected: Vec<u64> = (0..len as u64).map(|i| i * 0x9e37_79b9_7f4a_7c15).collect();
+        let expected: Vec<u64> = (0..len as u64)
+            .map(|i| i.wrapping_mul(0x9e37_79b9_7f4a_7c15))
+            .collect();
         for (start, words) in [(64, 64), (192, 8), (0, 64)] {
             let (block, bytes) = block_of(&expected[start..start + words]);
             // SAFETY: a block of the global allocator with the layout adopt expects.
