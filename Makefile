@@ -13,7 +13,8 @@ export PROPTEST_RNG_SEED
 # features into the library's dependencies, and both builds write the same unhashed
 # liblcbloom.so, so sharing target/ made each rebuild the library after the other. The tests
 # load the module `cargo build` made, target/release/liblcbloom.so.
-CARGO_TEST := CARGO_TARGET_DIR=$(CURDIR)/target/tests cargo test --release
+TEST_TARGET := $(CURDIR)/target/tests
+CARGO_TEST := CARGO_TARGET_DIR=$(TEST_TARGET) cargo test --release
 FUZZ_SECONDS ?= 60
 FUZZ_TARGETS := bf_value bf_loadchunk lc_value lc_loadchunk rb_value rb_loadchunk bf_any_loadchunk bf_window_value
 
@@ -59,7 +60,7 @@ test: deps build unit-test integration-test test-redis-versions
 
 ## Unit and property tests with integer overflow checks on (Cargo.toml's `checked` profile).
 unit-test:
-	CARGO_TARGET_DIR=$(CURDIR)/target/tests cargo test --profile checked --lib
+	CARGO_TARGET_DIR=$(TEST_TARGET) cargo test --profile checked --lib
 
 integration-test: redisbloom deps-python build-fault-injection
 	$(CARGO_TEST) --test it
