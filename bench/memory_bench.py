@@ -246,10 +246,11 @@ def main():
         "",
         "| | bytes per counter | MEMORY USAGE ÷ real |",
         "|---|---:|---:|",
-        f"| LC.ADD | {msg['LC.ADD'][0]:,.0f} | {msg['LC.ADD'][1] / msg['LC.ADD'][0]:.2f} |",
-        f"| PFADD | {msg['PFADD'][0]:,.0f} | {msg['PFADD'][1] / msg['PFADD'][0]:.2f} |",
+        f"| LC.ADD | {msg['LC.ADD'][0]:,.1f} | {msg['LC.ADD'][1] / msg['LC.ADD'][0]:.2f} |",
+        f"| PFADD | {msg['PFADD'][0]:,.1f} | {msg['PFADD'][1] / msg['PFADD'][0]:.2f} |",
         "",
-        f"LC ÷ HyperLogLog: {msg['LC.ADD'][0] / msg['PFADD'][0]:.2f}; exact counts for counters of "
+        # Three places: the mix's goal is a ratio (≤ 0.8), and two would round 0.802 down.
+        f"LC ÷ HyperLogLog: {msg['LC.ADD'][0] / msg['PFADD'][0]:.3f}; exact counts for counters of "
         f"≤ 250 items: {msg['exact'][0]:,} of {msg['exact'][1]:,}; largest error above 250: "
         + (f"{msg['big_error']:.2%}." if msg['big_error'] is not None else "—."),
         "",

@@ -1,7 +1,7 @@
 //! Pure building blocks every family uses, with no Redis types: the hash scheme (`hashing`),
 //! the order in which a batch touches memory (`batch`),
 //! Elias–Fano coded sets and their sample packing (`ef`), the little-endian byte reader and
-//! writer and the chunked byte forms (`chunks`), shared parameters (`intern`), the allocator
+//! writer and the chunked byte forms (`chunks`), shared parameters (`intern`) and small ids for them (`registry`), the allocator
 //! and its size classes (`alloc`), the size-class block (`block`), moving a value's blocks
 //! when the server defragments (`defrag`), and the decoders' error (`decode`).
 pub mod alloc;
@@ -13,3 +13,4 @@ pub mod defrag;
 pub mod ef;
 pub mod hashing;
 pub mod intern;
+pub mod registry;

@@ -17,6 +17,7 @@ use super::errors::{
     bad_counter_chunk, bad_counter_encoding, union_refused, LC_CAPACITY, LC_CHUNK_ITERATOR,
     LC_ERROR_RATE,
 };
+use super::stored::{CounterRef, StoredCounter};
 use crate::core::chunks::chunk_start;
 use crate::server::args::{parse_in_range, parse_rate};
 use crate::server::errors::{CHUNK_LENGTH, ITEM_EXISTS, NOT_FOUND};
@@ -36,11 +37,11 @@ pub fn reserve(ctx: &Context, args: &[RedisString]) -> RedisResult {
     let rate = parse_rate(rate, LC_ERROR_RATE)?;
     let capacity = parse_in_range(capacity, 1, MAX_CAPACITY, LC_CAPACITY)? as u64;
     let mut key = Key::write(ctx, key_name);
-    if write::<Counter>(&mut key)?.is_some() {
+    if write::<StoredCounter>(&mut key)?.is_some() {
         return Err(RedisError::Str(ITEM_EXISTS));
     }
     let counter = Counter::reserve(rate, capacity, memory_limit(ctx))?;
-    store(&mut key, counter)?;
+    store(&mut key, StoredCounter::new(counter))?;
     finish_write(ctx, c"lc.reserve", key_name, Applied::Whole);
     OK
 }
@@ -70,22 +71,23 @@ pub fn add(ctx: &Context, args: &[RedisString]) -> RedisResult {
     let (key_name, items) = (&args[1], &args[2..]);
     check_item_count(ctx, items.len())?;
     let mut key = Key::write(ctx, key_name);
-    let (counter, created) = match write::<Counter>(&mut key)? {
+    let (counter, created) = match write::<StoredCounter>(&mut key)? {
         Some(counter) => (counter, None),
         None => {
             let (rate, capacity) = config::defaults();
             let counter = Counter::reserve(rate, capacity, memory_limit(ctx))?;
-            (store(&mut key, counter)?, Some((rate, capacity)))
+            let stored = store(&mut key, StoredCounter::new(counter))?;
+            (stored, Some((rate, capacity)))
         }
     };
     // The limit binds only the switch to the dense bitmap; reading it costs a
     // RedisModule_GetContextFlags call, so skip that for adds that cannot switch.
-    let limit = if items.len() as u64 <= counter.room_before_dense() {
+    let limit = if items.len() as u64 <= counter.view().room_before_dense() {
         u64::MAX
     } else {
         memory_limit(ctx)
     };
-    let (changed, done, error) = modify(counter, |c| add_items(c, items, limit));
+    let (changed, done, error) = modify(counter, |s| s.with_mut(|c| add_items(c, items, limit)));
     // Propagated: what was applied. A new key as `LC.RESERVE` with the defaults it used
     // (f64's Display is the shortest text that parses back to the same value), then its items.
     let params =
@@ -128,14 +130,23 @@ fn distinct(names: &[RedisString]) -> Vec<&RedisString> {
 fn read_counters<'a>(
     names: &[&'a RedisString],
     keys: &'a [Key],
-) -> Result<Vec<(&'a [u8], &'a Counter)>, RedisError> {
+) -> Result<Vec<(&'a [u8], CounterRef<'a>)>, RedisError> {
     let mut counters = Vec::with_capacity(keys.len());
     for (name, key) in names.iter().zip(keys) {
-        if let Some(counter) = read::<Counter>(key)? {
-            counters.push((name.as_slice(), counter));
+        if let Some(counter) = read::<StoredCounter>(key)? {
+            counters.push((name.as_slice(), counter.view()));
         }
     }
     Ok(counters)
+}
+
+/// The counters of `read_counters`, borrowed, with their names and alone.
+fn borrow<'a>(
+    named: &'a [(&'a [u8], CounterRef<'a>)],
+) -> (Vec<(&'a [u8], &'a Counter)>, Vec<&'a Counter>) {
+    let named: Vec<(&[u8], &Counter)> = named.iter().map(|(n, c)| (*n, &**c)).collect();
+    let counters = named.iter().map(|(_, c)| *c).collect();
+    (named, counters)
 }
 
 /// `LC.COUNT key [key ...]`
@@ -146,14 +157,14 @@ pub fn count(ctx: &Context, args: &[RedisString]) -> RedisResult {
     if let [_, name] = args {
         // One key, the common case: no buffers.
         let key = Key::read(ctx, name);
-        let n = read::<Counter>(&key)?.map_or(0, Counter::count);
+        let n = read::<StoredCounter>(&key)?.map_or(0, |c| c.view().count());
         return Ok(RedisValue::Integer(n as i64));
     }
     check_item_count(ctx, args.len() - 1)?;
     let names = distinct(&args[1..]);
     let keys: Vec<Key> = names.iter().map(|k| Key::read(ctx, k)).collect();
-    let named = read_counters(&names, &keys)?;
-    let counters: Vec<&Counter> = named.iter().map(|(_, c)| *c).collect();
+    let views = read_counters(&names, &keys)?;
+    let (named, counters) = borrow(&views);
     let n = Counter::union_count(&counters).map_err(|e| union_refused(e, &named))?;
     Ok(RedisValue::Integer(n as i64))
 }
@@ -171,15 +182,15 @@ pub fn merge(ctx: &Context, args: &[RedisString]) -> RedisResult {
     check_item_count(ctx, args.len() - 2)?;
     let dest_name = &args[1];
     let mut dest_key = Key::write(ctx, dest_name);
-    let dest = write::<Counter>(&mut dest_key)?;
+    let dest = write::<StoredCounter>(&mut dest_key)?;
     // The destination absorbing itself is a no-op; skipping it also avoids aliasing its value.
     let source_names: Vec<&RedisString> = distinct(&args[2..])
         .into_iter()
         .filter(|k| k.as_slice() != dest_name.as_slice())
         .collect();
     let source_keys: Vec<Key> = source_names.iter().map(|k| Key::read(ctx, k)).collect();
-    let named = read_counters(&source_names, &source_keys)?;
-    let sources: Vec<&Counter> = named.iter().map(|(_, c)| *c).collect();
+    let views = read_counters(&source_names, &source_keys)?;
+    let (named, sources) = borrow(&views);
     let Some(dest) = dest else {
         let Some(mut union) = Counter::empty_for_union(&sources) else {
             return OK;
@@ -187,19 +198,24 @@ pub fn merge(ctx: &Context, args: &[RedisString]) -> RedisResult {
         if let (_, _, Some(e)) = union.absorb_all_within(&sources, u64::MAX) {
             return Err(union_refused(e, &named));
         }
-        store(&mut dest_key, union)?;
+        store(&mut dest_key, StoredCounter::new(union))?;
         finish_write(ctx, c"lc.merge", dest_name, Applied::Whole);
         return OK;
     };
-    for (name, source) in &named {
-        dest.check_absorbable(source)
-            .map_err(|e| union_refused(e, &[(dest_name.as_slice(), &*dest), (name, source)]))?;
+    {
+        let view = dest.view();
+        for (name, source) in &named {
+            view.check_absorbable(source)
+                .map_err(|e| union_refused(e, &[(dest_name.as_slice(), &view), (name, source)]))?;
+        }
     }
     // Each source is absorbed whole or not at all (Counter::absorb_within); the limit binds
     // only the switch to the bitmap. A merge stopped part-way propagates as the merge of the
     // sources before the one refused.
     let limit = memory_limit(ctx);
-    let (changed, done, error) = modify(dest, |dest| dest.absorb_all_within(&sources, limit));
+    let (changed, done, error) = modify(dest, |s| {
+        s.with_mut(|dest| dest.absorb_all_within(&sources, limit))
+    });
     let progress = Progress {
         created: false,
         changed,
@@ -230,13 +246,14 @@ pub fn info(ctx: &Context, args: &[RedisString]) -> RedisResult {
         return Err(RedisError::WrongArity);
     };
     let key = Key::read(ctx, key_name);
-    let counter = read::<Counter>(&key)?.ok_or(RedisError::Str(NOT_FOUND))?;
+    let stored = read::<StoredCounter>(&key)?.ok_or(RedisError::Str(NOT_FOUND))?;
+    let counter = stored.view();
     ordered_map(
         ctx,
         vec![
             ("Capacity", RedisValue::Integer(counter.capacity() as i64)),
             ("Error rate", RedisValue::Float(counter.error_rate())),
-            ("Size", RedisValue::Integer(counter.memory_bytes() as i64)),
+            ("Size", RedisValue::Integer(stored.memory_bytes() as i64)),
             ("Bits", RedisValue::Integer(counter.bits() as i64)),
             ("Bits set", RedisValue::Integer(counter.bits_set() as i64)),
             (
@@ -266,12 +283,12 @@ pub fn loadchunk(ctx: &Context, args: &[RedisString]) -> RedisResult {
         _ => return Err(RedisError::WrongArity),
     };
     let mut key = Key::write(ctx, key_name);
-    if write::<Counter>(&mut key)?.is_some() {
+    if write::<StoredCounter>(&mut key)?.is_some() {
         return Err(RedisError::Str(ITEM_EXISTS));
     }
     let counter =
         codec::decode(payload.as_slice(), memory_limit(ctx)).map_err(bad_counter_encoding)?;
-    store(&mut key, counter)?;
+    store(&mut key, StoredCounter::new(counter))?;
     finish_write(ctx, c"lc.loadchunk", key_name, Applied::Whole);
     OK
 }
@@ -286,10 +303,13 @@ fn load_piece(
     let piece = piece.as_slice();
     let offset = chunk_start(iterator, piece.len()).ok_or(RedisError::Str(CHUNK_LENGTH))?;
     let mut key = Key::write(ctx, key_name);
-    let counter = write::<Counter>(&mut key)?.ok_or(RedisError::Str(NOT_FOUND))?;
+    let counter = write::<StoredCounter>(&mut key)?.ok_or(RedisError::Str(NOT_FOUND))?;
     let limit = memory_limit(ctx);
     // A sparse shell turns dense with its first piece: accounted like any write.
-    modify(counter, |c| codec::write_dense(c, offset, piece, limit)).map_err(bad_counter_chunk)?;
+    modify(counter, |s| {
+        s.with_mut(|c| codec::write_dense(c, offset, piece, limit))
+    })
+    .map_err(bad_counter_chunk)?;
     finish_write(ctx, c"lc.loadchunk", key_name, Applied::Whole);
     OK
 }

@@ -39,12 +39,13 @@
 //! 8.8·10^−7 at 250 items, 9.999·10^−7 at 267. Past `L` items the count is the linear-counting
 //! estimate.
 //!
-//! **Memory.** A counter is a 16-byte box (an `Arc<Geometry>` shared by every counter of the
-//! same parameters, `crate::core::intern`, and one pointer) and one block in an allocator size class
-//! (`block.rs`): a header word (mode, size class, count; the exact and sparse streams start at
-//! its bit 26) and the stream or the bitmap. With the defaults: 16 + 8 bytes for one item, +48
-//! for 10, +128 for 30, +384 for 100, +1,024 for 250 (the fingerprints alone need ≥ 885 bytes
-//! for a 10^−6 guarantee, see docs/BENCHMARKS.md), ~320–2,048 sparse and 2,560 dense.
+//! **Memory.** A counter is an `Arc<Geometry>` shared by every counter of the same parameters
+//! (`crate::core::intern`) and one block in an allocator size class (`block.rs`): a header
+//! word (mode, size class, count; the exact and sparse streams start at its bit 26) and the
+//! stream or the bitmap. Redis holds it as one word in an 8-byte box (`stored.rs`). With the
+//! defaults: 16 bytes for one item (its header and fingerprint fill one word), 8 + 48 for 10,
+//! +128 for 30, +384 for 100, +1,024 for 250 (the fingerprints alone need ≥ 885 bytes for a
+//! 10^−6 guarantee, see docs/BENCHMARKS.md), ~320–2,048 sparse and 2,560 dense.
 //!
 //! **Work.** Adds and lookups in exact and sparse mode scan and shift the stream, bounded by
 //! `L` and `SPARSE_MAX_BYTES`; a dense add sets one bit. The count is kept in the header, so
@@ -84,7 +85,6 @@ use super::geometry::{
 pub use super::header::Mode;
 use super::header::{Header, DENSE_ESTIMATE};
 use super::levels::{precision_for, set_levels};
-use crate::core::alloc::size_class;
 use crate::core::block::Block;
 use crate::core::defrag::Defrag;
 use crate::core::ef::Shape;
@@ -353,10 +353,10 @@ impl Counter {
         self.block.defrag(d)
     }
 
-    /// Bytes this counter's own allocations take, each rounded to its allocator size class:
-    /// the box Redis holds and the block (the shared geometry is not its own).
+    /// Bytes this counter's block takes, rounded to its allocator size class (the shared
+    /// geometry is not its own; what Redis holds around it is `stored.rs`'s).
     pub fn memory_bytes(&self) -> u64 {
-        size_class(std::mem::size_of::<Counter>() as u64) + self.block.memory_bytes()
+        self.block.memory_bytes()
     }
 
     /// Adds one item; true if it changed the counter.
@@ -760,22 +760,23 @@ mod tests {
         Counter::saved_bitmap(capacity, 0.01, &hashes)
     }
 
-    /// Bytes per counter with the defaults (box and block), by number of items: what keeps a
-    /// small key below a HyperLogLog's.
+    /// Bytes of a counter's block with the defaults, by number of items: what keeps a small
+    /// key below a HyperLogLog's (stored.rs adds what Redis holds around it). One item fits
+    /// the block's inline word.
     #[test]
     fn memory_by_size() {
         let expected = [
-            (0, 16, Mode::Exact),
-            (1, 24, Mode::Exact),
-            (10, 64, Mode::Exact),
-            (30, 144, Mode::Exact),
-            (100, 400, Mode::Exact),
-            (250, 1_040, Mode::Exact),
-            (268, 528, Mode::Tokens),
-            (1_000, 1_552, Mode::Tokens),
-            (3_000, 3_600, Mode::Tokens),
-            (5_000, 7_184, Mode::Registers),
-            (200_000, 7_184, Mode::Registers),
+            (0, 0, Mode::Exact),
+            (1, 0, Mode::Exact),
+            (10, 48, Mode::Exact),
+            (30, 128, Mode::Exact),
+            (100, 384, Mode::Exact),
+            (250, 1_024, Mode::Exact),
+            (268, 512, Mode::Tokens),
+            (1_000, 1_536, Mode::Tokens),
+            (3_000, 3_584, Mode::Tokens),
+            (5_000, 7_168, Mode::Registers),
+            (200_000, 7_168, Mode::Registers),
         ];
         let counters: Vec<Counter> = expected.iter().map(|e| filled(50_000, e.0)).collect();
         for (c, (n, _, _)) in counters.iter().zip(expected) {
@@ -883,7 +884,7 @@ mod tests {
         assert_eq!(c.bits_set(), 0);
         assert_eq!(c.standard_error(), 0.0);
         assert!(!c.saturated());
-        assert_eq!(c.memory_bytes(), 16);
+        assert_eq!(c.memory_bytes(), 0);
     }
 
     #[test]

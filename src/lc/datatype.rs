@@ -1,4 +1,5 @@
-//! The Redis type `lcbloomLC` holding a `Counter`, and its callbacks.
+//! The Redis type `lcbloomLC` holding a counter (a `StoredCounter`: stored.rs), and its
+//! callbacks.
 //!
 //! RDB: encoding version 1 of the type is one string buffer holding `codec::encode` (itself
 //! versioned, see `codec.rs`: version 2 written, 1 and 2 read, so the type's `encver` stays 1). `DEBUG DIGEST-VALUE` digests the same bytes, so two counters have
@@ -11,8 +12,8 @@
 //! counters.
 
 use super::codec;
-use super::counter::Counter;
 use super::stats;
+use super::stored::StoredCounter;
 use crate::core::defrag::Defrag;
 use crate::server::stats::Tally;
 use crate::server::value::{methods, StoredValue};
@@ -20,9 +21,13 @@ use redis_module::{native_types::RedisType, raw};
 use std::ffi::CStr;
 use std::os::raw::c_int;
 
-pub static LC_TYPE: RedisType = RedisType::new("lcbloomLC", Counter::ENCVER, methods::<Counter>());
+pub static LC_TYPE: RedisType = RedisType::new(
+    "lcbloomLC",
+    StoredCounter::ENCVER,
+    methods::<StoredCounter>(),
+);
 
-impl StoredValue for Counter {
+impl StoredValue for StoredCounter {
     const NAME: &'static str = "linear counter";
     const ENCVER: c_int = 1;
     const AOF_COMMAND: &'static CStr = c"LC.LOADCHUNK";
@@ -30,35 +35,37 @@ impl StoredValue for Counter {
     const TALLY: &'static Tally = &stats::COUNTERS;
 
     fn memory_bytes(&self) -> u64 {
-        Counter::memory_bytes(self)
+        StoredCounter::memory_bytes(self)
     }
 
     fn try_copy(&self) -> Result<Self, String> {
-        self.try_clone().map_err(|e| e.to_string())
+        let copy = self.view().try_clone().map_err(|e| e.to_string())?;
+        Ok(StoredCounter::new(copy))
     }
 
     fn rdb_load(
         rdb: *mut raw::RedisModuleIO,
         _encver: c_int,
         limit: u64,
-    ) -> Result<Counter, String> {
+    ) -> Result<StoredCounter, String> {
         let buffer = raw::load_string_buffer(rdb).map_err(|_| "short read")?;
-        codec::decode(buffer.as_ref(), limit).map_err(|e| e.to_string())
+        let counter = codec::decode(buffer.as_ref(), limit).map_err(|e| e.to_string())?;
+        Ok(StoredCounter::new(counter))
     }
 
     fn rdb_save(&self, rdb: *mut raw::RedisModuleIO) {
-        raw::save_slice(rdb, &codec::encode(self));
+        raw::save_slice(rdb, &codec::encode(&self.view()));
     }
 
     fn aof_parts(&self, emit: impl FnMut(Option<u64>, &[u8])) {
-        codec::aof_parts(self, codec::CHUNK_BYTES, emit);
+        codec::aof_parts(&self.view(), codec::CHUNK_BYTES, emit);
     }
 
     fn digest_parts(&self, mut add: impl FnMut(&[u8])) {
-        add(&codec::encode(self));
+        add(&codec::encode(&self.view()));
     }
 
     fn defrag(&mut self, d: &mut Defrag) {
-        Counter::defrag(self, d)
+        StoredCounter::defrag(self, d)
     }
 }

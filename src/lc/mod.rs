@@ -19,6 +19,7 @@ mod registers;
 mod running;
 mod sparse;
 pub mod stats;
+pub mod stored;
 pub mod table;
 mod tokens;
 mod union;
