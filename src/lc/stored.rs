@@ -125,9 +125,11 @@ impl StoredCounter {
             Form::Boxed(counter) => return write(unsafe { &mut *counter }),
             Form::Packed { id, .. } => id,
         };
+        // SAFETY: owned by `packing`, which stores it back into `self` when dropped.
+        let counter = ManuallyDrop::new(unsafe { self.borrowed() });
         let mut packing = Repack {
-            // SAFETY: owned by `packing`, which stores it back into `self` when dropped.
-            counter: ManuallyDrop::new(unsafe { self.borrowed() }),
+            lent: Arc::as_ptr(&counter.geometry),
+            counter,
             stored: self,
             id,
         };
@@ -135,12 +137,21 @@ impl StoredCounter {
     }
 
     /// Bytes this counter takes: its box and its block (and the inner box of the boxed form).
+    #[inline]
     pub fn memory_bytes(&self) -> u64 {
-        let inner = match self.form() {
-            Form::Packed { .. } => 0,
-            Form::Boxed(_) => size_class(size_of::<Counter>() as u64),
-        };
-        size_class(size_of::<StoredCounter>() as u64) + inner + self.view().memory_bytes()
+        let own = size_class(size_of::<StoredCounter>() as u64);
+        match self.form() {
+            Form::Packed { block, .. } => {
+                // SAFETY: the word's block, only measured (never dropped).
+                let block = ManuallyDrop::new(unsafe { Block::from_raw(block) });
+                own + block.memory_bytes()
+            }
+            Form::Boxed(counter) => {
+                // SAFETY: the box holds a live Counter.
+                let counter = unsafe { &*counter };
+                own + size_class(size_of::<Counter>() as u64) + counter.memory_bytes()
+            }
+        }
     }
 
     /// Visits the counter's own blocks for defragmentation (the geometry is shared).
@@ -188,19 +199,20 @@ impl Deref for CounterRef<'_> {
 struct Repack<'a> {
     counter: ManuallyDrop<Counter>,
     stored: &'a mut StoredCounter,
-    /// The id the counter was lent under.
+    /// The id the counter was lent under, and that id's geometry.
     id: u16,
+    lent: *const Geometry,
 }
 
 impl Repack<'_> {
     /// Packs `counter` (what a write left of the one lent under `self.id`) into the word.
+    #[inline]
     fn store(&mut self, counter: Counter) {
         let Counter {
             geometry,
             mut block,
         } = counter;
-        // SAFETY: the word still holds `id`.
-        let same = std::ptr::eq(Arc::as_ptr(&geometry), unsafe { GEOMETRIES.get(self.id) });
+        let same = std::ptr::eq(Arc::as_ptr(&geometry), self.lent);
         if same && block.spill().is_ok() {
             let raw = block.into_raw();
             if raw & !ADDRESS == 0 {
@@ -230,6 +242,7 @@ impl Repack<'_> {
 }
 
 impl Drop for Repack<'_> {
+    #[inline]
     fn drop(&mut self) {
         // SAFETY: taken once, here.
         let counter = unsafe { ManuallyDrop::take(&mut self.counter) };
