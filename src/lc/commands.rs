@@ -23,7 +23,9 @@ use crate::server::args::{parse_in_range, parse_rate};
 use crate::server::errors::{CHUNK_LENGTH, ITEM_EXISTS, NOT_FOUND};
 use crate::server::limits::{check_item_count, memory_limit, MAX_CAPACITY};
 use crate::server::reply::{flag, ordered_map};
-use crate::server::value::{modify, read, store, write, Key};
+use crate::server::value::{
+    modify, read_word, store_word, write_word, write_word_or_store, Key, Lent,
+};
 use crate::server::write::{finish_write, Applied, Progress};
 use redis_module::{Context, RedisError, RedisResult, RedisString, RedisValue};
 
@@ -37,11 +39,11 @@ pub fn reserve(ctx: &Context, args: &[RedisString]) -> RedisResult {
     let rate = parse_rate(rate, LC_ERROR_RATE)?;
     let capacity = parse_in_range(capacity, 1, MAX_CAPACITY, LC_CAPACITY)? as u64;
     let mut key = Key::write(ctx, key_name);
-    if write::<StoredCounter>(&mut key)?.is_some() {
+    if write_word::<StoredCounter>(&mut key)?.is_some() {
         return Err(RedisError::Str(ITEM_EXISTS));
     }
     let counter = Counter::reserve(rate, capacity, memory_limit(ctx))?;
-    store(&mut key, StoredCounter::new(counter))?;
+    store_word(&mut key, StoredCounter::new(counter))?;
     finish_write(ctx, c"lc.reserve", key_name, Applied::Whole);
     OK
 }
@@ -71,15 +73,12 @@ pub fn add(ctx: &Context, args: &[RedisString]) -> RedisResult {
     let (key_name, items) = (&args[1], &args[2..]);
     check_item_count(ctx, items.len())?;
     let mut key = Key::write(ctx, key_name);
-    let (counter, created) = match write::<StoredCounter>(&mut key)? {
-        Some(counter) => (counter, None),
-        None => {
-            let (rate, capacity) = config::defaults();
-            let counter = Counter::reserve(rate, capacity, memory_limit(ctx))?;
-            let stored = store(&mut key, StoredCounter::new(counter))?;
-            (stored, Some((rate, capacity)))
-        }
-    };
+    let defaults = config::defaults();
+    let (mut counter, created) = write_word_or_store(&mut key, || {
+        let counter = Counter::reserve(defaults.0, defaults.1, memory_limit(ctx))?;
+        Ok(StoredCounter::new(counter))
+    })?;
+    let created = created.then_some(defaults);
     // The limit binds only the switch to the dense bitmap; reading it costs a
     // RedisModule_GetContextFlags call, so skip that for adds that cannot switch.
     let limit = if items.len() as u64 <= counter.view().room_before_dense() {
@@ -87,7 +86,11 @@ pub fn add(ctx: &Context, args: &[RedisString]) -> RedisResult {
     } else {
         memory_limit(ctx)
     };
-    let (changed, done, error) = modify(counter, |s| s.with_mut(|c| add_items(c, items, limit)));
+    let (changed, done, error) = modify(&mut *counter, |s| {
+        s.with_mut(|c| add_items(c, items, limit))
+    });
+    // Redis holds the counter's new word before anyone is told of the write.
+    drop(counter);
     // Propagated: what was applied. A new key as `LC.RESERVE` with the defaults it used
     // (f64's Display is the shortest text that parses back to the same value), then its items.
     let params =
@@ -125,26 +128,34 @@ fn distinct(names: &[RedisString]) -> Vec<&RedisString> {
     names.iter().filter(|n| seen.insert(n.as_slice())).collect()
 }
 
+/// A counter with the name of the key it was read from.
+type Named<'a, C> = (&'a [u8], C);
+
 /// The counters stored at `keys`, with the names the keys were opened by (missing keys
 /// skipped); WRONGTYPE for another type.
 fn read_counters<'a>(
     names: &[&'a RedisString],
     keys: &'a [Key],
-) -> Result<Vec<(&'a [u8], CounterRef<'a>)>, RedisError> {
+) -> Result<Vec<Named<'a, Lent<'a, StoredCounter>>>, RedisError> {
     let mut counters = Vec::with_capacity(keys.len());
     for (name, key) in names.iter().zip(keys) {
-        if let Some(counter) = read::<StoredCounter>(key)? {
-            counters.push((name.as_slice(), counter.view()));
+        if let Some(counter) = read_word::<StoredCounter>(key)? {
+            counters.push((name.as_slice(), counter));
         }
     }
     Ok(counters)
 }
 
-/// The counters of `read_counters`, borrowed, with their names and alone.
+/// The counters of `read_counters`, to read.
+fn views<'a>(stored: &'a [Named<'a, Lent<'a, StoredCounter>>]) -> Vec<Named<'a, CounterRef<'a>>> {
+    stored.iter().map(|(name, c)| (*name, c.view())).collect()
+}
+
+/// The counters of `views`, borrowed, with their names and alone.
 fn borrow<'a>(
-    named: &'a [(&'a [u8], CounterRef<'a>)],
-) -> (Vec<(&'a [u8], &'a Counter)>, Vec<&'a Counter>) {
-    let named: Vec<(&[u8], &Counter)> = named.iter().map(|(n, c)| (*n, &**c)).collect();
+    named: &'a [Named<'a, CounterRef<'a>>],
+) -> (Vec<Named<'a, &'a Counter>>, Vec<&'a Counter>) {
+    let named: Vec<Named<&Counter>> = named.iter().map(|(n, c)| (*n, &**c)).collect();
     let counters = named.iter().map(|(_, c)| *c).collect();
     (named, counters)
 }
@@ -157,13 +168,14 @@ pub fn count(ctx: &Context, args: &[RedisString]) -> RedisResult {
     if let [_, name] = args {
         // One key, the common case: no buffers.
         let key = Key::read(ctx, name);
-        let n = read::<StoredCounter>(&key)?.map_or(0, |c| c.view().count());
+        let n = read_word::<StoredCounter>(&key)?.map_or(0, |c| c.view().count());
         return Ok(RedisValue::Integer(n as i64));
     }
     check_item_count(ctx, args.len() - 1)?;
     let names = distinct(&args[1..]);
     let keys: Vec<Key> = names.iter().map(|k| Key::read(ctx, k)).collect();
-    let views = read_counters(&names, &keys)?;
+    let stored = read_counters(&names, &keys)?;
+    let views = views(&stored);
     let (named, counters) = borrow(&views);
     let n = Counter::union_count(&counters).map_err(|e| union_refused(e, &named))?;
     Ok(RedisValue::Integer(n as i64))
@@ -182,26 +194,28 @@ pub fn merge(ctx: &Context, args: &[RedisString]) -> RedisResult {
     check_item_count(ctx, args.len() - 2)?;
     let dest_name = &args[1];
     let mut dest_key = Key::write(ctx, dest_name);
-    let dest = write::<StoredCounter>(&mut dest_key)?;
+    let dest_exists = write_word::<StoredCounter>(&mut dest_key)?.is_some();
     // The destination absorbing itself is a no-op; skipping it also avoids aliasing its value.
     let source_names: Vec<&RedisString> = distinct(&args[2..])
         .into_iter()
         .filter(|k| k.as_slice() != dest_name.as_slice())
         .collect();
     let source_keys: Vec<Key> = source_names.iter().map(|k| Key::read(ctx, k)).collect();
-    let views = read_counters(&source_names, &source_keys)?;
+    let stored = read_counters(&source_names, &source_keys)?;
+    let views = views(&stored);
     let (named, sources) = borrow(&views);
-    let Some(dest) = dest else {
+    if !dest_exists {
         let Some(mut union) = Counter::empty_for_union(&sources) else {
             return OK;
         };
         if let (_, _, Some(e)) = union.absorb_all_within(&sources, u64::MAX) {
             return Err(union_refused(e, &named));
         }
-        store(&mut dest_key, StoredCounter::new(union))?;
+        store_word(&mut dest_key, StoredCounter::new(union))?;
         finish_write(ctx, c"lc.merge", dest_name, Applied::Whole);
         return OK;
-    };
+    }
+    let mut dest = write_word::<StoredCounter>(&mut dest_key)?.ok_or(RedisError::Str(NOT_FOUND))?;
     {
         let view = dest.view();
         for (name, source) in &named {
@@ -213,9 +227,10 @@ pub fn merge(ctx: &Context, args: &[RedisString]) -> RedisResult {
     // only the switch to the bitmap. A merge stopped part-way propagates as the merge of the
     // sources before the one refused.
     let limit = memory_limit(ctx);
-    let (changed, done, error) = modify(dest, |s| {
+    let (changed, done, error) = modify(&mut *dest, |s| {
         s.with_mut(|dest| dest.absorb_all_within(&sources, limit))
     });
+    drop(dest);
     let progress = Progress {
         created: false,
         changed,
@@ -246,7 +261,7 @@ pub fn info(ctx: &Context, args: &[RedisString]) -> RedisResult {
         return Err(RedisError::WrongArity);
     };
     let key = Key::read(ctx, key_name);
-    let stored = read::<StoredCounter>(&key)?.ok_or(RedisError::Str(NOT_FOUND))?;
+    let stored = read_word::<StoredCounter>(&key)?.ok_or(RedisError::Str(NOT_FOUND))?;
     let counter = stored.view();
     ordered_map(
         ctx,
@@ -283,12 +298,12 @@ pub fn loadchunk(ctx: &Context, args: &[RedisString]) -> RedisResult {
         _ => return Err(RedisError::WrongArity),
     };
     let mut key = Key::write(ctx, key_name);
-    if write::<StoredCounter>(&mut key)?.is_some() {
+    if write_word::<StoredCounter>(&mut key)?.is_some() {
         return Err(RedisError::Str(ITEM_EXISTS));
     }
     let counter =
         codec::decode(payload.as_slice(), memory_limit(ctx)).map_err(bad_counter_encoding)?;
-    store(&mut key, StoredCounter::new(counter))?;
+    store_word(&mut key, StoredCounter::new(counter))?;
     finish_write(ctx, c"lc.loadchunk", key_name, Applied::Whole);
     OK
 }
@@ -303,13 +318,14 @@ fn load_piece(
     let piece = piece.as_slice();
     let offset = chunk_start(iterator, piece.len()).ok_or(RedisError::Str(CHUNK_LENGTH))?;
     let mut key = Key::write(ctx, key_name);
-    let counter = write::<StoredCounter>(&mut key)?.ok_or(RedisError::Str(NOT_FOUND))?;
+    let mut counter = write_word::<StoredCounter>(&mut key)?.ok_or(RedisError::Str(NOT_FOUND))?;
     let limit = memory_limit(ctx);
     // A sparse shell turns dense with its first piece: accounted like any write.
-    modify(counter, |s| {
+    let written = modify(&mut *counter, |s| {
         s.with_mut(|c| codec::write_dense(c, offset, piece, limit))
-    })
-    .map_err(bad_counter_chunk)?;
+    });
+    drop(counter);
+    written.map_err(bad_counter_chunk)?;
     finish_write(ctx, c"lc.loadchunk", key_name, Applied::Whole);
     OK
 }

@@ -42,10 +42,10 @@
 //! **Memory.** A counter is an `Arc<Geometry>` shared by every counter of the same parameters
 //! (`crate::core::intern`) and one block in an allocator size class (`block.rs`): a header
 //! word (mode, size class, count; the exact and sparse streams start at its bit 26) and the
-//! stream or the bitmap. Redis holds it as one word in an 8-byte box (`stored.rs`). With the
-//! defaults: 16 bytes for one item (its header and fingerprint fill one word), 8 + 48 for 10,
-//! +128 for 30, +384 for 100, +1,024 for 250 (the fingerprints alone need ≥ 885 bytes for a
-//! 10^−6 guarantee, see docs/BENCHMARKS.md), ~320–2,048 sparse and 2,560 dense.
+//! stream or the bitmap. Redis holds it as one word (`stored.rs`). With the defaults: 8
+//! bytes for one item (its header and fingerprint fill one word), 48 for 10, 128 for 30, 384
+//! for 100, 1,024 for 250 (the fingerprints alone need ≥ 885 bytes for a 10^−6 guarantee,
+//! see docs/BENCHMARKS.md), ~320–2,048 sparse and 2,560 dense.
 //!
 //! **Work.** Adds and lookups in exact and sparse mode scan and shift the stream, bounded by
 //! `L` and `SPARSE_MAX_BYTES`; a dense add sets one bit. The count is kept in the header, so

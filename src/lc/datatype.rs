@@ -16,7 +16,7 @@ use super::stats;
 use super::stored::StoredCounter;
 use crate::core::defrag::Defrag;
 use crate::server::stats::Tally;
-use crate::server::value::{methods, StoredValue};
+use crate::server::value::{methods, Held, StoredValue};
 use redis_module::{native_types::RedisType, raw};
 use std::ffi::CStr;
 use std::os::raw::c_int;
@@ -31,6 +31,7 @@ impl StoredValue for StoredCounter {
     const NAME: &'static str = "linear counter";
     const ENCVER: c_int = 1;
     const AOF_COMMAND: &'static CStr = c"LC.LOADCHUNK";
+    const HELD: Held = Held::Word;
     const TYPE: &'static RedisType = &LC_TYPE;
     const TALLY: &'static Tally = &stats::COUNTERS;
 

@@ -1,5 +1,5 @@
-//! What Redis holds for a counter: one word, in an 8-byte box, naming both the counter's block
-//! and its geometry (pure).
+//! What Redis holds for a counter: one word naming both its block and its geometry (pure;
+//! `Held::Word` in `server/value.rs`).
 //!
 //! ```text
 //! bit 0        0: packed, as below; 1: the word less this bit is a Box<Counter>
@@ -10,12 +10,12 @@
 //!
 //! Why: most counters are small (a message's readers: a median of 25), and a key costs about
 //! a hundred bytes before its value, so every allocation counts. A `Counter` is two words (the
-//! shared geometry's `Arc`, the block); boxed as it is, it took a 16-byte allocation per key.
-//! Packed, it takes an 8-byte one (a counter of one item: 8 more for its word, as much as
-//! before). Addresses fit 48 bits on the 64-bit Linux targets Redis runs on (x86-64 and arm64
-//! hand out higher ones only to a process that asks); a block whose address does not, or a
-//! geometry when all 65,535 ids are held by other parameter sets, takes the boxed form, which
-//! costs what every counter cost before and behaves the same.
+//! shared geometry's `Arc`, the block); boxed, it took a 16-byte allocation per key, and every
+//! access a load through it. Packed, it takes none (a counter of one item: 8 bytes for its
+//! word, half of what it took). Addresses fit 48 bits on the 64-bit Linux targets Redis runs
+//! on (x86-64 and arm64 hand out higher ones only to a process that asks); a block whose
+//! address does not, or a geometry when all 65,535 ids are held by other parameter sets,
+//! takes the boxed form, which costs what every counter cost before and behaves the same.
 //!
 //! Reads and writes go through a `Counter` made from the word: the block as it is, the
 //! geometry lent by the registry with no count of its own (no atomic operation per command).
@@ -136,20 +136,18 @@ impl StoredCounter {
         write(&mut packing.counter)
     }
 
-    /// Bytes this counter takes: its box and its block (and the inner box of the boxed form).
+    /// Bytes this counter takes: its block (and the box of the boxed form).
     #[inline]
     pub fn memory_bytes(&self) -> u64 {
-        let own = size_class(size_of::<StoredCounter>() as u64);
         match self.form() {
             Form::Packed { block, .. } => {
                 // SAFETY: the word's block, only measured (never dropped).
-                let block = ManuallyDrop::new(unsafe { Block::from_raw(block) });
-                own + block.memory_bytes()
+                ManuallyDrop::new(unsafe { Block::from_raw(block) }).memory_bytes()
             }
             Form::Boxed(counter) => {
                 // SAFETY: the box holds a live Counter.
                 let counter = unsafe { &*counter };
-                own + size_class(size_of::<Counter>() as u64) + counter.memory_bytes()
+                size_class(size_of::<Counter>() as u64) + counter.memory_bytes()
             }
         }
     }
@@ -280,12 +278,12 @@ mod tests {
     #[test]
     fn every_mode_reads_back_from_its_word() {
         for (items, mode, bytes) in [
-            (0, Mode::Exact, 8),
-            (1, Mode::Exact, 16),
-            (10, Mode::Exact, 8 + 48),
-            (100, Mode::Exact, 8 + 384),
-            (300, Mode::Tokens, 8 + 640),
-            (6_000, Mode::Registers, 8 + 7_168),
+            (0, Mode::Exact, 0),
+            (1, Mode::Exact, 8),
+            (10, Mode::Exact, 48),
+            (100, Mode::Exact, 384),
+            (300, Mode::Tokens, 640),
+            (6_000, Mode::Registers, 7_168),
         ] {
             let counter = filled(0.01, 50_001, items);
             let stored = StoredCounter::new(counter.clone());
@@ -374,11 +372,7 @@ mod tests {
         let mut stored = StoredCounter::boxed(counter.clone());
         assert_eq!(id(&stored), 0);
         assert_eq!(*stored.view(), counter);
-        assert_eq!(
-            stored.memory_bytes(),
-            8 + 16,
-            "one item inline in the inner box"
-        );
+        assert_eq!(stored.memory_bytes(), 16, "one item inline in the box");
         stored.with_mut(|c| c.add(&item(7)).unwrap());
         let mut expected = counter;
         expected.add(&item(7)).unwrap();

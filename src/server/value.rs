@@ -11,6 +11,10 @@
 //!   change a value's size runs inside `modify`.
 //! * Borrowing: a value is lent out by its key, shared by [`read`] (`&Key`), exclusive by
 //!   [`write`] and [`store`] (`&mut Key`), so safe code cannot hold two `&mut` to one value.
+//! * Holding ([`Held`]): Redis holds a box of each value, or, for a type that is one word
+//!   owning what it names, the word itself (no box per key, no load through it), read with
+//!   [`read_word`] and written with [`write_word`] and [`store_word`], which hand Redis the
+//!   new word when a write changed it.
 
 use crate::core::defrag::{Defrag, Mover};
 use crate::server::ffi::{guard_callback, log_warning};
@@ -20,6 +24,9 @@ use crate::server::stats::{self, Tally};
 use redis_module::{native_types::RedisType, raw, Context, RedisError, RedisString};
 use std::alloc::Layout;
 use std::ffi::CStr;
+use std::marker::PhantomData;
+use std::mem::ManuallyDrop;
+use std::ops::{Deref, DerefMut};
 use std::os::raw::{c_char, c_int, c_longlong, c_void};
 use std::ptr::{null_mut, NonNull};
 
@@ -34,6 +41,8 @@ pub trait StoredValue: Sized + 'static {
     const OLDEST_ENCVER: c_int = Self::ENCVER;
     /// The command an AOF rewrite emits to rebuild the value.
     const AOF_COMMAND: &'static CStr;
+    /// How Redis holds the values (boxed unless the type says otherwise).
+    const HELD: Held = Held::Boxed;
 
     /// The registered type (a `static` next to the impl).
     const TYPE: &'static RedisType;
@@ -45,7 +54,7 @@ pub trait StoredValue: Sized + 'static {
         None
     }
     /// Bytes the value's own allocations take, each rounded up to the allocator's size class
-    /// (`alloc::size_class`), the box Redis holds included: what `BF.INFO`/`LC.INFO` report as
+    /// (`alloc::size_class`), the box Redis holds (if [`Held::Boxed`]) included: what `BF.INFO`/`LC.INFO` report as
     /// Size and `INFO lcbloom` adds up. `MEMORY USAGE` adds [`uncounted_key_bytes`].
     fn memory_bytes(&self) -> u64;
     /// A deep copy, or why it could not be made (`COPY`).
@@ -129,12 +138,82 @@ pub const fn methods<T: StoredValue>() -> raw::RedisModuleTypeMethods {
     }
 }
 
+/// How Redis holds a type's values (`StoredValue::HELD`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Held {
+    /// A box of the value: the pointer Redis holds is `Box::into_raw`'s.
+    Boxed,
+    /// The value itself, for a type of one word that owns what it names (never 0, as Redis
+    /// takes a null value for a failure): a key pays no box, an access no load through it.
+    /// Redis never reads a module value, it only hands it back to the type's callbacks.
+    Word,
+}
+
+/// What Redis holds for `v`.
+fn into_raw<T: StoredValue>(v: T) -> *mut c_void {
+    match T::HELD {
+        Held::Boxed => Box::into_raw(Box::new(v)).cast(),
+        Held::Word => {
+            assert_eq!(size_of::<T>(), size_of::<*mut c_void>(), "a word");
+            // SAFETY: T is one word (checked), moved out of `v`, which is not dropped.
+            unsafe { std::mem::transmute_copy(&ManuallyDrop::new(v)) }
+        }
+    }
+}
+
+/// The value `into_raw` gave `raw` for, owned again.
+///
 /// # Safety
-/// `value` must be a pointer this module handed to Redis for a `T` (a boxed `T`), alive for
-/// `'a`: Redis passes callbacks only the values of their own type.
-unsafe fn value<'a, T>(value: *const c_void) -> &'a T {
-    // SAFETY: the caller's contract.
-    unsafe { &*value.cast::<T>() }
+/// `raw` came from `into_raw::<T>` and is taken back once (or lent: never dropped).
+unsafe fn from_raw<T: StoredValue>(raw: *mut c_void) -> T {
+    match T::HELD {
+        // SAFETY: the caller's contract.
+        Held::Boxed => *unsafe { Box::from_raw(raw.cast::<T>()) },
+        Held::Word => {
+            assert_eq!(size_of::<T>(), size_of::<*mut c_void>(), "a word");
+            // SAFETY: the caller's contract; T is one word (checked).
+            unsafe { std::mem::transmute_copy(&raw) }
+        }
+    }
+}
+
+/// A stored value lent out: a reference into its box, or its word (never dropped).
+pub struct Lent<'a, T> {
+    value: LentValue<'a, T>,
+}
+
+enum LentValue<'a, T> {
+    Boxed(&'a T),
+    Word(ManuallyDrop<T>, PhantomData<&'a T>),
+}
+
+impl<T> Deref for Lent<'_, T> {
+    type Target = T;
+
+    #[inline(always)]
+    fn deref(&self) -> &T {
+        match &self.value {
+            LentValue::Boxed(v) => v,
+            LentValue::Word(v, _) => v,
+        }
+    }
+}
+
+/// # Safety
+/// `value` must be a pointer this module handed to Redis for a `T` (`into_raw`), alive and
+/// unchanged for `'a`: Redis passes callbacks only the values of their own type.
+unsafe fn value<'a, T: StoredValue>(value: *const c_void) -> Lent<'a, T> {
+    Lent {
+        value: match T::HELD {
+            // SAFETY: the caller's contract.
+            Held::Boxed => LentValue::Boxed(unsafe { &*value.cast::<T>() }),
+            // SAFETY: the caller's contract; the copy is never dropped.
+            Held::Word => LentValue::Word(
+                ManuallyDrop::new(unsafe { from_raw::<T>(value.cast_mut()) }),
+                PhantomData,
+            ),
+        },
+    }
 }
 
 /// The tallies `v` counts in.
@@ -144,7 +223,7 @@ fn tallies<T: StoredValue>(v: &T) -> impl Iterator<Item = &'static Tally> {
 
 fn into_redis<T: StoredValue>(v: T) -> *mut c_void {
     tallies(&v).for_each(|t| t.created(v.memory_bytes()));
-    Box::into_raw(Box::new(v)).cast()
+    into_raw(v)
 }
 
 unsafe extern "C" fn rdb_load<T: StoredValue>(
@@ -229,9 +308,9 @@ unsafe extern "C" fn aof_rewrite<T: StoredValue>(
 
 unsafe extern "C" fn free<T: StoredValue>(v: *mut c_void) {
     guard_callback("free", (), || {
-        // SAFETY: Redis hands back ownership of a value this module boxed, once.
-        let v = unsafe { Box::from_raw(v.cast::<T>()) };
-        tallies(&*v).for_each(|t| t.freed(v.memory_bytes()));
+        // SAFETY: Redis hands back ownership of a value this module gave it, once.
+        let v = unsafe { from_raw::<T>(v) };
+        tallies(&v).for_each(|t| t.freed(v.memory_bytes()));
     })
 }
 
@@ -359,15 +438,20 @@ unsafe extern "C" fn defrag<T: StoredValue>(
             should_stop,
         };
         let mut d = Defrag::new(&mut mover, cursor);
-        // SAFETY: `*v` is the box this module handed Redis for a T (`into_redis`, `store`);
-        // Redis keeps the pointer it finds in `*v` after the call.
+        // SAFETY: `*v` is what this module handed Redis for a T (`into_raw`); Redis keeps the
+        // pointer it finds in `*v` after the call.
         unsafe {
-            let Some(mut boxed) = NonNull::new((*v).cast::<u8>()) else {
-                return 0;
-            };
-            d.block(&mut boxed, Layout::new::<T>());
-            *v = boxed.as_ptr().cast();
-            (*v).cast::<T>().as_mut().expect("non-null").defrag(&mut d);
+            match T::HELD {
+                Held::Boxed => {
+                    let Some(mut boxed) = NonNull::new((*v).cast::<u8>()) else {
+                        return 0;
+                    };
+                    d.block(&mut boxed, Layout::new::<T>());
+                    *v = boxed.as_ptr().cast();
+                    (*v).cast::<T>().as_mut().expect("non-null").defrag(&mut d);
+                }
+                Held::Word => Writing::<T>::of_slot(v).defrag(&mut d),
+            }
         }
         let resume = d.resume_at();
         // SAFETY: the context Redis passed; the call fails outside a stepped defrag.
@@ -415,8 +499,9 @@ impl Key {
         kind == raw::REDISMODULE_KEYTYPE_EMPTY as c_int
     }
 
-    /// The value if the key holds a `T`: None if it is empty, `WRONGTYPE` for any other type.
-    fn value<T: StoredValue>(&self) -> Result<Option<*mut T>, RedisError> {
+    /// What Redis holds if the key holds a `T`: None if it is empty, `WRONGTYPE` for any other
+    /// type.
+    fn value<T: StoredValue>(&self) -> Result<Option<*mut c_void>, RedisError> {
         let wanted = *T::TYPE.raw_type.borrow();
         // SAFETY: as in `is_empty`. The module type of an empty key, or of a key that is not a
         // module key, is null, never `wanted`: only then is the key's type asked for.
@@ -429,10 +514,10 @@ impl Key {
                     Err(RedisError::WrongType)
                 };
             }
-            Ok(Some(
-                raw::RedisModule_ModuleTypeGetValue.expect("ModuleTypeGetValue")(self.inner)
-                    .cast::<T>(),
-            ))
+            Ok(Some(raw::RedisModule_ModuleTypeGetValue
+                .expect("ModuleTypeGetValue")(
+                self.inner
+            )))
         }
     }
 }
@@ -444,11 +529,12 @@ impl Drop for Key {
     }
 }
 
-/// The value under a key; `WRONGTYPE` for a key of another type.
+/// The value under a key (of a boxed type); `WRONGTYPE` for a key of another type.
 pub fn read<T: StoredValue>(key: &Key) -> Result<Option<&T>, RedisError> {
-    // SAFETY: Redis keeps a value of type T (a boxed T, see `into_redis`) under the key while
+    const { assert!(matches!(T::HELD, Held::Boxed), "read_word reads words") };
+    // SAFETY: Redis keeps a value of type T (a boxed T, see `into_raw`) under the key while
     // it is open, and nothing frees it during the command.
-    Ok(key.value::<T>()?.map(|v| unsafe { &*v }))
+    Ok(key.value::<T>()?.map(|v| unsafe { &*v.cast::<T>() }))
 }
 
 /// The value under a key opened for writing; `WRONGTYPE` for a key of another type.
@@ -456,9 +542,142 @@ pub fn read<T: StoredValue>(key: &Key) -> Result<Option<&T>, RedisError> {
 /// The value belongs to Redis, not to the handle, but the handle is the only way to it, so
 /// borrowing the handle exclusively makes the value's borrow exclusive too.
 pub fn write<T: StoredValue>(key: &mut Key) -> Result<Option<&mut T>, RedisError> {
+    const { assert!(matches!(T::HELD, Held::Boxed), "write_word writes words") };
     // SAFETY: as in `read`; the command runs alone on the main thread, the key was opened for
     // writing, and `key` stays borrowed while the returned reference lives.
-    Ok(key.value::<T>()?.map(|v| unsafe { &mut *v }))
+    Ok(key.value::<T>()?.map(|v| unsafe { &mut *v.cast::<T>() }))
+}
+
+/// The value under a key, of a type Redis holds as a word ([`Held::Word`]); `WRONGTYPE` for
+/// a key of another type.
+pub fn read_word<T: StoredValue>(key: &Key) -> Result<Option<Lent<'_, T>>, RedisError> {
+    const { assert!(matches!(T::HELD, Held::Word), "read reads boxes") };
+    // SAFETY: Redis keeps a value of type T under the key, unchanged while `key` is borrowed
+    // (writes need `&mut Key`).
+    Ok(key.value::<T>()?.map(|v| unsafe { value::<T>(v) }))
+}
+
+/// [`read_word`] for a key opened for writing: the value to write, whose new word Redis is
+/// given when the writing ends.
+pub fn write_word<T: StoredValue>(key: &mut Key) -> Result<Option<Writing<'_, T>>, RedisError> {
+    const { assert!(matches!(T::HELD, Held::Word), "write writes boxes") };
+    let held = key.value::<T>()?;
+    // SAFETY: as in `read_word`; the key was opened for writing and stays borrowed while the
+    // writing lives.
+    Ok(held.map(|held| unsafe { Writing::of_key(key, held) }))
+}
+
+/// [`write_word`], or when the key is empty, the value `make` gives stored there ([`store_word`])
+/// and written; true if it was made.
+pub fn write_word_or_store<T: StoredValue>(
+    key: &mut Key,
+    make: impl FnOnce() -> Result<T, RedisError>,
+) -> Result<(Writing<'_, T>, bool), RedisError> {
+    const { assert!(matches!(T::HELD, Held::Word), "words only") };
+    let (held, made) = match key.value::<T>()? {
+        Some(held) => (held, false),
+        None => (set_value(key, make()?)?, true),
+    };
+    // SAFETY: the word the key holds (or now holds), which stays borrowed while the writing
+    // lives.
+    Ok((unsafe { Writing::of_key(key, held) }, made))
+}
+
+/// [`store`] for a type Redis holds as a word.
+pub fn store_word<T: StoredValue>(key: &mut Key, v: T) -> Result<Writing<'_, T>, RedisError> {
+    const { assert!(matches!(T::HELD, Held::Word), "store stores boxes") };
+    let held = set_value(key, v)?;
+    // SAFETY: the word just stored under the key, which stays borrowed while the writing lives.
+    Ok(unsafe { Writing::of_key(key, held) })
+}
+
+/// A value Redis holds as a word, being written: when dropped (also when the write panics),
+/// Redis is given the new word if the write changed it, so that it never holds a word whose
+/// block the write freed or moved.
+pub struct Writing<'a, T: StoredValue> {
+    value: ManuallyDrop<T>,
+    /// The word Redis holds now.
+    held: *mut c_void,
+    to: Holder,
+    key: PhantomData<&'a mut Key>,
+}
+
+/// Where the word is held: under an open key, or in a slot Redis lent (defrag).
+enum Holder {
+    Key(*mut raw::RedisModuleKey),
+    Slot(*mut *mut c_void),
+}
+
+impl<T: StoredValue> Writing<'_, T> {
+    /// # Safety
+    /// `held` is the word of a T that `key` (open for writing) holds.
+    unsafe fn of_key(key: &mut Key, held: *mut c_void) -> Writing<'_, T> {
+        Writing {
+            // SAFETY: the caller's contract; the copy is the writing's until it is dropped.
+            value: ManuallyDrop::new(unsafe { from_raw::<T>(held) }),
+            held,
+            to: Holder::Key(key.inner),
+            key: PhantomData,
+        }
+    }
+
+    /// # Safety
+    /// `slot` holds the word of a T, and nothing else reads or writes it while the writing
+    /// lives.
+    unsafe fn of_slot<'a>(slot: *mut *mut c_void) -> Writing<'a, T> {
+        // SAFETY: the caller's contract.
+        let held = unsafe { *slot };
+        Writing {
+            // SAFETY: as above.
+            value: ManuallyDrop::new(unsafe { from_raw::<T>(held) }),
+            held,
+            to: Holder::Slot(slot),
+            key: PhantomData,
+        }
+    }
+}
+
+impl<T: StoredValue> Deref for Writing<'_, T> {
+    type Target = T;
+
+    #[inline(always)]
+    fn deref(&self) -> &T {
+        &self.value
+    }
+}
+
+impl<T: StoredValue> DerefMut for Writing<'_, T> {
+    #[inline(always)]
+    fn deref_mut(&mut self) -> &mut T {
+        &mut self.value
+    }
+}
+
+impl<T: StoredValue> Drop for Writing<'_, T> {
+    fn drop(&mut self) {
+        // SAFETY: T is one word (`into_raw` checked it when the word was made).
+        let now: *mut c_void = unsafe { std::mem::transmute_copy(&*self.value) };
+        if now == self.held {
+            return;
+        }
+        match self.to {
+            // SAFETY: the slot's contract (`of_slot`).
+            Holder::Slot(slot) => unsafe { *slot = now },
+            Holder::Key(key) => {
+                let ty = *T::TYPE.raw_type.borrow();
+                let mut old = null_mut();
+                // SAFETY: a function pointer Redis sets at load; the key is open for writing
+                // and holds a value of this type (`of_key`). Redis swaps the word and frees
+                // nothing: the old word's block is the write's to have freed or kept.
+                let status = unsafe {
+                    raw::RedisModule_ModuleTypeReplaceValue.expect("ModuleTypeReplaceValue")(
+                        key, ty, now, &mut old,
+                    )
+                };
+                debug_assert!(status == raw::Status::Ok as c_int && old == self.held);
+            }
+        }
+    }
 }
 
 /// A key's value when a command serves two types (`BF.*`: lcbloom's filters and RedisBloom's).
@@ -472,6 +691,7 @@ pub enum Either<A, B> {
 pub fn read_either<A: StoredValue, B: StoredValue>(
     key: &Key,
 ) -> Result<Option<Either<&A, &B>>, RedisError> {
+    const { assert!(matches!(B::HELD, Held::Boxed), "boxes only") };
     match read::<A>(key) {
         Ok(a) => Ok(a.map(Either::First)),
         Err(_) => Ok(read::<B>(key)?.map(Either::Second)),
@@ -482,39 +702,52 @@ pub fn read_either<A: StoredValue, B: StoredValue>(
 pub fn write_either<A: StoredValue, B: StoredValue>(
     key: &mut Key,
 ) -> Result<Option<Either<&mut A, &mut B>>, RedisError> {
+    const {
+        assert!(
+            matches!((A::HELD, B::HELD), (Held::Boxed, Held::Boxed)),
+            "boxes"
+        )
+    };
     // One of the two lookups lends the value, exclusively, as `write` does.
     match key.value::<A>() {
         // SAFETY: as in `write`.
-        Ok(a) => Ok(a.map(|v| Either::First(unsafe { &mut *v }))),
+        Ok(a) => Ok(a.map(|v| Either::First(unsafe { &mut *v.cast::<A>() }))),
         Err(_) => Ok(key.value::<B>()?.map(|v| {
             // SAFETY: as in `write`.
-            Either::Second(unsafe { &mut *v })
+            Either::Second(unsafe { &mut *v.cast::<B>() })
         })),
     }
 }
 
-/// Stores a new value under an empty key (opened for writing) and counts it; returns it,
-/// stored.
+/// Stores a new value (of a boxed type) under an empty key (opened for writing) and counts
+/// it; returns it, stored.
 pub fn store<T: StoredValue>(key: &mut Key, v: T) -> Result<&mut T, RedisError> {
+    const { assert!(matches!(T::HELD, Held::Boxed), "store_word stores words") };
+    let ptr = set_value(key, v)?.cast::<T>();
+    // SAFETY: the box now stored under the key, alive while it is open; `key` stays borrowed
+    // while the returned reference lives.
+    Ok(unsafe { &mut *ptr })
+}
+
+/// Hands `v` to Redis under an empty key (opened for writing) and counts it; what Redis holds.
+fn set_value<T: StoredValue>(key: &mut Key, v: T) -> Result<*mut c_void, RedisError> {
     let (bytes, sub) = (v.memory_bytes(), v.sub_tally());
     let ty = *T::TYPE.raw_type.borrow();
-    let ptr = Box::into_raw(Box::new(v));
-    // SAFETY: the key is open for writing and empty; Redis takes ownership of the box (and
+    let held = into_raw(v);
+    // SAFETY: the key is open for writing and empty; Redis takes ownership of the value (and
     // frees it through the type's `free`) when the call succeeds.
     let status = unsafe {
-        raw::RedisModule_ModuleTypeSetValue.expect("ModuleTypeSetValue")(key.inner, ty, ptr.cast())
+        raw::RedisModule_ModuleTypeSetValue.expect("ModuleTypeSetValue")(key.inner, ty, held)
     };
     if status != raw::Status::Ok as c_int {
-        // SAFETY: Redis refused the pointer, so it is still this function's box.
-        drop(unsafe { Box::from_raw(ptr) });
+        // SAFETY: Redis refused the value, so it is still this function's.
+        drop(unsafe { from_raw::<T>(held) });
         return Err(RedisError::Str(crate::server::errors::NOT_STORED));
     }
     std::iter::once(T::TALLY)
         .chain(sub)
         .for_each(|t| t.created(bytes));
-    // SAFETY: the box now stored under the key, alive while it is open; `key` stays borrowed
-    // while the returned reference lives.
-    Ok(unsafe { &mut *ptr })
+    Ok(held)
 }
 
 /// Runs a write on a stored value, accounting for the bytes it adds or frees.
