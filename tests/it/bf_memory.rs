@@ -164,14 +164,22 @@ fn memory_usage_is_within_ten_percent_of_used_memory() {
     let band = usage_band(&mut c);
     measure(&server, &mut c, &SHAPES[0]);
     for shape in SHAPES {
-        let (real, reported) = measure(&server, &mut c, shape);
-        let ratio = reported / real;
-        report += &format!(
-            "{:<42} {real:>10.0} B/key real, MEMORY USAGE {reported:>10.0} ({ratio:.3})\n",
-            shape.name
-        );
-        if !band.contains(&ratio) {
-            off.push(shape.name);
+        // A shape off the band is measured once more: under a loaded CI runner, one
+        // used_memory reading of Valkey's (glibc malloc) was once 40% short of the keys'
+        // growth, a fluke the second reading does not repeat; a wrong count repeats.
+        for attempt in 1..=2 {
+            let (real, reported) = measure(&server, &mut c, shape);
+            let ratio = reported / real;
+            report += &format!(
+                "{:<42} {real:>10.0} B/key real, MEMORY USAGE {reported:>10.0} ({ratio:.3})\n",
+                shape.name
+            );
+            if band.contains(&ratio) {
+                break;
+            }
+            if attempt == 2 {
+                off.push(shape.name);
+            }
         }
     }
     eprintln!("{report}");
