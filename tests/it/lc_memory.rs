@@ -3,7 +3,7 @@
 //! and several sizes. The two agree within ±10%, and the bytes per key stay what
 //! the memory table of docs/BENCHMARKS.md shows.
 use crate::common::*;
-use redis::Connection;
+use redis::{Connection, Value};
 
 /// A shape: how its keys are made.
 enum Make {
@@ -143,4 +143,81 @@ fn memory_usage_tells_what_a_key_costs_in_every_mode() {
     }
     eprintln!("{report}");
     assert!(off.is_empty(), "off: {off:?}\n{report}");
+}
+
+/// Counters name their parameters by a 16-bit id (src/lc/stored.rs): with more than 65,535
+/// parameter sets in use at once, a counter of yet another set keeps a 16-byte box of its
+/// own. It answers, copies, saves and loads like any other, and once ids are freed a counter
+/// of a new set is packed again.
+#[test]
+fn counters_past_the_parameter_ids_keep_a_box_and_work() {
+    let server = Server::start();
+    let mut c = server.conn();
+    let sets: u64 = 65_535 + 40;
+    let name = |i: u64| format!("p:{i}");
+    let ids: Vec<u64> = (0..sets).collect();
+    for chunk in ids.chunks(5_000) {
+        let mut pipe = redis::pipe();
+        for &i in chunk {
+            // One parameter set per key: capacities 1,000 and up.
+            let capacity = (1_000 + i).to_string();
+            pipe.cmd("LC.RESERVE")
+                .arg(name(i))
+                .arg("0.01")
+                .arg(capacity)
+                .ignore();
+        }
+        let _: () = pipe.query(&mut c).unwrap();
+    }
+    let size = |c: &mut Connection, key: &str| match lc_info_field(c, key, "Size") {
+        Value::Int(n) => n,
+        other => panic!("Size: {other:?}"),
+    };
+    let count = |c: &mut Connection, key: &str| -> i64 {
+        redis::cmd("LC.COUNT").arg(key).query(c).unwrap()
+    };
+    let (first, last) = (name(0), name(sets - 1));
+    for key in [&first, &last] {
+        add_many(&mut c, "LC.ADD", key, "item:", 10);
+    }
+    assert_eq!(size(&mut c, &last), size(&mut c, &first) + 16, "boxed");
+    ok(&mut c, &["COPY", &last, "copy"]);
+    add_many(&mut c, "LC.ADD", "copy", "more:", 5);
+    assert_eq!((count(&mut c, &last), count(&mut c, "copy")), (10, 15));
+    let dump: Vec<u8> = redis::cmd("DUMP").arg(&last).query(&mut c).unwrap();
+    let _: Value = redis::cmd("RESTORE")
+        .arg("restored")
+        .arg(0)
+        .arg(dump)
+        .query(&mut c)
+        .unwrap();
+    ok(&mut c, &["DEBUG", "RELOAD"]);
+    for (key, n) in [
+        (first.as_str(), 10),
+        (&last, 10),
+        ("copy", 15),
+        ("restored", 10),
+    ] {
+        assert_eq!(count(&mut c, key), n, "{key} after reload");
+    }
+    let merged: Value = redis::cmd("LC.MERGE")
+        .arg(&first)
+        .arg("copy")
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(merged, Value::Okay);
+    assert_eq!(count(&mut c, &first), 15);
+    // Ids come back with the counters that held them: a parameter set that found none is
+    // packed once some are free.
+    ok(&mut c, &["LC.RESERVE", "late", "0.01", "999999999"]);
+    add_many(&mut c, "LC.ADD", "late", "item:", 10);
+    let mut pipe = redis::pipe();
+    for i in 1..2_000 {
+        pipe.cmd("DEL").arg(name(i)).ignore();
+    }
+    let _: () = pipe.query(&mut c).unwrap();
+    ok(&mut c, &["LC.RESERVE", "fresh", "0.01", "999999999"]);
+    add_many(&mut c, "LC.ADD", "fresh", "item:", 10);
+    assert_eq!(size(&mut c, "late"), size(&mut c, "fresh") + 16);
+    assert_eq!(count(&mut c, "fresh"), 10);
 }
