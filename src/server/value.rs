@@ -531,7 +531,12 @@ impl Drop for Key {
 
 /// The value under a key (of a boxed type); `WRONGTYPE` for a key of another type.
 pub fn read<T: StoredValue>(key: &Key) -> Result<Option<&T>, RedisError> {
-    const { assert!(matches!(T::HELD, Held::Boxed), "read_word reads words") };
+    const {
+        assert!(
+            matches!(T::HELD, Held::Boxed),
+            "a word is read by read_word"
+        )
+    };
     // SAFETY: Redis keeps a value of type T (a boxed T, see `into_raw`) under the key while
     // it is open, and nothing frees it during the command.
     Ok(key.value::<T>()?.map(|v| unsafe { &*v.cast::<T>() }))
@@ -542,7 +547,12 @@ pub fn read<T: StoredValue>(key: &Key) -> Result<Option<&T>, RedisError> {
 /// The value belongs to Redis, not to the handle, but the handle is the only way to it, so
 /// borrowing the handle exclusively makes the value's borrow exclusive too.
 pub fn write<T: StoredValue>(key: &mut Key) -> Result<Option<&mut T>, RedisError> {
-    const { assert!(matches!(T::HELD, Held::Boxed), "write_word writes words") };
+    const {
+        assert!(
+            matches!(T::HELD, Held::Boxed),
+            "a word is written by write_word"
+        )
+    };
     // SAFETY: as in `read`; the command runs alone on the main thread, the key was opened for
     // writing, and `key` stays borrowed while the returned reference lives.
     Ok(key.value::<T>()?.map(|v| unsafe { &mut *v.cast::<T>() }))
@@ -551,7 +561,7 @@ pub fn write<T: StoredValue>(key: &mut Key) -> Result<Option<&mut T>, RedisError
 /// The value under a key, of a type Redis holds as a word ([`Held::Word`]); `WRONGTYPE` for
 /// a key of another type.
 pub fn read_word<T: StoredValue>(key: &Key) -> Result<Option<Lent<'_, T>>, RedisError> {
-    const { assert!(matches!(T::HELD, Held::Word), "read reads boxes") };
+    const { assert!(matches!(T::HELD, Held::Word), "a box is read by read") };
     // SAFETY: Redis keeps a value of type T under the key, unchanged while `key` is borrowed
     // (writes need `&mut Key`).
     Ok(key.value::<T>()?.map(|v| unsafe { value::<T>(v) }))
@@ -560,7 +570,7 @@ pub fn read_word<T: StoredValue>(key: &Key) -> Result<Option<Lent<'_, T>>, Redis
 /// [`read_word`] for a key opened for writing: the value to write, whose new word Redis is
 /// given when the writing ends.
 pub fn write_word<T: StoredValue>(key: &mut Key) -> Result<Option<Writing<'_, T>>, RedisError> {
-    const { assert!(matches!(T::HELD, Held::Word), "write writes boxes") };
+    const { assert!(matches!(T::HELD, Held::Word), "a box is written by write") };
     let held = key.value::<T>()?;
     // SAFETY: as in `read_word`; the key was opened for writing and stays borrowed while the
     // writing lives.
@@ -573,7 +583,7 @@ pub fn write_word_or_store<T: StoredValue>(
     key: &mut Key,
     make: impl FnOnce() -> Result<T, RedisError>,
 ) -> Result<(Writing<'_, T>, bool), RedisError> {
-    const { assert!(matches!(T::HELD, Held::Word), "words only") };
+    const { assert!(matches!(T::HELD, Held::Word), "a box is written by write") };
     let (held, made) = match key.value::<T>()? {
         Some(held) => (held, false),
         None => (set_value(key, make()?)?, true),
@@ -585,7 +595,7 @@ pub fn write_word_or_store<T: StoredValue>(
 
 /// [`store`] for a type Redis holds as a word.
 pub fn store_word<T: StoredValue>(key: &mut Key, v: T) -> Result<Writing<'_, T>, RedisError> {
-    const { assert!(matches!(T::HELD, Held::Word), "store stores boxes") };
+    const { assert!(matches!(T::HELD, Held::Word), "a box is stored by store") };
     let held = set_value(key, v)?;
     // SAFETY: the word just stored under the key, which stays borrowed while the writing lives.
     Ok(unsafe { Writing::of_key(key, held) })
@@ -674,7 +684,12 @@ impl<T: StoredValue> Drop for Writing<'_, T> {
                         key, ty, now, &mut old,
                     )
                 };
-                debug_assert!(status == raw::Status::Ok as c_int && old == self.held);
+                if status != raw::Status::Ok as c_int || old != self.held {
+                    log_warning(&format!(
+                        "lcbloom: Redis refused the new word of a {} (status {status})",
+                        T::NAME
+                    ));
+                }
             }
         }
     }
@@ -691,7 +706,6 @@ pub enum Either<A, B> {
 pub fn read_either<A: StoredValue, B: StoredValue>(
     key: &Key,
 ) -> Result<Option<Either<&A, &B>>, RedisError> {
-    const { assert!(matches!(B::HELD, Held::Boxed), "boxes only") };
     match read::<A>(key) {
         Ok(a) => Ok(a.map(Either::First)),
         Err(_) => Ok(read::<B>(key)?.map(Either::Second)),
@@ -705,7 +719,7 @@ pub fn write_either<A: StoredValue, B: StoredValue>(
     const {
         assert!(
             matches!((A::HELD, B::HELD), (Held::Boxed, Held::Boxed)),
-            "boxes"
+            "a word is written by write_word"
         )
     };
     // One of the two lookups lends the value, exclusively, as `write` does.
@@ -722,7 +736,12 @@ pub fn write_either<A: StoredValue, B: StoredValue>(
 /// Stores a new value (of a boxed type) under an empty key (opened for writing) and counts
 /// it; returns it, stored.
 pub fn store<T: StoredValue>(key: &mut Key, v: T) -> Result<&mut T, RedisError> {
-    const { assert!(matches!(T::HELD, Held::Boxed), "store_word stores words") };
+    const {
+        assert!(
+            matches!(T::HELD, Held::Boxed),
+            "a word is stored by store_word"
+        )
+    };
     let ptr = set_value(key, v)?.cast::<T>();
     // SAFETY: the box now stored under the key, alive while it is open; `key` stays borrowed
     // while the returned reference lives.
