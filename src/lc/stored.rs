@@ -15,7 +15,8 @@
 //! word, half of what it took). Addresses fit 48 bits on the 64-bit Linux targets Redis runs
 //! on (x86-64 and arm64 hand out higher ones only to a process that asks); a block whose
 //! address does not, or a geometry when all 65,535 ids are held by other parameter sets,
-//! takes the boxed form, which costs what every counter cost before and behaves the same.
+//! takes the boxed form, which costs what every counter cost before and behaves the same (and
+//! is packed by its first write once it fits).
 //!
 //! Reads and writes go through a `Counter` made from the word: the block as it is, the
 //! geometry lent by the registry with no count of its own (no atomic operation per command).
@@ -118,11 +119,16 @@ impl StoredCounter {
         }
     }
 
-    /// Runs a write on the counter, then stores what it left (see the module header).
+    /// Runs a write on the counter, then stores what it left (see the module header). A
+    /// boxed counter is packed after its write if it can be by then (ids freed since).
     pub fn with_mut<R>(&mut self, write: impl FnOnce(&mut Counter) -> R) -> R {
         let id = match self.form() {
-            // SAFETY: the box holds a live Counter, borrowed through `&mut self`.
-            Form::Boxed(counter) => return write(unsafe { &mut *counter }),
+            Form::Boxed(counter) => {
+                // SAFETY: the box holds a live Counter, borrowed through `&mut self`.
+                let result = write(unsafe { &mut *counter });
+                self.unbox();
+                return result;
+            }
             Form::Packed { id, .. } => id,
         };
         // SAFETY: owned by `packing`, which stores it back into `self` when dropped.
@@ -134,6 +140,17 @@ impl StoredCounter {
             id,
         };
         write(&mut packing.counter)
+    }
+
+    /// Packs a boxed counter if its block and geometry now fit the word (boxed again if not).
+    fn unbox(&mut self) {
+        let Form::Boxed(counter) = self.form() else {
+            return;
+        };
+        // SAFETY: the box this word owns, taken back once: the word is replaced below.
+        let counter = *unsafe { Box::from_raw(counter) };
+        let stored = ManuallyDrop::new(StoredCounter::new(counter));
+        self.0 = stored.0;
     }
 
     /// Bytes this counter takes: its block (and the box of the boxed form).
@@ -373,12 +390,15 @@ mod tests {
         assert_eq!(id(&stored), 0);
         assert_eq!(*stored.view(), counter);
         assert_eq!(stored.memory_bytes(), 16, "one item inline in the box");
+        in_steps(&mut stored, 1, |s, d| s.defrag(d));
+        assert_eq!(*stored.view(), counter);
+        // Its first write packs it, ids being free.
         stored.with_mut(|c| c.add(&item(7)).unwrap());
         let mut expected = counter;
         expected.add(&item(7)).unwrap();
         assert_eq!(*stored.view(), expected);
-        in_steps(&mut stored, 1, |s, d| s.defrag(d));
-        assert_eq!(*stored.view(), expected);
+        assert_ne!(id(&stored), 0);
+        assert_eq!(stored.memory_bytes(), expected.memory_bytes());
     }
 
     #[test]

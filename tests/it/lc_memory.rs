@@ -148,7 +148,7 @@ fn memory_usage_tells_what_a_key_costs_in_every_mode() {
 /// Counters name their parameters by a 16-bit id (src/lc/stored.rs): with more than 65,535
 /// parameter sets in use at once, a counter of yet another set keeps a 16-byte box of its
 /// own. It answers, copies, saves and loads like any other, and once ids are freed a counter
-/// of a new set is packed again.
+/// of a new set is packed, and a boxed one by its next write.
 #[test]
 fn counters_past_the_parameter_ids_keep_a_box_and_work() {
     let server = Server::start();
@@ -220,4 +220,8 @@ fn counters_past_the_parameter_ids_keep_a_box_and_work() {
     add_many(&mut c, "LC.ADD", "fresh", "item:", 10);
     assert_eq!(size(&mut c, "late"), size(&mut c, "fresh") + 16);
     assert_eq!(count(&mut c, "fresh"), 10);
+    // A boxed counter is packed by its next write.
+    add_many(&mut c, "LC.ADD", "late", "again:", 1);
+    assert_eq!(size(&mut c, "late"), size(&mut c, "fresh"));
+    assert_eq!(count(&mut c, "late"), 11);
 }
