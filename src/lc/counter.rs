@@ -761,13 +761,12 @@ mod tests {
     }
 
     /// Bytes of a counter's block with the defaults, by number of items: what keeps a small
-    /// key below a HyperLogLog's (stored.rs adds what Redis holds around it). One item fits
-    /// the block's inline word.
+    /// key below a HyperLogLog's (stored.rs adds what Redis holds around it).
     #[test]
     fn memory_by_size() {
         let expected = [
             (0, 0, Mode::Exact),
-            (1, 0, Mode::Exact),
+            (1, 8, Mode::Exact),
             (10, 48, Mode::Exact),
             (30, 128, Mode::Exact),
             (100, 384, Mode::Exact),

@@ -3,16 +3,14 @@
 //!
 //! ```text
 //! bit 0        0: packed, as below; 1: the word less this bit is a Box<Counter>
-//! bits 0–47    packed: the block's address (Block::into_raw; an inline word is first moved
-//!              into a one-word allocation, Block::spill)
+//! bits 0–47    packed: the block's address (Block::into_raw; 0 for none)
 //! bits 48–63   packed: the geometry's id in GEOMETRIES (core::registry), 1–65,535
 //! ```
 //!
 //! Why: most counters are small (a message's readers: a median of 25), and a key costs about
 //! a hundred bytes before its value, so every allocation counts. A `Counter` is two words (the
 //! shared geometry's `Arc`, the block); boxed, it took a 16-byte allocation per key, and every
-//! access a load through it. Packed, it takes none (a counter of one item: 8 bytes for its
-//! word, half of what it took). Addresses fit 48 bits on the 64-bit Linux targets Redis runs
+//! access a load through it. Packed, it takes none. Addresses fit 48 bits on the 64-bit Linux targets Redis runs
 //! on (x86-64 and arm64 hand out higher ones only to a process that asks); a block whose
 //! address does not, or a geometry when all 65,535 ids are held by other parameter sets,
 //! takes the boxed form, which costs what every counter cost before and behaves the same (and
@@ -56,20 +54,15 @@ enum Form {
 
 impl StoredCounter {
     pub fn new(counter: Counter) -> StoredCounter {
-        let Counter {
-            geometry,
-            mut block,
-        } = counter;
-        if block.spill().is_ok() {
-            let raw = block.into_raw();
-            if raw & !ADDRESS == 0 {
-                if let Some(id) = GEOMETRIES.acquire(&geometry) {
-                    return StoredCounter(raw | u64::from(id) << ID_SHIFT);
-                }
+        let Counter { geometry, block } = counter;
+        let raw = block.into_raw();
+        if raw & !ADDRESS == 0 {
+            if let Some(id) = GEOMETRIES.acquire(&geometry) {
+                return StoredCounter(raw | u64::from(id) << ID_SHIFT);
             }
-            // SAFETY: just given up by `into_raw`.
-            block = unsafe { Block::from_raw(raw) };
         }
+        // SAFETY: just given up by `into_raw`.
+        let block = unsafe { Block::from_raw(raw) };
         StoredCounter::boxed(Counter { geometry, block })
     }
 
@@ -230,7 +223,7 @@ impl Repack<'_> {
             mut block,
         } = counter;
         let same = std::ptr::eq(Arc::as_ptr(&geometry), self.lent);
-        if same && block.spill().is_ok() {
+        if same {
             let raw = block.into_raw();
             if raw & !ADDRESS == 0 {
                 // The loan, or a clone of it that replaced it after dropping it: either way
@@ -310,7 +303,7 @@ mod tests {
             assert_eq!(*stored.view(), counter, "{items} items");
             assert_eq!(stored.view().mode(), mode);
             assert_eq!(stored.memory_bytes(), bytes, "{items} items");
-            // A copy (COPY) of the stored counter, whose one word has been spilled.
+            // A copy (COPY) of the stored counter.
             let copy = StoredCounter::new(stored.view().try_clone().unwrap());
             assert_eq!(*copy.view(), counter, "copy of {items} items");
         }
@@ -391,7 +384,11 @@ mod tests {
         let mut stored = StoredCounter::boxed(counter.clone());
         assert_eq!(id(&stored), 0);
         assert_eq!(*stored.view(), counter);
-        assert_eq!(stored.memory_bytes(), 16, "one item inline in the box");
+        assert_eq!(
+            stored.memory_bytes(),
+            16 + 8,
+            "the box and a one-word block"
+        );
         in_steps(&mut stored, 1, |s, d| s.defrag(d));
         assert_eq!(*stored.view(), counter);
         // Its first write packs it, ids being free.
