@@ -109,7 +109,26 @@ pub fn write_bits(words: &mut [u64], at: u64, width: u32, value: u64) {
 
 /// Moves bits `[at, end)` to `[at + width, end + width)` (`0 < width < 64`), leaving bits
 /// `[at, at + width)` for the caller to write; bits below `at` and from `end + width` on stay.
+///
+/// Compiled for AVX2 where the CPU has it (four words a vector, against two in the baseline
+/// x86-64 build): an insert into a list spends most of its instructions here.
 fn shift_up(words: &mut [u64], at: u64, width: u32, end: u64) {
+    #[cfg(target_arch = "x86_64")]
+    if std::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU has AVX2.
+        return unsafe { shift_up_with_avx2(words, at, width, end) };
+    }
+    shift_up_in(words, at, width, end)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn shift_up_with_avx2(words: &mut [u64], at: u64, width: u32, end: u64) {
+    shift_up_in(words, at, width, end)
+}
+
+#[inline(always)]
+fn shift_up_in(words: &mut [u64], at: u64, width: u32, end: u64) {
     debug_assert!(width > 0 && width < 64 && at <= end);
     if at == end {
         return;
@@ -571,6 +590,39 @@ mod tests {
     use std::collections::BTreeSet;
 
     proptest! {
+        /// `shift_up` moves `[at, end)` up by `width` and keeps every other bit, against a
+        /// move bit by bit; the baseline build's path gives the same words.
+        #[test]
+        fn shift_up_moves_the_range_and_keeps_the_rest(
+            words in proptest::collection::vec(any::<u64>(), 2..40),
+            at_in in 0u64..1 << 20,
+            len_in in 0u64..1 << 20,
+            width in 1u32..64,
+        ) {
+            let bits = words.len() as u64 * 64;
+            let at = at_in % (bits - u64::from(width));
+            let end = at + len_in % (bits - u64::from(width) - at + 1);
+            let mut want = words.clone();
+            for b in (at..end).rev() {
+                let to = b + u64::from(width);
+                let one = bit(&words, b);
+                want[(to / 64) as usize] =
+                    want[(to / 64) as usize] & !(1 << (to % 64)) | u64::from(one) << (to % 64);
+            }
+            let mut got = words.clone();
+            shift_up(&mut got, at, width, end);
+            let mut baseline = words.clone();
+            shift_up_in(&mut baseline, at, width, end);
+            // Bits [at, at + width) are the caller's to write: compare the rest.
+            for b in (at..at + u64::from(width)).filter(|&b| b < end + u64::from(width)) {
+                for w in [&mut want, &mut got, &mut baseline] {
+                    w[(b / 64) as usize] &= !(1 << (b % 64));
+                }
+            }
+            prop_assert_eq!(&got, &want);
+            prop_assert_eq!(&baseline, &want);
+        }
+
         /// `select_zero` from either end, over ranges of any start and length (its groups of
         /// four words included), against a count bit by bit.
         #[test]
