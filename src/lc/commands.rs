@@ -56,6 +56,7 @@ fn add_items(
     limit: u64,
 ) -> (i64, usize, Option<LcError>) {
     let mut changed = 0;
+    counter.prefetch_for_adds();
     for (done, item) in items.iter().enumerate() {
         match counter.add_within(item.as_slice(), limit) {
             Ok(new) => changed += new as i64,

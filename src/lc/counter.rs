@@ -371,6 +371,18 @@ impl Counter {
         self.add_hash_within(hash_item(item).h1, limit)
     }
 
+    /// Asks the CPU for the lines the adds about to come will touch (a hint), once before a
+    /// command's adds. An add to a sorted list (exact and tokens modes) searches it, then
+    /// shifts what follows the new value: it touches most of the block's lines (a few KB at
+    /// most), which a key among many is out of the caches for. Asked for together, they arrive
+    /// in about the time of one instead of one after another as the search and the shift
+    /// reach them. A sketch's add touches a line or two: nothing is asked for.
+    pub fn prefetch_for_adds(&self) {
+        if matches!(self.mode(), Mode::Exact | Mode::Tokens | Mode::Sparse) {
+            self.block.prefetch();
+        }
+    }
+
     /// How many more items can be added before the switch to the dense bitmap becomes possible
     /// (`u64::MAX` in dense mode, where no add allocates): adds of at most this many items
     /// never need a memory limit.
