@@ -161,7 +161,10 @@ impl Counter {
             .map_err(|_| LcError::OutOfMemory)?;
         registers.resize(1 << p, 0u32);
         let mut levels = None;
-        for c in counters {
+        for (i, c) in counters.iter().enumerate() {
+            if let Some(next) = counters.get(i + 1) {
+                next.block.prefetch();
+            }
             if c.mode() == Mode::Registers && c.geometry.precision == p {
                 union_packed(&mut registers, &c.block.words()[SKETCH_REGISTERS..]);
             } else {
