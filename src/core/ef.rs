@@ -142,17 +142,11 @@ fn shift_up_in(words: &mut [u64], at: u64, width: u32, end: u64) {
     let span = &mut words[first..=last];
     let kept = span[span.len() - 1] & above;
     // Highest word first, each taking the top bits of the one below (exclusive ranges: an
-    // inclusive one costs a check per word). Four words at a time from the five below them,
-    // all read before any is written, so that the compiler can do them as vectors: inserts
-    // into token lists spend most of their time here.
-    let mut j = span.len() - 1;
-    while j >= 4 {
-        let below: [u64; 5] = span[j - 4..=j].try_into().expect("five words");
-        for (t, word) in span[j - 3..=j].iter_mut().enumerate() {
-            *word = (below[t + 1] << width) | (below[t] >> (64 - width));
-        }
-        j -= 4;
-    }
+    // inclusive one costs a check per word). Eight words at a time, then four, each group
+    // from the words below it, all read before any is written, so that the compiler can do
+    // them as vectors: inserts into token lists spend most of their time here.
+    let mut j = shift_groups::<8, 9>(span, span.len() - 1, width);
+    j = shift_groups::<4, 5>(span, j, width);
     for j in (1..=j).rev() {
         span[j] = (span[j] << width) | (span[j - 1] >> (64 - width));
     }
@@ -160,6 +154,24 @@ fn shift_up_in(words: &mut [u64], at: u64, width: u32, end: u64) {
     span[0] = (span[0] & below) | ((span[0] << width) & !below);
     let top = span.len() - 1;
     span[top] = (span[top] & !above) | kept;
+}
+
+/// `shift_up_in`'s step over whole groups of `N` words (`M` = N + 1, the words a group reads),
+/// from word `j` down while a group fits above word 0; returns the word it stopped at.
+#[inline(always)]
+fn shift_groups<const N: usize, const M: usize>(
+    span: &mut [u64],
+    mut j: usize,
+    width: u32,
+) -> usize {
+    while j >= N {
+        let below: [u64; M] = span[j - N..=j].try_into().expect("N + 1 words");
+        for (t, word) in span[j + 1 - N..=j].iter_mut().enumerate() {
+            *word = (below[t + 1] << width) | (below[t] >> (64 - width));
+        }
+        j -= N;
+    }
+    j
 }
 
 /// The position of the set bit of rank `k` in `x` (which has more than k): the byte holding
