@@ -195,7 +195,7 @@ pub fn merge(ctx: &Context, args: &[RedisString]) -> RedisResult {
     check_item_count(ctx, args.len() - 2)?;
     let dest_name = &args[1];
     let mut dest_key = Key::write(ctx, dest_name);
-    let dest_exists = write_word::<StoredCounter>(&mut dest_key)?.is_some();
+    let dest = write_word::<StoredCounter>(&mut dest_key)?;
     // The destination absorbing itself is a no-op; skipping it also avoids aliasing its value.
     let source_names: Vec<&RedisString> = distinct(&args[2..])
         .into_iter()
@@ -205,18 +205,22 @@ pub fn merge(ctx: &Context, args: &[RedisString]) -> RedisResult {
     let stored = read_counters(&source_names, &source_keys)?;
     let views = views(&stored);
     let (named, sources) = borrow(&views);
-    if !dest_exists {
-        let Some(mut union) = Counter::empty_for_union(&sources) else {
+    let mut dest = match dest {
+        Some(dest) => dest,
+        None => {
+            // The empty `Option` still borrows the key until dropped; `store_word` needs it.
+            drop(dest);
+            let Some(mut union) = Counter::empty_for_union(&sources) else {
+                return OK;
+            };
+            if let (_, _, Some(e)) = union.absorb_all_within(&sources, u64::MAX) {
+                return Err(union_refused(e, &named));
+            }
+            store_word(&mut dest_key, StoredCounter::new(union))?;
+            finish_write(ctx, c"lc.merge", dest_name, Applied::Whole);
             return OK;
-        };
-        if let (_, _, Some(e)) = union.absorb_all_within(&sources, u64::MAX) {
-            return Err(union_refused(e, &named));
         }
-        store_word(&mut dest_key, StoredCounter::new(union))?;
-        finish_write(ctx, c"lc.merge", dest_name, Applied::Whole);
-        return OK;
-    }
-    let mut dest = write_word::<StoredCounter>(&mut dest_key)?.ok_or(RedisError::Str(NOT_FOUND))?;
+    };
     {
         let view = dest.view();
         for (name, source) in &named {
