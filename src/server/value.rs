@@ -622,13 +622,8 @@ impl<T: StoredValue> Writing<'_, T> {
     /// # Safety
     /// `held` is the word of a T that `key` (open for writing) holds.
     unsafe fn of_key(key: &mut Key, held: *mut c_void) -> Writing<'_, T> {
-        Writing {
-            // SAFETY: the caller's contract; the copy is the writing's until it is dropped.
-            value: ManuallyDrop::new(unsafe { from_raw::<T>(held) }),
-            held,
-            to: Holder::Key(key.inner),
-            key: PhantomData,
-        }
+        // SAFETY: the caller's contract.
+        unsafe { Writing::holding(held, Holder::Key(key.inner)) }
     }
 
     /// # Safety
@@ -636,12 +631,17 @@ impl<T: StoredValue> Writing<'_, T> {
     /// lives.
     unsafe fn of_slot<'a>(slot: *mut *mut c_void) -> Writing<'a, T> {
         // SAFETY: the caller's contract.
-        let held = unsafe { *slot };
+        unsafe { Writing::holding(*slot, Holder::Slot(slot)) }
+    }
+
+    /// # Safety
+    /// `held` is the word of a T that `to` holds, for the writing's lifetime.
+    unsafe fn holding<'a>(held: *mut c_void, to: Holder) -> Writing<'a, T> {
         Writing {
-            // SAFETY: as above.
+            // SAFETY: the caller's contract; the copy is the writing's until it is dropped.
             value: ManuallyDrop::new(unsafe { from_raw::<T>(held) }),
             held,
-            to: Holder::Slot(slot),
+            to,
             key: PhantomData,
         }
     }
