@@ -10,8 +10,8 @@
 //! the default `p = 11`, a cache-resident working set; 32 MiB at the largest `p`).
 
 use super::counter::LcError;
-use super::levels::{union, REGISTER_BITS, WINDOW, WINDOW_MASK};
-use super::registers::read_register;
+use super::levels::{union, WINDOW, WINDOW_MASK};
+use super::registers::{read_register, GroupUnpacker, GROUP_WORDS};
 
 /// Words per register: levels 0..256.
 const WORDS: usize = 4;
@@ -54,38 +54,22 @@ impl LevelBits {
 
 /// Makes `registers` the union of themselves and the packed registers `words` (registers.rs:
 /// 27 bits each, low bits first; at least `registers.len()` of them). Whole groups of 64
-/// registers (27 words) are unpacked, then united register-wise (a loop the compiler
-/// vectorises); a small sketch's few registers one by one.
+/// registers (27 words) are unpacked (`unpack_group`), then united register-wise (a loop the
+/// compiler vectorises); a small sketch's few registers one by one.
 #[inline(always)]
 pub fn union_packed(registers: &mut [u32], words: &[u64]) {
-    const GROUP_WORDS: usize = REGISTER_BITS as usize;
     let whole = registers.len() / 64 * 64;
     let groups = registers[..whole].chunks_exact_mut(64);
+    let unpacker = GroupUnpacker::for_this_cpu();
     for (dest, group) in groups.zip(words.chunks_exact(GROUP_WORDS)) {
         let group: &[u64; GROUP_WORDS] = group.try_into().expect("27 words");
-        let mut unpacked = [0u32; 64];
-        for (j, r) in unpacked.iter_mut().enumerate() {
-            *r = packed(group, j as u64);
-        }
-        for (d, r) in dest.iter_mut().zip(unpacked) {
+        for (d, r) in dest.iter_mut().zip(unpacker.unpack(group)) {
             *d = union(*d, r);
         }
     }
     for (i, d) in registers.iter_mut().enumerate().skip(whole) {
         *d = union(*d, read_register(words, i as u64));
     }
-}
-
-/// Register `j` (< 64) of a group of 64 packed registers.
-#[inline(always)]
-fn packed(group: &[u64; REGISTER_BITS as usize], j: u64) -> u32 {
-    let bit = REGISTER_BITS * j;
-    let (w, shift) = ((bit / 64) as usize, bit % 64);
-    let mut value = group[w] >> shift;
-    if shift + REGISTER_BITS > 64 {
-        value |= group[w + 1] << (64 - shift);
-    }
-    (value as u32) & ((1 << REGISTER_BITS) - 1)
 }
 
 /// 64 bits of a register's words from bit `from` (≤ 255) on, zeros past the last word.
