@@ -66,6 +66,7 @@ pub const GROUP_WORDS: usize = REGISTER_BITS as usize;
 /// a handful of instructions (a shift pair across two words, a mask, a store).
 #[derive(Clone, Copy)]
 pub struct GroupUnpacker {
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     avx2: bool,
 }
 
