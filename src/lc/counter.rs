@@ -79,7 +79,7 @@
 
 pub use super::geometry::{bitmap_bytes, bits_for, exact_limit, Geometry};
 use super::geometry::{
-    dense_words, estimate, registers_words, standard_error, stream_words, MAX_BITS,
+    dense_words, estimate, registers_words, standard_error, stream_words, tokens_words, MAX_BITS,
     SATURATION_ZEROS,
 };
 pub use super::header::Mode;
@@ -151,7 +151,9 @@ impl PartialEq for Counter {
     fn eq(&self, other: &Counter) -> bool {
         let used = |c: &Counter| match c.mode() {
             Mode::Dense => dense_words(c.geometry.m),
-            _ => stream_words(c.shape()),
+            Mode::Tokens => tokens_words(c.tokens_shape()),
+            Mode::Registers => registers_words(c.geometry.precision),
+            Mode::Exact | Mode::Sparse => stream_words(c.shape()),
         } as usize;
         let (a, b) = (self.block.words(), other.block.words());
         *self.geometry == *other.geometry
@@ -686,6 +688,38 @@ mod tests {
     use super::*;
     use crate::lc::geometry::registers_words;
     use proptest::prelude::*;
+
+    /// Counters of the same mode, header and size compare by their lists and registers: two
+    /// token lists of as many tokens from other items differ, two sketches of other items in
+    /// registers differ, and each equals its copy.
+    #[test]
+    fn equality_reads_the_tokens_and_the_registers() {
+        let fill = |prefix: &str, n: u64| {
+            let mut c = Counter::reserve(0.01, 50_000, u64::MAX).unwrap();
+            for i in 0..n {
+                c.add(format!("{prefix}:{i}").as_bytes()).unwrap();
+            }
+            c
+        };
+        let a = fill("a", 1_000);
+        let mut b = Counter::reserve(0.01, 50_000, u64::MAX).unwrap();
+        let mut i = 0;
+        while b.header() != a.header() {
+            b.add(format!("b:{i}").as_bytes()).unwrap();
+            i += 1;
+        }
+        assert_eq!(a.mode(), Mode::Tokens);
+        assert_eq!(a.block.memory_bytes(), b.block.memory_bytes());
+        assert!(a != b);
+        assert!(a == a.try_clone().unwrap());
+        let (c, d) = (fill("c", 10_000), fill("d", 10_000));
+        assert_eq!(
+            (c.mode(), c.block.head()),
+            (Mode::Registers, d.block.head())
+        );
+        assert!(c != d);
+        assert!(c == c.try_clone().unwrap());
+    }
 
     /// The limit binds what a counter allocates at most, its registers (6,952 bytes at 1%,
     /// 27 bits for each of 2^11), whatever its capacity; no bitmap is ever allocated.
