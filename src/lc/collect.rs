@@ -54,7 +54,7 @@ impl LevelBits {
 
 /// Makes `registers` the union of themselves and the packed registers `words` (registers.rs:
 /// 27 bits each, low bits first; at least `registers.len()` of them). Whole groups of 64
-/// registers (27 words) are unpacked (`unpack_group`), then united register-wise (a loop the
+/// registers (27 words) are unpacked (`GroupUnpacker`), then united register-wise (a loop the
 /// compiler vectorises); a small sketch's few registers one by one.
 #[inline(always)]
 pub fn union_packed(registers: &mut [u32], words: &[u64]) {

@@ -147,7 +147,8 @@ pub struct Counter {
 }
 
 impl PartialEq for Counter {
-    /// Same parameters, same mode and count, same stream or bitmap.
+    /// Same parameters, same mode and count, same words of its mode (stream, token list,
+    /// registers or bitmap).
     fn eq(&self, other: &Counter) -> bool {
         let used = |c: &Counter| match c.mode() {
             Mode::Dense => dense_words(c.geometry.m),
