@@ -59,6 +59,7 @@ use super::chain::{memory_bytes_for, Chain};
 use super::filter::{FilterParams, Layout};
 use super::params::{SparseParams, SubParams};
 use super::sparse;
+use super::words::SEGMENT_BYTES;
 use crate::core::chunks::{Reader, Writer};
 use crate::core::decode::DecodeError;
 use crate::core::hashing::HASH_SCHEME;
@@ -358,6 +359,41 @@ pub fn data_chunk(chain: &Chain, offset: u64) -> Option<Cow<'_, [u8]>> {
     Some(Cow::Owned(out))
 }
 
+/// Largest data chunk of an RDB save (`saved_chunk`): a 64 MiB segment of a bit array of 256
+/// MiB or more (`words.rs`). Loads refuse larger ones.
+pub const SAVED_CHUNK_BYTES: u64 = 64 << 20;
+
+/// The data chunk an RDB save writes at `offset`. In a bit array of 256 MiB or more, held in
+/// segments larger than `SEGMENT_BYTES` (`words.rs`), the rest of the segment at `offset`:
+/// each segment whole, borrowed, so that a load adopts it as it is and `DUMP`'s buffer grows
+/// once a segment. Elsewhere `data_chunk`'s, cut where such an array starts, so that every
+/// chain without one saves the strings it saved before large segments.
+pub fn saved_chunk(chain: &Chain, offset: u64) -> Option<Cow<'_, [u8]>> {
+    let mut start = 0u64;
+    let mut limit = u64::MAX;
+    for (p, bits) in chain.bit_arrays() {
+        let end = start + p.bytes();
+        if bits.segment_bytes() > SEGMENT_BYTES {
+            if (start..end).contains(&offset) {
+                if let Some(rest) = bits.rest_of_piece((offset - start) as usize) {
+                    return Some(Cow::Borrowed(rest));
+                }
+            } else if start > offset {
+                limit = start;
+                break;
+            }
+        }
+        start = end;
+    }
+    let mut chunk = data_chunk(chain, offset)?;
+    let keep = (limit - offset).min(chunk.len() as u64) as usize;
+    match &mut chunk {
+        Cow::Borrowed(bytes) => *bytes = &bytes[..keep],
+        Cow::Owned(bytes) => bytes.truncate(keep),
+    }
+    Some(chunk)
+}
+
 /// Writes `bytes` at data offset `offset`, after checking that they lie within the data and
 /// leave every padding bit zero; on error nothing is written.
 pub fn write_data(chain: &mut Chain, offset: u64, bytes: &[u8]) -> Result<(), DecodeError> {
@@ -366,7 +402,7 @@ pub fn write_data(chain: &mut Chain, offset: u64, bytes: &[u8]) -> Result<(), De
 }
 
 /// `write_data` without the copy where it can: when `block` holds exactly one allocation of
-/// one bit array's words (a 16 MiB segment of a large one, or a whole small one) and passes
+/// one bit array's words (a segment of a large one, or a whole small one) and passes
 /// `write_data`'s checks, the bit array takes the block over (`Words::adopt`). Otherwise the
 /// block is handed back, nothing written, for `write_data` to copy it or refuse it.
 ///
@@ -737,6 +773,66 @@ mod tests {
         assert_eq!(offset, c.data_bytes());
         assert_eq!(copy, c);
         assert_eq!(encode(&copy), encode(&c));
+    }
+
+    #[test]
+    fn saves_write_large_segments_whole_and_loads_keep_them() {
+        // Unit tests hold arrays of 1,024 words and more in 256-word (2 KiB) segments
+        // (`words.rs`). Chains of a small array then large ones, and of large ones only.
+        for (p, capacity, items, small_first) in [
+            (0.5, 10_000u64, 300_000u64, true),
+            (0.01, 20_000, 70_000, false),
+        ] {
+            let c = chain(p, capacity, 2, items);
+            let arrays: Vec<(u64, bool)> = c
+                .bit_arrays()
+                .map(|(p, bits)| (p.bytes(), bits.segment_bytes() > SEGMENT_BYTES))
+                .collect();
+            assert!(arrays.iter().filter(|a| a.1).count() >= 2, "{arrays:?}");
+            assert_eq!(!arrays[0].1, small_first, "{arrays:?}");
+            let mut copy = decode_header(&encode_header(&c), LIMIT)
+                .unwrap()
+                .into_chain()
+                .unwrap();
+            let (mut offset, mut data, mut adopted) = (0u64, Vec::new(), 0);
+            while let Some(chunk) = saved_chunk(&c, offset) {
+                let len = chunk.len();
+                let layout = std::alloc::Layout::from_size_align(len, 8).unwrap();
+                // SAFETY: a non-zero layout; the block is filled before it is read.
+                let block = NonNull::new(unsafe { std::alloc::alloc(layout) }).unwrap();
+                // SAFETY: len bytes into a block of len bytes.
+                unsafe { std::ptr::copy_nonoverlapping(chunk.as_ptr(), block.as_ptr(), len) };
+                // SAFETY: a block of the global allocator with u64 alignment, handed over.
+                match unsafe { adopt_data(&mut copy, offset, block, len) } {
+                    Ok(()) => adopted += 1,
+                    Err(block) => {
+                        write_data(&mut copy, offset, &chunk).unwrap();
+                        // SAFETY: handed back unused; allocated above with this layout.
+                        unsafe { std::alloc::dealloc(block.as_ptr(), layout) };
+                    }
+                }
+                data.extend_from_slice(&chunk);
+                offset += len as u64;
+            }
+            // Every segment of every large array was one chunk, and was kept as it is.
+            let segments: u64 = arrays
+                .iter()
+                .filter(|a| a.1)
+                .map(|a| a.0.div_ceil(2048))
+                .sum();
+            assert_eq!(adopted, segments, "{arrays:?}");
+            assert_eq!(offset, c.data_bytes());
+            assert_eq!(&encode(&c)[encode_header(&c).len()..], &data[..]);
+            assert_eq!(copy, c);
+        }
+        // A chain without large arrays saves `data_chunk`'s chunks.
+        let c = chain(0.5, 10_000, 1, 25_000);
+        assert!(c.bit_arrays().count() >= 2);
+        assert!(c
+            .bit_arrays()
+            .all(|(_, bits)| bits.segment_bytes() <= SEGMENT_BYTES));
+        assert_eq!(saved_chunk(&c, 0), data_chunk(&c, 0));
+        assert_eq!(saved_chunk(&c, 0).unwrap().len() as u64, c.data_bytes());
     }
 
     #[test]

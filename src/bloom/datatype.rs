@@ -4,8 +4,11 @@
 //! filters.
 //!
 //! * RDB (encoding version 1): the codec's header as one string (sparse sub-filters included,
-//!   `codec.rs`), then the bit arrays' data as strings of at most `codec::CHUNK_BYTES` each (so
-//!   neither save nor load needs a second copy of a large filter). Loading validates the header before allocating, then requires the strings to
+//!   `codec.rs`), then the bit arrays' data as strings of at most `codec::CHUNK_BYTES` each,
+//!   but for the 64 MiB segments of arrays of 256 MiB and more, each one string
+//!   (`codec::saved_chunk`; loads take strings of up to `codec::SAVED_CHUNK_BYTES`, so an
+//!   lcbloom built before those segments refuses such a filter). Neither save nor load needs
+//!   a second copy of a large filter. Loading validates the header before allocating, then requires the strings to
 //!   fill the data exactly; any error (or an I/O error, see `HANDLE_IO_ERRORS` in lib.rs)
 //!   returns null and Redis reports "Bad data format". `max-memory-per-key` applies to
 //!   `RESTORE` only, not while the server loads its own files or a replica syncs
@@ -26,17 +29,23 @@ use crate::core::defrag::Defrag;
 use crate::server::stats::Tally;
 use crate::server::value::{methods, StoredValue};
 use redis_module::{native_types::RedisType, raw, RedisBuffer};
+use std::borrow::Cow;
 use std::ffi::CStr;
 use std::os::raw::c_int;
 use std::ptr::NonNull;
 
 pub static BLOOM_TYPE: RedisType = RedisType::new("lcbloomBF", Chain::ENCVER, methods::<Chain>());
 
-/// Calls `emit` with the header, then with each data chunk and its `BF.SCANDUMP` iterator.
-fn for_each_part(chain: &Chain, mut emit: impl FnMut(u64, &[u8])) {
+/// Calls `emit` with the header, then with each data chunk (from `chunk`: `codec::data_chunk`
+/// or `codec::saved_chunk`) and its `BF.SCANDUMP` iterator.
+fn for_each_part<'a>(
+    chain: &'a Chain,
+    chunk: fn(&'a Chain, u64) -> Option<Cow<'a, [u8]>>,
+    mut emit: impl FnMut(u64, &[u8]),
+) {
     emit(1, &codec::encode_header(chain));
     let mut offset = 0u64;
-    while let Some(chunk) = codec::data_chunk(chain, offset) {
+    while let Some(chunk) = chunk(chain, offset) {
         offset += chunk.len() as u64;
         emit(chunks::iterator_after(offset), &chunk);
     }
@@ -71,7 +80,7 @@ impl StoredValue for Chain {
         while offset < total {
             let chunk = raw::load_string_buffer(rdb).map_err(|_| "short read")?;
             let len = chunk.as_ref().len();
-            if len == 0 || len as u64 > codec::CHUNK_BYTES {
+            if len == 0 || len as u64 > codec::SAVED_CHUNK_BYTES {
                 return Err("bad data chunk".into());
             }
             // A chunk that is one whole allocation of a bit array becomes it: Redis read it
@@ -91,15 +100,19 @@ impl StoredValue for Chain {
     }
 
     fn rdb_save(&self, rdb: *mut raw::RedisModuleIO) {
-        for_each_part(self, |_, bytes| raw::save_slice(rdb, bytes));
+        for_each_part(self, codec::saved_chunk, |_, bytes| {
+            raw::save_slice(rdb, bytes)
+        });
     }
 
     fn aof_parts(&self, mut emit: impl FnMut(Option<u64>, &[u8])) {
-        for_each_part(self, |iterator, bytes| emit(Some(iterator), bytes));
+        for_each_part(self, codec::data_chunk, |iterator, bytes| {
+            emit(Some(iterator), bytes)
+        });
     }
 
     fn digest_parts(&self, mut add: impl FnMut(&[u8])) {
-        for_each_part(self, |_, bytes| add(bytes));
+        for_each_part(self, codec::data_chunk, |_, bytes| add(bytes));
     }
 
     fn defrag(&mut self, d: &mut Defrag) {

@@ -323,6 +323,16 @@ impl BitArray {
         self.words.borrow_bytes(start, len)
     }
 
+    /// Bytes of each allocation of the bits but the last (`Words::segment_bytes`).
+    pub fn segment_bytes(&self) -> usize {
+        self.words.segment_bytes()
+    }
+
+    /// The rest of the allocation holding byte `start`, borrowed (`Words::rest_of_piece`).
+    pub fn rest_of_piece(&self, start: usize) -> Option<&[u8]> {
+        self.words.rest_of_piece(start)
+    }
+
     /// Writes `src` at byte offset `start`, for loading; the caller keeps the bits past m zero
     /// (see `padding_mask`).
     pub fn write_bytes(&mut self, start: usize, src: &[u8]) {

@@ -23,14 +23,20 @@
 //! wastes up to 25%; the segment table and the segments' records add 32 bytes a segment.
 //! Arrays of at most 16 MiB stay one allocation (a 0.01 / 10M filter's
 //! 11.4 MiB among them). 16 rather than 64 MiB: the waste bound is 4× smaller and arrays of
-//! 16–64 MiB are segmented too; the segment table, one pointer per segment, stays small (24
-//! entries, 192 bytes, for 372 MiB; 2 KiB for a 4 GiB filter), so it stays in the L1 cache
-//! beside the random lines a lookup misses on. Segments are whole multiples of 64 bytes and
-//! each is aligned like the whole array, so a blocked filter's 64-byte blocks never straddle
-//! two segments.
+//! 16–64 MiB are segmented too; the segment table, one pointer per segment, stays small, so
+//! it stays in the L1 cache beside the random lines a lookup misses on. Segments are whole
+//! multiples of 64 bytes and each is aligned like the whole array, so a blocked filter's
+//! 64-byte blocks never straddle two segments.
 //!
-//! Access. Word i of a segmented array is word `i % S` of segment `i / S` (S = 2^21 words, a
-//! constant: a shift and a mask by immediates, and the table's entry). The probe loops
+//! Arrays of 256 MiB and more (16 segments) are held in 64 MiB segments instead (also a size
+//! class), still wasting less than 8 MiB (3% of 256 MiB): an RDB save writes each segment as
+//! one string, which a load keeps as the segment (`adopt`), and `DUMP` builds its payload in
+//! one buffer that Redis enlarges at each string appended, moving it to fresh memory most
+//! times. A 0.001 / 200M filter's 372.6 MiB are 6 strings so, where 16 MiB segments made 24
+//! (docs/BENCHMARKS.md, "Persistence of a big filter").
+//!
+//! Access. Word i of a segmented array is word `i % S` of segment `i / S` (S = 2^21 or 2^23
+//! words, a power of two: a shift by the array's own amount, and the table's entry). The probe loops
 //! (`filter.rs`, `blocked.rs`) are generic over `WordRead`/`WordWrite`, implemented by a slice
 //! (one allocation) and by `Segments`; `BitArray` picks one per item.
 //! Byte ranges (`read_bytes`/`write_bytes`, the codec's data chunks) are split at segment ends,
@@ -59,9 +65,27 @@ pub const SERVER_SEGMENT_WORDS: usize = 2 << 20;
 /// Words of a segment: the server's, 512 bytes in unit tests so that their arrays (every one
 /// above 64 words) cross many segment ends.
 const SEGMENT_WORDS: usize = if cfg!(test) { 64 } else { SERVER_SEGMENT_WORDS };
-const SEGMENT_SHIFT: u32 = SEGMENT_WORDS.trailing_zeros();
-/// Bytes of a segment of a large array.
+/// Bytes of a segment of a large array below `LARGE_ARRAY_SEGMENTS` segments.
 pub const SEGMENT_BYTES: usize = SEGMENT_WORDS * 8;
+/// Arrays of at least this many segments are held in segments `1 << LARGE_SEGMENT_SHIFT`
+/// times as large (see "Arrays of 256 MiB and more" above).
+const LARGE_ARRAY_SEGMENTS: usize = 16;
+const LARGE_SEGMENT_SHIFT: u32 = 2;
+
+/// Words of each segment of an array of `len` words (its last may be shorter), with segments
+/// of `segment` words below `LARGE_ARRAY_SEGMENTS` of them.
+const fn segment_words_in(len: usize, segment: usize) -> usize {
+    if len >= LARGE_ARRAY_SEGMENTS * segment {
+        segment << LARGE_SEGMENT_SHIFT
+    } else {
+        segment
+    }
+}
+
+/// Words of each segment of an array of `len` words.
+fn segment_words(len: usize) -> usize {
+    segment_words_in(len, SEGMENT_WORDS)
+}
 
 /// One allocation: words `align`-aligned at `ptr`, inside the block at `base` of `allocated`
 /// bytes (0 when there are no words: nothing allocated). How many words is the owner's to
@@ -194,17 +218,26 @@ fn try_collect<T>(len: usize, make: impl FnMut(usize) -> Option<T>) -> Option<Bo
 
 /// Words of segment `s` of an array of `len` words.
 fn segment_len(len: usize, s: usize) -> usize {
-    SEGMENT_WORDS.min(len - s * SEGMENT_WORDS)
+    let segment = segment_words(len);
+    segment.min(len - s * segment)
 }
 
-/// The segments of a large array: `SEGMENT_WORDS` words each, the last one possibly shorter.
-/// The lookups' index `table` holds, for segment s, where word 0 would be if the array were
-/// contiguous and segment s in its place (its first word's address − s·SEGMENT_WORDS words,
-/// computed with wrapping arithmetic), so word i is at table[i / S] + i; the runs own the
-/// memory.
+/// The segments of a large array: `segment_words(len)` words each (S), the last one possibly
+/// shorter. The lookups' index `table` holds, for segment s, where word 0 would be if the
+/// array were contiguous and segment s in its place (its first word's address − s·S words,
+/// computed with wrapping arithmetic), so word i is at table[i >> shift] + i (S = 2^shift);
+/// the runs own the memory.
 struct Segmented {
     table: Box<[*mut u64]>,
     runs: Box<[Run]>,
+    shift: u32,
+}
+
+impl Segmented {
+    /// Points segment `s`'s table entry at its run.
+    fn point(&mut self, s: usize) {
+        self.table[s] = self.runs[s].ptr.as_ptr().wrapping_sub(s << self.shift);
+    }
 }
 
 enum Storage {
@@ -242,17 +275,17 @@ impl Words {
             let (run, class) = Run::zeroed(len, align)?;
             (Storage::One(run), class)
         } else {
-            let count = len.div_ceil(SEGMENT_WORDS);
+            let count = len.div_ceil(segment_words(len));
             let mut class = table_bytes(count);
             let runs = try_collect(count, |s| {
                 let (run, bytes) = Run::zeroed(segment_len(len, s), align)?;
                 class += bytes;
                 Some(run)
             })?;
-            let table = try_collect(count, |s| {
-                Some(runs[s].ptr.as_ptr().wrapping_sub(s * SEGMENT_WORDS))
-            })?;
-            let segmented = try_box(Segmented { table, runs })?;
+            let table = try_collect(count, |_| Some(std::ptr::null_mut()))?;
+            let shift = segment_words(len).trailing_zeros();
+            let mut segmented = try_box(Segmented { table, runs, shift })?;
+            (0..count).for_each(|s| segmented.point(s));
             (Storage::Segments(segmented), class)
         };
         Some(Self {
@@ -277,6 +310,7 @@ impl Words {
             Storage::Segments(s) => View::Segments(Segments {
                 table: &s.table,
                 len: self.len,
+                shift: s.shift,
                 _words: PhantomData,
             }),
         }
@@ -290,6 +324,7 @@ impl Words {
             Storage::Segments(s) => ViewMut::Segments(SegmentsMut(Segments {
                 table: &s.table,
                 len: self.len,
+                shift: s.shift,
                 _words: PhantomData,
             })),
         }
@@ -350,6 +385,30 @@ impl Words {
         None
     }
 
+    /// Bytes of each of the array's allocations but the last: its segments', or its own
+    /// when it is one allocation.
+    pub fn segment_bytes(&self) -> usize {
+        match self.storage {
+            Storage::One(_) => self.len * 8,
+            Storage::Segments(_) => segment_words(self.len) * 8,
+        }
+    }
+
+    /// Bytes `start..` of the allocation that holds byte `start` of the array, to that
+    /// allocation's end, borrowed as little-endian bytes (`chunks::words_as_le_bytes`); None
+    /// past the end.
+    pub fn rest_of_piece(&self, start: usize) -> Option<&[u8]> {
+        let mut at = 0;
+        for piece in self.pieces() {
+            let piece_end = at + piece.len() * 8;
+            if start < piece_end {
+                return words_as_le_bytes(piece, start - at, piece_end - start);
+            }
+            at = piece_end;
+        }
+        None
+    }
+
     /// Writes `src` at byte offset `start` of the array (little-endian words); the range lies
     /// within the array.
     pub fn write_bytes(&mut self, start: usize, src: &[u8]) {
@@ -385,26 +444,26 @@ impl Words {
             && block.as_ptr().align_offset(self.align) == 0
             && layout(bytes).is_some();
         let len = self.len;
-        let (run, table, index) = match &mut self.storage {
-            Storage::One(run) if fits && start == 0 && bytes == len * 8 => (run, None, 0),
-            Storage::Segments(s) if fits && start.is_multiple_of(SEGMENT_BYTES) => {
-                let index = start / SEGMENT_BYTES;
-                if index >= s.runs.len() || bytes != segment_len(len, index) * 8 {
-                    return Err(block);
-                }
-                (&mut s.runs[index], Some(&mut s.table), index)
-            }
-            _ => return Err(block),
-        };
-        huge_pages::advise(block, bytes);
-        *run = Run {
+        let adopted = || Run {
             ptr: block.cast(),
             base: block,
             allocated: bytes,
         };
-        if let Some(table) = table {
-            table[index] = run.ptr.as_ptr().wrapping_sub(index * SEGMENT_WORDS);
+        let segment = segment_words(len) * 8;
+        match &mut self.storage {
+            Storage::One(run) if fits && start == 0 && bytes == len * 8 => *run = adopted(),
+            Storage::Segments(s)
+                if fits
+                    && start.is_multiple_of(segment)
+                    && start / segment < s.runs.len()
+                    && bytes == segment_len(len, start / segment) * 8 =>
+            {
+                s.runs[start / segment] = adopted();
+                s.point(start / segment);
+            }
+            _ => return Err(block),
         }
+        huge_pages::advise(block, bytes);
         Ok(())
     }
 
@@ -418,9 +477,9 @@ impl Words {
                 d.boxed(s);
                 d.boxed_slice(&mut s.table);
                 d.boxed_slice(&mut s.runs);
-                for (i, run) in s.runs.iter_mut().enumerate() {
-                    run.defrag(d, segment_len(len, i), align);
-                    s.table[i] = run.ptr.as_ptr().wrapping_sub(i * SEGMENT_WORDS);
+                for i in 0..s.runs.len() {
+                    s.runs[i].defrag(d, segment_len(len, i), align);
+                    s.point(i);
                 }
             }
         }
@@ -442,11 +501,13 @@ pub fn planned_bytes(len: usize) -> u64 {
     planned_bytes_in(len, SEGMENT_WORDS)
 }
 
-/// `planned_bytes` with segments of `segment` words (a power of two).
+/// `planned_bytes` with segments of `segment` words (a power of two) below
+/// `LARGE_ARRAY_SEGMENTS` of them.
 pub fn planned_bytes_in(len: usize, segment: usize) -> u64 {
     if len <= segment {
         return size_class(len as u64 * 8);
     }
+    let segment = segment_words_in(len, segment);
     let (full, rest) = (len / segment, len % segment);
     full as u64 * size_class(segment as u64 * 8)
         + size_class(rest as u64 * 8)
@@ -498,12 +559,12 @@ pub enum ViewMut<'a> {
     Segments(SegmentsMut<'a>),
 }
 
-/// The words of a segmented array: word i is word `i % SEGMENT_WORDS` of segment
-/// `i / SEGMENT_WORDS`.
+/// The words of a segmented array: word i is word `i % S` of segment `i / S`, S = 2^shift.
 #[derive(Clone, Copy)]
 pub struct Segments<'a> {
     table: &'a [*mut u64],
     len: usize,
+    shift: u32,
     _words: PhantomData<&'a [u64]>,
 }
 
@@ -589,12 +650,12 @@ impl Segments<'_> {
     #[inline(always)]
     unsafe fn at(&self, i: usize) -> *mut u64 {
         debug_assert!(i < self.len);
-        // SAFETY: i < len, and the table has ⌈len / S⌉ entries (S = SEGMENT_WORDS), so i / S
+        // SAFETY: i < len, and the table has ⌈len / S⌉ entries (S = 2^shift), so i / S
         // indexes one. Entry s is segment s's first word moved back by s·S words (wrapping,
         // with its provenance); word i lies in segment s = i / S, at its word i − s·S < its
         // length (S, or len − s·S for the last), so the pointer moved forward by i is back
         // inside that segment.
-        unsafe { self.table.get_unchecked(i >> SEGMENT_SHIFT).wrapping_add(i) }
+        unsafe { self.table.get_unchecked(i >> self.shift).wrapping_add(i) }
     }
 }
 
@@ -739,6 +800,51 @@ mod tests {
         free(block, bytes);
     }
 
+    #[test]
+    fn arrays_of_sixteen_segments_and_more_take_segments_four_times_as_large() {
+        // 64-word segments in unit tests: from 1,024 words on, 256-word ones.
+        assert_eq!(segment_words(1023), 64);
+        assert_eq!(segment_words(1024), 256);
+        let len = 1100; // 256 · 4 + 76
+        let mut w = Words::zeroed(len, 8).unwrap();
+        let lens: Vec<usize> = w.pieces().map(<[u64]>::len).collect();
+        assert_eq!(lens, [256, 256, 256, 256, 76]);
+        assert_eq!(w.memory_bytes(), planned_bytes(len));
+        let expected: Vec<u64> = (0..len).map(pattern).collect();
+        let le =
+            |words: &[u64]| -> Vec<u8> { words.iter().flat_map(|w| w.to_le_bytes()).collect() };
+        assert_eq!(w.segment_bytes(), 256 * 8);
+        // From any byte, the rest of its allocation.
+        for start in 0..len * 8 {
+            let rest = w.rest_of_piece(start).map(<[u8]>::len);
+            assert_eq!(
+                rest,
+                Some((start / 2048 * 256 + 256).min(len) * 8 - start),
+                "{start}"
+            );
+        }
+        assert_eq!(w.rest_of_piece(len * 8), None);
+        // A block of one large segment is taken over; one of a 64-word piece of it is not.
+        for start in [256, 1024, 0] {
+            let words = 256.min(len - start);
+            let (block, bytes) = block_of(&expected[start..start + words]);
+            // SAFETY: a block of the global allocator with the layout adopt expects.
+            let adopted = unsafe { w.adopt(start * 8, block, bytes) };
+            assert!(adopted.is_ok(), "{start}");
+        }
+        let (block, bytes) = block_of(&expected[512..576]);
+        // SAFETY: as above.
+        let back = unsafe { w.adopt(512 * 8, block, bytes) }.expect_err("refused");
+        free(back, bytes);
+        w.write_bytes(512 * 8, &le(&expected[512..1024]));
+        match w.view() {
+            View::Segments(s) => check_reads(&s, &expected, 8),
+            View::One(_) => panic!("one allocation"),
+        }
+        assert_eq!(w.rest_of_piece(300 * 8), Some(&le(&expected[300..512])[..]));
+        assert_eq!(Words::zeroed(50, 8).unwrap().segment_bytes(), 400);
+    }
+
     const MIB: u64 = 1 << 20;
 
     #[test]
@@ -789,7 +895,7 @@ mod tests {
                 Storage::One(run) => std::slice::from_ref(run),
                 Storage::Segments(s) => &s.runs[..],
             };
-            assert_eq!(runs.len(), len.div_ceil(SEGMENT_WORDS));
+            assert_eq!(runs.len(), len.div_ceil(segment_words(len)));
             for run in runs.iter() {
                 assert!(layout(run.allocated).unwrap().align() <= 16);
                 assert_eq!(run.ptr.as_ptr() as usize % 64, 0);
@@ -807,7 +913,7 @@ mod tests {
             planned_bytes(SEGMENT_WORDS + 1),
             SEGMENT_BYTES as u64 + 8 + table_bytes(2)
         );
-        assert_eq!(table_bytes(2), 16 + 48 + 32);
+        assert_eq!(table_bytes(2), 16 + 48 + 48);
         // A `Words` is as small as a slice and its allocation's record: a key's list of bit
         // arrays stays small.
         assert_eq!(std::mem::size_of::<Words>(), 48);
@@ -818,29 +924,32 @@ mod tests {
     }
 
     #[test]
-    fn sixteen_mib_segments_waste_less_than_2_mib() {
+    fn segments_waste_less_than_an_eighth_of_one() {
         let planned = |bytes: u64| planned_bytes_in((bytes / 8) as usize, SERVER_SEGMENT_WORDS);
-        // (bits of an array, its cost in one allocation, in 16 MiB segments): the 0.001 / 200M
-        // filters (390,738,528 and 428,318,208 bytes of bits), 257 MiB, just over 16 MiB, and
-        // at most 16 MiB (one allocation).
+        // (bits of an array, its cost in one allocation, in segments): the 0.001 / 200M
+        // filters (390,738,528 and 428,318,208 bytes of bits) and 257 MiB in 64 MiB segments,
+        // just over 16 MiB in 16 MiB ones, and at most 16 MiB (one allocation).
         for (bytes, old, now) in [
-            (390_738_528u64, 384 * MIB, 373 * MIB + 192 + 640 + 32),
-            (428_318_208, 448 * MIB, 410 * MIB + 224 + 640 + 32),
-            (257 * MIB, 320 * MIB, 257 * MIB + 160 + 448 + 32),
-            (16 * MIB + 8, 20 * MIB, 16 * MIB + 8 + 16 + 48 + 32),
+            (390_738_528u64, 384 * MIB, 376 * MIB + 48 + 160 + 48),
+            (428_318_208, 448 * MIB, 412 * MIB + 64 + 192 + 48),
+            (257 * MIB, 320 * MIB, 257 * MIB + 48 + 128 + 48),
+            (16 * MIB + 8, 20 * MIB, 16 * MIB + 8 + 16 + 48 + 48),
             (12 * MIB + 8, 14 * MIB, 14 * MIB),
         ] {
             assert_eq!((size_class(bytes), planned(bytes)), (old, now), "{bytes}");
         }
-        // Every size: the rounding stays below 2 MiB, the table apart (32 bytes a segment).
-        for bytes in (1..=64u64).map(|i| i * 5 * MIB + 24) {
+        // Every size: the rounding stays below 2 MiB in 16 MiB segments and below 8 MiB (3% of
+        // the smallest such array) in 64 MiB ones, the table apart (32 bytes a segment).
+        for bytes in (1..=100u64).map(|i| i * 5 * MIB + 24) {
+            let segment = segment_words_in((bytes / 8) as usize, SERVER_SEGMENT_WORDS) as u64 * 8;
             let table = if bytes > 16 * MIB {
-                table_bytes(bytes.div_ceil(16 * MIB) as usize)
+                table_bytes(bytes.div_ceil(segment) as usize)
             } else {
                 0
             };
             let rounding = planned(bytes) - bytes - table;
-            assert!(rounding < 2 * MIB, "{bytes}: {rounding}");
+            assert!(rounding < segment / 8, "{bytes}: {rounding}");
+            assert!(bytes < 256 * MIB || segment == 64 * MIB, "{bytes}");
         }
     }
 
@@ -868,8 +977,10 @@ mod tests {
 
     #[test]
     fn every_word_line_and_byte_range_at_every_segment_end() {
-        // Arrays ending inside, at and past segment ends (64 words in tests).
-        for len in [8usize, 64, 72, 128, 136, 200, 203] {
+        // Arrays ending inside, at and past segment ends (64 words in tests, 256 from 1,024
+        // words on).
+        for len in [8usize, 64, 72, 128, 136, 200, 203, 1024, 1100] {
+            let segment = segment_words(len);
             for align in [8usize, 64] {
                 let mut w = Words::zeroed(len, align).unwrap();
                 let expected: Vec<u64> = (0..len).map(pattern).collect();
@@ -894,7 +1005,7 @@ mod tests {
                 }
                 // Every byte range touching a segment end reads and writes like a slice.
                 let bytes: Vec<u8> = expected.iter().flat_map(|x| x.to_le_bytes()).collect();
-                for end in (0..=len).step_by(SEGMENT_WORDS).map(|w| w * 8) {
+                for end in (0..=len).step_by(segment).map(|w| w * 8) {
                     for start in end.saturating_sub(9)..(end + 9).min(len * 8) {
                         for stop in (start + 1).max(end.saturating_sub(3))..=(end + 11).min(len * 8)
                         {
@@ -903,7 +1014,7 @@ mod tests {
                             assert_eq!(out[1..], bytes[start..stop], "{len}: {start}..{stop}");
                             // Borrowed where one piece holds the range, and only there.
                             let one_piece = len <= SEGMENT_WORDS
-                                || start / (SEGMENT_WORDS * 8) == (stop - 1) / (SEGMENT_WORDS * 8);
+                                || start / (segment * 8) == (stop - 1) / (segment * 8);
                             match w.borrow_bytes(start, stop - start) {
                                 Some(borrowed) => assert_eq!(borrowed, &bytes[start..stop]),
                                 None => assert!(!one_piece, "{len}: {start}..{stop}"),

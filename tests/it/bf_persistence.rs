@@ -1,7 +1,7 @@
 //! Bloom filters survive every way Redis moves values: DEBUG RELOAD, restart from the RDB file,
 //! DUMP/RESTORE, COPY, SCANDUMP/LOADCHUNK, AOF (replayed commands and rewrite), replication.
 //! Identity is checked with DEBUG DIGEST-VALUE, which digests the full encoding.
-use crate::common::fuzz::{crc64, dump_payload, split_dump};
+use crate::common::fuzz::{crc64, dump_payload, split_dump, MODULE_FRAME};
 use crate::common::*;
 use redis::Value;
 
@@ -436,4 +436,120 @@ fn sparse_sets_travel_whole_in_the_header() {
         .exec(&mut c);
     assert!(chunk.is_err());
     assert_eq!(digest(&mut c, "copy"), before);
+}
+
+/// The strings of a module value in an uncompressed DUMP (`rdbcompression no`): after the
+/// frame, each is opcode 5 (a string) and its RDB length; opcode 0 ends the value.
+fn module_strings(value: &[u8]) -> Vec<&[u8]> {
+    let mut at = MODULE_FRAME;
+    let mut strings = Vec::new();
+    loop {
+        match value[at] {
+            0 => return strings,
+            5 => at += 1,
+            op => panic!("module opcode {op} at {at}"),
+        }
+        let (len, width) = match value[at] >> 6 {
+            0 => (u64::from(value[at] & 0x3f), 1),
+            1 => (
+                u64::from(value[at] & 0x3f) << 8 | u64::from(value[at + 1]),
+                2,
+            ),
+            _ if value[at] == 0x80 => {
+                let b: [u8; 4] = value[at + 1..at + 5].try_into().unwrap();
+                (u64::from(u32::from_be_bytes(b)), 5)
+            }
+            _ if value[at] == 0x81 => {
+                let b: [u8; 8] = value[at + 1..at + 9].try_into().unwrap();
+                (u64::from_be_bytes(b), 9)
+            }
+            _ => panic!("encoded string at {at}: not written uncompressed"),
+        };
+        at += width;
+        strings.push(&value[at..at + len as usize]);
+        at += len as usize;
+    }
+}
+
+/// A module value of these strings after `frame` (what `module_strings` reads).
+fn module_value(frame: &[u8], strings: &[&[u8]]) -> Vec<u8> {
+    let mut value = frame.to_vec();
+    for s in strings {
+        value.push(5);
+        value.push(0x81);
+        value.extend_from_slice(&(s.len() as u64).to_be_bytes());
+        value.extend_from_slice(s);
+    }
+    value.push(0);
+    value
+}
+
+#[test]
+fn arrays_of_256_mib_save_whole_segments_and_load_older_chunks() {
+    let server = Server::start();
+    let mut c = server.conn();
+    // 269.6 MB of bits: four 64 MiB segments and a short one (src/bloom/words.rs).
+    ok(
+        &mut c,
+        &["BF.RESERVE", "large", "0.01", "225000000", "NONSCALING"],
+    );
+    fill(&mut c, "large", "l", 3_000);
+    let d = digest(&mut c, "large");
+    let size = |c: &mut redis::Connection, k: &str| ok(c, &["BF.INFO", k, "SIZE"]);
+    let original = size(&mut c, "large");
+    ok(&mut c, &["CONFIG", "SET", "rdbcompression", "no"]);
+    let payload: Vec<u8> = redis::cmd("DUMP").arg("large").query(&mut c).unwrap();
+    let (value, version) = split_dump(&payload);
+    drop(payload);
+    let strings = module_strings(&value);
+    // The header, then each segment as one string.
+    let lens: Vec<usize> = strings[1..].iter().map(|s| s.len()).collect();
+    let data: usize = lens.iter().sum();
+    assert_eq!(
+        lens,
+        [64 << 20, 64 << 20, 64 << 20, 64 << 20, data - (256 << 20)]
+    );
+    // As an lcbloom of 16 MiB chunks saved it: loads (copying into the segments).
+    let data_bytes: Vec<u8> = strings[1..].concat();
+    let mut older = vec![strings[0]];
+    older.extend(data_bytes.chunks(16 << 20));
+    let older = dump_payload(&module_value(&value[..MODULE_FRAME], &older), version);
+    // One string over the largest segment is refused: nothing is created.
+    let mut merged = vec![strings[0], &data_bytes[..128 << 20]];
+    merged.extend(data_bytes[128 << 20..].chunks(64 << 20));
+    let merged = dump_payload(&module_value(&value[..MODULE_FRAME], &merged), version);
+    drop(strings);
+    let ours = dump_payload(&value, version);
+    drop((value, data_bytes));
+    for (key, payload) in [("restored", &ours), ("older", &older)] {
+        redis::cmd("RESTORE")
+            .arg(key)
+            .arg(0)
+            .arg(payload)
+            .exec(&mut c)
+            .unwrap();
+        assert_eq!(digest(&mut c, key), d, "{key}");
+        assert_eq!(size(&mut c, key), original, "{key}");
+    }
+    let refused = redis::cmd("RESTORE")
+        .arg("merged")
+        .arg(0)
+        .arg(&merged)
+        .exec(&mut c)
+        .unwrap_err();
+    assert!(refused.to_string().contains("Bad data format"), "{refused}");
+    assert_eq!(ok(&mut c, &["EXISTS", "merged"]), Value::Int(0));
+    drop((ours, older, merged));
+    // Saved and loaded again, the segments Redis read the data into take writes.
+    ok(&mut c, &["DEBUG", "RELOAD"]);
+    for key in ["large", "restored", "older"] {
+        assert_eq!(digest(&mut c, key), d, "{key}");
+        fill(&mut c, key, "later", 2_000);
+        let found: Vec<bool> = redis::cmd("BF.MEXISTS")
+            .arg(key)
+            .arg((0..2_000).map(|i| format!("later{i}")).collect::<Vec<_>>())
+            .query(&mut c)
+            .unwrap();
+        assert!(found.iter().all(|&f| f), "{key}");
+    }
 }
