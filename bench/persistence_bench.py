@@ -8,8 +8,9 @@ no longer helps), then each path is timed from the client, rounds alternating be
 modules (PERSIST_ROUNDS, default 3; the median is reported):
 
 - DUMP: the `DUMP` reply (the server serialises and LZF-compresses the value; the server is
-  blocked meanwhile);
-- RESTORE: `RESTORE` of that payload under another key (blocking);
+  blocked meanwhile), from the client and in the server (INFO commandstats: without the
+  payload's transfer);
+- RESTORE: `RESTORE` of that payload under another key (blocking), likewise;
 - BGSAVE: from `BGSAVE` until `LASTSAVE` changes (the fork serialises; the server is not
   blocked but for the fork);
 - DEBUG RELOAD: save and load the RDB (blocking: this is what a restart costs);
@@ -42,7 +43,8 @@ server_bench.SERVER_ARGS += ["--enable-debug-command", "yes"]
 
 FILLS = [int(x) for x in os.environ.get("PERSIST_FILLS", "0,2000000").split(",")]
 ROUNDS = int(os.environ.get("PERSIST_ROUNDS", "3"))
-PATHS = ["DUMP", "RESTORE", "BGSAVE", "DEBUG RELOAD", "full sync"]
+PATHS = ["DUMP", "DUMP in the server", "RESTORE", "RESTORE in the server", "BGSAVE",
+         "DEBUG RELOAD", "full sync"]
 
 
 SCRIPT_FILL_MAX = 10_000_000
@@ -104,10 +106,22 @@ def full_sync(master, module):
         replica.close()
 
 
+def with_server_time(c, command, action):
+    """The client's time for `action` and the server's own for its one `command` call
+    (INFO commandstats): the latter without the transfer of a payload of hundreds of MB
+    between client and server, the same for both modules but a second or more of noise."""
+    c.config_resetstat()
+    secs = timed(action)
+    stats = c.info("commandstats")[f"cmdstat_{command}"]
+    return secs, stats["usec"] / stats["calls"] / 1e6
+
+
 def measure(server, module, payload):
     c = server.client
-    out = {"DUMP": timed(lambda: c.dump("bf"))}
-    out["RESTORE"] = timed(lambda: c.restore("copy", 0, payload))
+    out = {}
+    out["DUMP"], out["DUMP in the server"] = with_server_time(c, "dump", lambda: c.dump("bf"))
+    out["RESTORE"], out["RESTORE in the server"] = with_server_time(
+        c, "restore", lambda: c.restore("copy", 0, payload))
     c.delete("copy")
     out["BGSAVE"] = timed(lambda: bgsave(c))
     out["DEBUG RELOAD"] = timed(lambda: c.execute_command("DEBUG", "RELOAD"))
