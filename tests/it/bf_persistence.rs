@@ -18,6 +18,18 @@ fn fill(conn: &mut redis::Connection, key: &str, prefix: &str, n: usize) {
     }
 }
 
+/// Adds 2,000 new items to `key` and finds each: a loaded bit array takes writes where its
+/// words are.
+fn takes_writes(conn: &mut redis::Connection, key: &str) {
+    fill(conn, key, "later", 2_000);
+    let found: Vec<bool> = redis::cmd("BF.MEXISTS")
+        .arg(key)
+        .arg((0..2_000).map(|i| format!("later{i}")).collect::<Vec<_>>())
+        .query(conn)
+        .unwrap();
+    assert!(found.iter().all(|&f| f), "{key}");
+}
+
 /// A set of filters of every shape, and their digests.
 fn make_filters(conn: &mut redis::Connection) -> Vec<(String, String)> {
     // One fixed seed, not 0 (so that the seeded encoding travels every path) and not random:
@@ -94,13 +106,7 @@ fn debug_reload_and_restart_from_rdb() {
     // Bit arrays that kept the blocks Redis loaded their data into (a whole small array, both
     // segments of a large one) take writes there.
     for key in ["bits", "segmented"] {
-        fill(&mut c, key, "later", 2_000);
-        let found: Vec<bool> = redis::cmd("BF.MEXISTS")
-            .arg(key)
-            .arg((0..2_000).map(|i| format!("later{i}")).collect::<Vec<_>>())
-            .query(&mut c)
-            .unwrap();
-        assert!(found.iter().all(|&f| f), "{key}");
+        takes_writes(&mut c, key);
     }
 }
 
@@ -544,12 +550,6 @@ fn arrays_of_256_mib_save_whole_segments_and_load_older_chunks() {
     ok(&mut c, &["DEBUG", "RELOAD"]);
     for key in ["large", "restored", "older"] {
         assert_eq!(digest(&mut c, key), d, "{key}");
-        fill(&mut c, key, "later", 2_000);
-        let found: Vec<bool> = redis::cmd("BF.MEXISTS")
-            .arg(key)
-            .arg((0..2_000).map(|i| format!("later{i}")).collect::<Vec<_>>())
-            .query(&mut c)
-            .unwrap();
-        assert!(found.iter().all(|&f| f), "{key}");
+        takes_writes(&mut c, key);
     }
 }
