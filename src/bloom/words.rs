@@ -225,18 +225,17 @@ fn segment_len(len: usize, s: usize) -> usize {
 /// The segments of a large array: `segment_words(len)` words each (S), the last one possibly
 /// shorter. The lookups' index `table` holds, for segment s, where word 0 would be if the
 /// array were contiguous and segment s in its place (its first word's address − s·S words,
-/// computed with wrapping arithmetic), so word i is at table[i >> shift] + i (S = 2^shift);
-/// the runs own the memory.
+/// computed with wrapping arithmetic), so word i is at table[i / S] + i; the runs own the
+/// memory.
 struct Segmented {
     table: Box<[*mut u64]>,
     runs: Box<[Run]>,
-    shift: u32,
 }
 
 impl Segmented {
-    /// Points segment `s`'s table entry at its run.
-    fn point(&mut self, s: usize) {
-        self.table[s] = self.runs[s].ptr.as_ptr().wrapping_sub(s << self.shift);
+    /// Points the table entry of segment `s` (of `segment` words) at its run.
+    fn point(&mut self, s: usize, segment: usize) {
+        self.table[s] = self.runs[s].ptr.as_ptr().wrapping_sub(s * segment);
     }
 }
 
@@ -283,9 +282,8 @@ impl Words {
                 Some(run)
             })?;
             let table = try_collect(count, |_| Some(std::ptr::null_mut()))?;
-            let shift = segment_words(len).trailing_zeros();
-            let mut segmented = try_box(Segmented { table, runs, shift })?;
-            (0..count).for_each(|s| segmented.point(s));
+            let mut segmented = try_box(Segmented { table, runs })?;
+            (0..count).for_each(|s| segmented.point(s, segment_words(len)));
             (Storage::Segments(segmented), class)
         };
         Some(Self {
@@ -310,7 +308,7 @@ impl Words {
             Storage::Segments(s) => View::Segments(Segments {
                 table: &s.table,
                 len: self.len,
-                shift: s.shift,
+                shift: segment_words(self.len).trailing_zeros(),
                 _words: PhantomData,
             }),
         }
@@ -324,7 +322,7 @@ impl Words {
             Storage::Segments(s) => ViewMut::Segments(SegmentsMut(Segments {
                 table: &s.table,
                 len: self.len,
-                shift: s.shift,
+                shift: segment_words(self.len).trailing_zeros(),
                 _words: PhantomData,
             })),
         }
@@ -371,16 +369,22 @@ impl Words {
     /// Bytes `start..start + len` of the array borrowed from its memory, when they lie in one
     /// piece of it (`chunks::words_as_le_bytes`); None otherwise, and `read_bytes` copies.
     pub fn borrow_bytes(&self, start: usize, len: usize) -> Option<&[u8]> {
+        let (at, piece) = self.piece_holding(start)?;
+        // Ending past this piece, the bytes span two.
+        (start + len <= at + piece.len() * 8)
+            .then(|| words_as_le_bytes(piece, start - at, len))
+            .flatten()
+    }
+
+    /// The allocation's words that hold byte `start` of the array, and the byte where they
+    /// start; None past the end.
+    fn piece_holding(&self, start: usize) -> Option<(usize, &[u64])> {
         let mut at = 0;
         for piece in self.pieces() {
-            let piece_end = at + piece.len() * 8;
-            if start + len <= piece_end {
-                // Starting in an earlier piece, the bytes span two.
-                return (start >= at)
-                    .then(|| words_as_le_bytes(piece, start - at, len))
-                    .flatten();
+            if start < at + piece.len() * 8 {
+                return Some((at, piece));
             }
-            at = piece_end;
+            at += piece.len() * 8;
         }
         None
     }
@@ -398,15 +402,8 @@ impl Words {
     /// allocation's end, borrowed as little-endian bytes (`chunks::words_as_le_bytes`); None
     /// past the end.
     pub fn rest_of_piece(&self, start: usize) -> Option<&[u8]> {
-        let mut at = 0;
-        for piece in self.pieces() {
-            let piece_end = at + piece.len() * 8;
-            if start < piece_end {
-                return words_as_le_bytes(piece, start - at, piece_end - start);
-            }
-            at = piece_end;
-        }
-        None
+        let (at, piece) = self.piece_holding(start)?;
+        words_as_le_bytes(piece, start - at, at + piece.len() * 8 - start)
     }
 
     /// Writes `src` at byte offset `start` of the array (little-endian words); the range lies
@@ -449,17 +446,18 @@ impl Words {
             base: block,
             allocated: bytes,
         };
-        let segment = segment_words(len) * 8;
+        let segment = segment_words(len);
+        let index = start / (segment * 8);
         match &mut self.storage {
             Storage::One(run) if fits && start == 0 && bytes == len * 8 => *run = adopted(),
             Storage::Segments(s)
                 if fits
-                    && start.is_multiple_of(segment)
-                    && start / segment < s.runs.len()
-                    && bytes == segment_len(len, start / segment) * 8 =>
+                    && start.is_multiple_of(segment * 8)
+                    && index < s.runs.len()
+                    && bytes == segment_len(len, index) * 8 =>
             {
-                s.runs[start / segment] = adopted();
-                s.point(start / segment);
+                s.runs[index] = adopted();
+                s.point(index, segment);
             }
             _ => return Err(block),
         }
@@ -479,7 +477,7 @@ impl Words {
                 d.boxed_slice(&mut s.runs);
                 for i in 0..s.runs.len() {
                     s.runs[i].defrag(d, segment_len(len, i), align);
-                    s.point(i);
+                    s.point(i, segment_words(len));
                 }
             }
         }
@@ -913,7 +911,7 @@ mod tests {
             planned_bytes(SEGMENT_WORDS + 1),
             SEGMENT_BYTES as u64 + 8 + table_bytes(2)
         );
-        assert_eq!(table_bytes(2), 16 + 48 + 48);
+        assert_eq!(table_bytes(2), 16 + 48 + 32);
         // A `Words` is as small as a slice and its allocation's record: a key's list of bit
         // arrays stays small.
         assert_eq!(std::mem::size_of::<Words>(), 48);
@@ -930,10 +928,10 @@ mod tests {
         // filters (390,738,528 and 428,318,208 bytes of bits) and 257 MiB in 64 MiB segments,
         // just over 16 MiB in 16 MiB ones, and at most 16 MiB (one allocation).
         for (bytes, old, now) in [
-            (390_738_528u64, 384 * MIB, 376 * MIB + 48 + 160 + 48),
-            (428_318_208, 448 * MIB, 412 * MIB + 64 + 192 + 48),
-            (257 * MIB, 320 * MIB, 257 * MIB + 48 + 128 + 48),
-            (16 * MIB + 8, 20 * MIB, 16 * MIB + 8 + 16 + 48 + 48),
+            (390_738_528u64, 384 * MIB, 376 * MIB + 48 + 160 + 32),
+            (428_318_208, 448 * MIB, 412 * MIB + 64 + 192 + 32),
+            (257 * MIB, 320 * MIB, 257 * MIB + 48 + 128 + 32),
+            (16 * MIB + 8, 20 * MIB, 16 * MIB + 8 + 16 + 48 + 32),
             (12 * MIB + 8, 14 * MIB, 14 * MIB),
         ] {
             assert_eq!((size_class(bytes), planned(bytes)), (old, now), "{bytes}");
