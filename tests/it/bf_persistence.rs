@@ -1,7 +1,9 @@
 //! Bloom filters survive every way Redis moves values: DEBUG RELOAD, restart from the RDB file,
 //! DUMP/RESTORE, COPY, SCANDUMP/LOADCHUNK, AOF (replayed commands and rewrite), replication.
 //! Identity is checked with DEBUG DIGEST-VALUE, which digests the full encoding.
-use crate::common::fuzz::{crc64, dump_payload, split_dump, MODULE_FRAME};
+use crate::common::fuzz::{
+    crc64, dump_payload, module_strings, module_value, split_dump, MODULE_FRAME,
+};
 use crate::common::*;
 use redis::Value;
 
@@ -442,52 +444,6 @@ fn sparse_sets_travel_whole_in_the_header() {
         .exec(&mut c);
     assert!(chunk.is_err());
     assert_eq!(digest(&mut c, "copy"), before);
-}
-
-/// The strings of a module value in an uncompressed DUMP (`rdbcompression no`): after the
-/// frame, each is opcode 5 (a string) and its RDB length; opcode 0 ends the value.
-fn module_strings(value: &[u8]) -> Vec<&[u8]> {
-    let mut at = MODULE_FRAME;
-    let mut strings = Vec::new();
-    loop {
-        match value[at] {
-            0 => return strings,
-            5 => at += 1,
-            op => panic!("module opcode {op} at {at}"),
-        }
-        let (len, width) = match value[at] >> 6 {
-            0 => (u64::from(value[at] & 0x3f), 1),
-            1 => (
-                u64::from(value[at] & 0x3f) << 8 | u64::from(value[at + 1]),
-                2,
-            ),
-            _ if value[at] == 0x80 => {
-                let b: [u8; 4] = value[at + 1..at + 5].try_into().unwrap();
-                (u64::from(u32::from_be_bytes(b)), 5)
-            }
-            _ if value[at] == 0x81 => {
-                let b: [u8; 8] = value[at + 1..at + 9].try_into().unwrap();
-                (u64::from_be_bytes(b), 9)
-            }
-            _ => panic!("encoded string at {at}: not written uncompressed"),
-        };
-        at += width;
-        strings.push(&value[at..at + len as usize]);
-        at += len as usize;
-    }
-}
-
-/// A module value of these strings after `frame` (what `module_strings` reads).
-fn module_value(frame: &[u8], strings: &[&[u8]]) -> Vec<u8> {
-    let mut value = frame.to_vec();
-    for s in strings {
-        value.push(5);
-        value.push(0x81);
-        value.extend_from_slice(&(s.len() as u64).to_be_bytes());
-        value.extend_from_slice(s);
-    }
-    value.push(0);
-    value
 }
 
 #[test]

@@ -5,7 +5,7 @@
 //! results on fresh keys, and survive DEBUG RELOAD with whatever mutated values it accepted.
 
 use crate::common::fixtures::saved_counters;
-use crate::common::fuzz::{mutate, mutated_payload, split_dump, Rng, MODULE_FRAME as FRAME};
+use crate::common::fuzz::{module_strings, mutate, mutated_payload, split_dump, Rng};
 use crate::common::*;
 use redis::Value;
 
@@ -331,22 +331,9 @@ fn scandump(c: &mut redis::Connection, key: &str) -> (Vec<u8>, Vec<(i64, Vec<u8>
 /// the frame (type byte, module id), string opcode 5, RDB length, the bytes (uncompressed: the
 /// server runs with `rdbcompression no`), EOF opcode.
 fn lc_encoding(value: &[u8]) -> Vec<u8> {
-    assert_eq!(value[FRAME], 5, "a module string opcode");
-    let len_byte = value[FRAME + 1];
-    let (len, at) = match len_byte >> 6 {
-        0 => ((len_byte & 0x3f) as usize, FRAME + 2),
-        1 => (
-            (((len_byte & 0x3f) as usize) << 8) | value[FRAME + 2] as usize,
-            FRAME + 3,
-        ),
-        _ => {
-            assert_eq!(len_byte, 0x80, "a 32-bit length");
-            let len = u32::from_be_bytes(value[FRAME + 2..FRAME + 6].try_into().unwrap());
-            (len as usize, FRAME + 6)
-        }
-    };
-    assert_eq!(value.len(), at + len + 1, "one string, then EOF");
-    value[at..at + len].to_vec()
+    let strings = module_strings(value);
+    assert_eq!(strings.len(), 1, "one string, then EOF");
+    strings[0].to_vec()
 }
 
 /// Uses a key that may hold a just-accepted hostile value: every call must answer.

@@ -122,6 +122,55 @@ pub fn dump_payload(value: &[u8], version: [u8; 2]) -> Vec<u8> {
 /// Bytes before a module value's own data in a DUMP: type byte, 0x81, 8-byte module id.
 pub const MODULE_FRAME: usize = 10;
 
+/// The strings of a module value in an uncompressed DUMP (`rdbcompression no`): after the
+/// frame, each is opcode 5 (a string), its RDB length and its bytes; opcode 0 ends the value.
+pub fn module_strings(value: &[u8]) -> Vec<&[u8]> {
+    let mut at = MODULE_FRAME;
+    let mut strings = Vec::new();
+    loop {
+        match value[at] {
+            0 => {
+                assert_eq!(at + 1, value.len(), "the EOF opcode ends the value");
+                return strings;
+            }
+            5 => at += 1,
+            op => panic!("module opcode {op} at {at}"),
+        }
+        let (len, width) = match value[at] >> 6 {
+            0 => (u64::from(value[at] & 0x3f), 1),
+            1 => (
+                u64::from(value[at] & 0x3f) << 8 | u64::from(value[at + 1]),
+                2,
+            ),
+            _ if value[at] == 0x80 => {
+                let b: [u8; 4] = value[at + 1..at + 5].try_into().unwrap();
+                (u64::from(u32::from_be_bytes(b)), 5)
+            }
+            _ if value[at] == 0x81 => {
+                let b: [u8; 8] = value[at + 1..at + 9].try_into().unwrap();
+                (u64::from_be_bytes(b), 9)
+            }
+            _ => panic!("encoded string at {at}: not written uncompressed"),
+        };
+        at += width;
+        strings.push(&value[at..at + len as usize]);
+        at += len as usize;
+    }
+}
+
+/// A module value of these strings after `frame` (what `module_strings` reads).
+pub fn module_value(frame: &[u8], strings: &[&[u8]]) -> Vec<u8> {
+    let mut value = frame.to_vec();
+    for s in strings {
+        value.push(5);
+        value.push(0x81);
+        value.extend_from_slice(&(s.len() as u64).to_be_bytes());
+        value.extend_from_slice(s);
+    }
+    value.push(0);
+    value
+}
+
 /// A mutation of a corpus entry (DUMP values of module types) as a DUMP payload with a valid
 /// CRC. Three times in four the type byte and module id stay intact, so that mutations reach
 /// the module's decoder rather than Redis's own framing checks.
