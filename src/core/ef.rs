@@ -69,7 +69,7 @@ impl Shape {
     }
 
     /// Where the upper bits start, from the stream's start.
-    fn upper(&self) -> u64 {
+    pub(crate) fn upper(&self) -> u64 {
         self.k * self.l as u64
     }
 }

@@ -38,6 +38,21 @@ impl LevelBits {
         self.0[(bit >> 6) as usize] |= 1 << (bit & 63);
     }
 
+    /// Sets the indicators of `tokens`, as `set` does one.
+    #[inline(always)]
+    pub fn set_all(&mut self, tokens: &[u32]) {
+        let table = &mut self.0[..];
+        // `2^(p+2)` words: a power of two, so that the masked index is within them whatever
+        // the token, and the loop needs no bounds check.
+        let last = table.len() - 1;
+        for &token in tokens {
+            let bit = token ^ 0xff;
+            let w = (bit >> 6) as usize & last;
+            // SAFETY: `w ≤ last` (masked above).
+            unsafe { *table.get_unchecked_mut(w) |= 1 << (bit & 63) };
+        }
+    }
+
     /// The registers of these levels, in order.
     pub fn registers(&self) -> impl Iterator<Item = u32> + '_ {
         self.0.chunks_exact(WORDS).map(|words| {

@@ -219,7 +219,7 @@ pub fn sparse_limit(m: u64) -> u64 {
 }
 
 /// The universe of a sketch's tokens at precision `p`: `index·256 + level`.
-pub fn token_universe(p: u32) -> u64 {
+pub const fn token_universe(p: u32) -> u64 {
     1 << (p + 8)
 }
 

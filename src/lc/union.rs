@@ -7,15 +7,18 @@
 
 use super::collect::{union_packed, LevelBits};
 use super::counter::{Counter, LcError};
-use super::geometry::token_limit;
-use super::header::{Mode, SKETCH_REGISTERS};
+use super::geometry::{token_limit, token_universe};
+use super::header::{Mode, SKETCH_REGISTERS, SKETCH_STREAM};
 use super::levels::{
-    ml_estimate, reduced_level, set_levels, union, unset_weight, weight, SetCounts, WINDOW,
+    ml_estimate, reduced_level, set_levels, union, unset_weight, weight, SetCounts, MAX_PRECISION,
+    WINDOW,
 };
 use super::registers::registers_block;
 use super::running::Running;
 use super::tokens::{registers_from_tokens, tokens_block};
 use crate::core::block::Block;
+#[cfg(target_arch = "x86_64")]
+use crate::core::ef_avx2;
 
 /// Indicator `(index, level)` of precision `from` seen at precision `to ≤ from`.
 #[inline]
@@ -80,11 +83,21 @@ impl Counter {
 
     /// Adds this counter's indicators to `levels` (`2^p` registers, `p ≤` its precision, `p <`
     /// it for registers), in one pass over its bytes: tokens decoded straight into their bits,
-    /// no list, no sort.
+    /// no list, no sort; with `AVX2`, a chunk at a time (core/ef_avx2.rs).
     #[inline(always)]
-    fn add_to_levels(&self, p: u32, levels: &mut LevelBits) {
+    fn add_to_levels<const AVX2: bool>(&self, p: u32, levels: &mut LevelBits) {
         let own = self.geometry.precision;
         match self.mode() {
+            #[cfg(target_arch = "x86_64")]
+            Mode::Tokens if own == p && AVX2 => {
+                const { assert!(token_universe(MAX_PRECISION) <= ef_avx2::MAX_UNIVERSE) };
+                let (words, shape) = (self.block.words(), self.tokens_shape());
+                // SAFETY: `AVX2` is set by `union_registers_avx2` only, called once the CPU
+                // has the instructions.
+                unsafe {
+                    ef_avx2::for_each_chunk(words, SKETCH_STREAM, shape, |t| levels.set_all(t))
+                };
+            }
             Mode::Tokens if own == p => self.tokens().for_each(|t| levels.set(t)),
             Mode::Tokens => self.tokens().for_each(|t| {
                 let (i, k) = reduce_indicator(t >> 8, t & 0xff, own, p);
@@ -140,7 +153,7 @@ impl Counter {
             // SAFETY: the CPU has the instructions.
             return unsafe { Counter::union_registers_avx2(counters, p) };
         }
-        Counter::collect_registers(counters, p)
+        Counter::collect_registers::<false>(counters, p)
     }
 
     /// `union_registers` compiled for AVX2, BMI1/2 and POPCNT (x86-64 CPUs since 2013, not the
@@ -150,11 +163,14 @@ impl Counter {
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2,bmi1,bmi2,popcnt")]
     fn union_registers_avx2(counters: &[&Counter], p: u32) -> Result<Indicators, LcError> {
-        Counter::collect_registers(counters, p)
+        Counter::collect_registers::<true>(counters, p)
     }
 
     #[inline(always)]
-    fn collect_registers(counters: &[&Counter], p: u32) -> Result<Indicators, LcError> {
+    fn collect_registers<const AVX2: bool>(
+        counters: &[&Counter],
+        p: u32,
+    ) -> Result<Indicators, LcError> {
         let mut registers = Vec::new();
         registers
             .try_reserve_exact(1 << p)
@@ -172,7 +188,7 @@ impl Counter {
                     Some(levels) => levels,
                     None => levels.insert(LevelBits::new(p)?),
                 };
-                c.add_to_levels(p, levels);
+                c.add_to_levels::<AVX2>(p, levels);
             }
         }
         if let Some(levels) = levels {
