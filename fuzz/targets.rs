@@ -79,6 +79,8 @@ pub fn lc_value(data: &[u8]) {
         );
         let copy = counter.clone();
         let _ = Counter::union_count(&[&copy, &counter]);
+        // Nine copies of a long token list take the many-key path (straight to registers).
+        let _ = Counter::union_count(&[&counter; 9]);
         let mut union = copy.clone();
         let _ = union.absorb(&counter);
         for i in 0..4u32 {
