@@ -177,27 +177,29 @@ fn shift_groups<const N: usize, const M: usize>(
     j
 }
 
+/// `SELECT_IN_BYTE[k][b]`: the position of the set bit of rank `k` in byte `b` (0 if none).
+pub(crate) const SELECT_IN_BYTE: [[u8; 256]; 8] = {
+    let mut table = [[0u8; 256]; 8];
+    let mut b = 0;
+    while b < 256 {
+        let (mut k, mut bit) = (0, 0);
+        while bit < 8 {
+            if b >> bit & 1 == 1 {
+                table[k][b] = bit as u8;
+                k += 1;
+            }
+            bit += 1;
+        }
+        b += 1;
+    }
+    table
+};
+
 /// The position of the set bit of rank `k` in `x` (which has more than k): the byte holding
 /// it by halving the word by its low half's popcount, then a table.
 #[inline(always)]
 pub fn select_in_word(x: u64, k: u64) -> u64 {
-    /// SELECT_IN_BYTE[k][b]: the position of the set bit of rank k in byte b (0 if none).
-    static SELECT_IN_BYTE: [[u8; 256]; 8] = {
-        let mut table = [[0u8; 256]; 8];
-        let mut b = 0;
-        while b < 256 {
-            let (mut k, mut bit) = (0, 0);
-            while bit < 8 {
-                if b >> bit & 1 == 1 {
-                    table[k][b] = bit as u8;
-                    k += 1;
-                }
-                bit += 1;
-            }
-            b += 1;
-        }
-        table
-    };
+    static SELECT: [[u8; 256]; 8] = SELECT_IN_BYTE;
     let (mut x, mut k, mut at) = (x, k, 0u64);
     for half in [32u32, 16, 8] {
         let low = (x & ((1u64 << half) - 1)).count_ones() as u64;
@@ -207,7 +209,7 @@ pub fn select_in_word(x: u64, k: u64) -> u64 {
             at += half as u64;
         }
     }
-    at + SELECT_IN_BYTE[k as usize & 7][x as usize & 0xff] as u64
+    at + SELECT[k as usize & 7][x as usize & 0xff] as u64
 }
 
 /// The position, from `start`, of the `t`-th (from 0) zero bit in `[start, start + len)`,
