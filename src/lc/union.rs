@@ -410,6 +410,43 @@ mod tests {
         assert_eq!(dest.mode(), Mode::Tokens);
     }
 
+    /// The AVX2 build's collection (token lists decoded a chunk at a time) gives the registers
+    /// of the baseline build's, over token lists of two precisions, registers, an exact set
+    /// and lists shorter and longer than a chunk.
+    #[test]
+    fn avx2_collection_is_the_baseline_one() {
+        #[cfg(target_arch = "x86_64")]
+        if std::is_x86_feature_detected!("avx2")
+            && std::is_x86_feature_detected!("bmi1")
+            && std::is_x86_feature_detected!("bmi2")
+            && std::is_x86_feature_detected!("popcnt")
+        {
+            let (mut all, _) = counters(30, 5);
+            for (k, items) in [(1u64, 100u64), (2, 8_000), (3, 40)] {
+                let mut c = Counter::reserve(0.01, 50_000, u64::MAX).unwrap();
+                for i in 0..items {
+                    c.add(&(k << 40 | i).to_le_bytes()).unwrap();
+                }
+                all.push(c);
+            }
+            let modes: Vec<Mode> = all.iter().map(|c| c.mode()).collect();
+            assert!(modes.contains(&Mode::Registers) && modes.contains(&Mode::Tokens));
+            assert!(all.iter().any(|c| c.is_exact()));
+            let refs: Vec<&Counter> = all.iter().collect();
+            let registers = |i: Indicators| match i {
+                Indicators::Registers(r) => r,
+                Indicators::Tokens(_) => panic!("a many-key collection gives registers"),
+            };
+            let baseline = registers(Counter::collect_registers::<false>(&refs, 11).unwrap());
+            // SAFETY: the CPU has the instructions (checked above).
+            let avx2 = registers(unsafe { Counter::union_registers_avx2(&refs, 11) }.unwrap());
+            assert_eq!(avx2, baseline);
+            assert!(baseline.iter().filter(|&&r| r != 0).count() > 2_000);
+            return;
+        }
+        eprintln!("no AVX2 here: nothing compared");
+    }
+
     /// A many-key count (straight to registers) is the count of the counters merged one by
     /// one (token lists, then registers, register-wise), and right.
     #[test]
