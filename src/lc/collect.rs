@@ -12,12 +12,26 @@
 use super::counter::LcError;
 use super::levels::{union, WINDOW, WINDOW_MASK};
 use super::registers::{read_register, GroupUnpacker, GROUP_WORDS};
+#[cfg(target_arch = "x86_64")]
+use crate::core::ef::SELECT_IN_BYTE;
 
 /// Words per register: levels 0..256.
 const WORDS: usize = 4;
 
 /// The set levels of `2^p` registers.
-pub struct LevelBits(Vec<u64>);
+pub struct LevelBits {
+    bits: Vec<u64>,
+    /// The levels every register has (their 256 bits ANDed) as of the last look, and the
+    /// tokens given so far and at which count to look again (`set_chunk`).
+    full: [u64; WORDS],
+    given: u64,
+    next_look: u64,
+    /// Where `set_chunk` packs the tokens it keeps (made once, not zeroed at each chunk).
+    kept: Vec<u32>,
+}
+
+/// Tokens `set_chunk` filters before storing them.
+const PIECE: usize = 512;
 
 impl LevelBits {
     /// `2^p` empty registers; `OutOfMemory` if the allocation fails.
@@ -27,7 +41,17 @@ impl LevelBits {
         bits.try_reserve_exact(len)
             .map_err(|_| LcError::OutOfMemory)?;
         bits.resize(len, 0);
-        Ok(LevelBits(bits))
+        let mut kept = Vec::new();
+        kept.try_reserve_exact(PIECE + 8)
+            .map_err(|_| LcError::OutOfMemory)?;
+        kept.resize(PIECE + 8, 0);
+        Ok(LevelBits {
+            bits,
+            full: [0; WORDS],
+            given: 0,
+            next_look: len as u64,
+            kept,
+        })
     }
 
     /// Sets the indicator of token `index·256 + level` (index below `2^p`): bit
@@ -35,13 +59,13 @@ impl LevelBits {
     #[inline(always)]
     pub fn set(&mut self, token: u64) {
         let bit = token ^ 0xff;
-        self.0[(bit >> 6) as usize] |= 1 << (bit & 63);
+        self.bits[(bit >> 6) as usize] |= 1 << (bit & 63);
     }
 
     /// Sets the indicators of `tokens`, as `set` does one.
     #[inline(always)]
-    pub fn set_all(&mut self, tokens: &[u32]) {
-        let table = &mut self.0[..];
+    fn set_all(&mut self, tokens: &[u32]) {
+        let table = &mut self.bits[..];
         // `2^(p+2)` words: a power of two, so that the masked index is within them whatever
         // the token, and the loop needs no bounds check.
         let last = table.len() - 1;
@@ -53,9 +77,82 @@ impl LevelBits {
         }
     }
 
+    /// Sets the indicators of `tokens` but those of levels that every register has already:
+    /// a union of many lists soon holds every level of the lowest groups in every register,
+    /// and most tokens are of those levels (each group half as likely as the one below).
+    /// Skipping them changes nothing. Which levels are full is looked at again each time
+    /// the tokens given double (an AND over the registers, about a store a word), and
+    /// the tokens are filtered 8 at a time, the ones kept packed left before their stores.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,popcnt")]
+    pub fn set_chunk(&mut self, tokens: &[u32]) {
+        use std::arch::x86_64::*;
+        self.given += tokens.len() as u64;
+        if self.given >= self.next_look {
+            self.look();
+        }
+        if self.full == [0; WORDS] {
+            return self.set_all(tokens);
+        }
+        // Lane `q` of `full`: bits 32q.. of a register's 256 (little-endian words).
+        let full_bits: [u32; 8] =
+            std::array::from_fn(|q| (self.full[q / 2] >> (32 * (q % 2))) as u32);
+        // SAFETY: 32 bytes read from a `[u32; 8]`.
+        let full = unsafe { _mm256_loadu_si256(full_bits.as_ptr().cast()) };
+        let (byte, five_bits) = (_mm256_set1_epi32(0xff), _mm256_set1_epi32(31));
+        let mut kept = std::mem::take(&mut self.kept);
+        for piece in tokens.chunks(PIECE) {
+            let mut n = 0;
+            let groups = piece.chunks_exact(8);
+            let rest = groups.remainder();
+            for group in groups {
+                let lanes: &mut [u32; 8] = (&mut kept[n..n + 8]).try_into().expect("8");
+                // SAFETY: 32 bytes read from the group (8 tokens), from `PACK[m]` and written
+                // to `lanes` (8 slots).
+                let m = unsafe {
+                    let tokens = _mm256_loadu_si256(group.as_ptr().cast());
+                    // A token's bit within its register's 256: 255 − level.
+                    let r = _mm256_and_si256(_mm256_xor_si256(tokens, byte), byte);
+                    let word = _mm256_permutevar8x32_epi32(full, _mm256_srli_epi32::<5>(r));
+                    let has = _mm256_srlv_epi32(word, _mm256_and_si256(r, five_bits));
+                    let has = _mm256_slli_epi32::<31>(has);
+                    let m = !_mm256_movemask_ps(_mm256_castsi256_ps(has)) as usize & 0xff;
+                    let order = _mm256_loadu_si256(PACK[m].as_ptr().cast());
+                    _mm256_storeu_si256(
+                        lanes.as_mut_ptr().cast(),
+                        _mm256_permutevar8x32_epi32(tokens, order),
+                    );
+                    m
+                };
+                n += m.count_ones() as usize;
+            }
+            for &token in rest {
+                let r = (token ^ 0xff) & 0xff;
+                if self.full[(r / 64) as usize] >> (r % 64) & 1 == 0 {
+                    kept[n] = token;
+                    n += 1;
+                }
+            }
+            self.set_all(&kept[..n]);
+        }
+        self.kept = kept;
+    }
+
+    /// Finds the levels every register has, and when to look again (twice the tokens).
+    fn look(&mut self) {
+        let mut full = [u64::MAX; WORDS];
+        for register in self.bits.chunks_exact(WORDS) {
+            for (f, w) in full.iter_mut().zip(register) {
+                *f &= w;
+            }
+        }
+        self.full = full;
+        self.next_look = 2 * self.given;
+    }
+
     /// The registers of these levels, in order.
     pub fn registers(&self) -> impl Iterator<Item = u32> + '_ {
-        self.0.chunks_exact(WORDS).map(|words| {
+        self.bits.chunks_exact(WORDS).map(|words| {
             let Some(w) = (0..WORDS).find(|&w| words[w] != 0) else {
                 return 0;
             };
@@ -66,6 +163,23 @@ impl LevelBits {
         })
     }
 }
+
+/// For each 8-bit mask of lanes kept: their indexes in order (`vpermd` control packing them
+/// left; lanes past them: anything).
+#[cfg(target_arch = "x86_64")]
+const PACK: [[u32; 8]; 256] = {
+    let mut table = [[0u32; 8]; 256];
+    let mut m = 0;
+    while m < 256 {
+        let mut j = 0;
+        while j < (m as u32).count_ones() as usize {
+            table[m][j] = SELECT_IN_BYTE[j][m] as u32;
+            j += 1;
+        }
+        m += 1;
+    }
+    table
+};
 
 /// Makes `registers` the union of themselves and the packed registers `words` (registers.rs:
 /// 27 bits each, low bits first; at least `registers.len()` of them). Whole groups of 64
@@ -98,7 +212,7 @@ fn bits_at(words: &[u64], from: u32) -> u64 {
 mod tests {
     use super::*;
     use crate::lc::header::SKETCH_REGISTERS;
-    use crate::lc::levels::{max_level, update, MIN_PRECISION};
+    use crate::lc::levels::{max_level, token, update, MIN_PRECISION};
     use crate::lc::registers::registers_block;
     use proptest::prelude::*;
 
@@ -121,6 +235,42 @@ mod tests {
             }
             let got: Vec<u32> = bits.registers().collect();
             prop_assert_eq!(got, vec![build(&a), 0]);
+        }
+
+        /// Tokens set a chunk at a time, skipping levels every register has, leave the bits
+        /// that setting each leaves, once the low levels have filled up and before.
+        #[test]
+        fn chunks_set_what_tokens_set(
+            seed in any::<u64>(),
+            p in MIN_PRECISION..7,
+            count in 0usize..12_000,
+            chunk in 1usize..700,
+        ) {
+            if !(std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("popcnt")) {
+                return Ok(());
+            }
+            let mut x = seed;
+            let tokens: Vec<u32> = (0..count)
+                .map(|_| {
+                    x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                    let h = x ^ x >> 29;
+                    let (index, level) = token(h, p);
+                    (index << 8 | level) as u32
+                })
+                .collect();
+            let (mut one_by_one, mut chunked) = (LevelBits::new(p).unwrap(), LevelBits::new(p).unwrap());
+            for &t in &tokens {
+                one_by_one.set(u64::from(t));
+            }
+            for c in tokens.chunks(chunk) {
+                // SAFETY: the CPU has the instructions (checked above).
+                unsafe { chunked.set_chunk(c) };
+            }
+            prop_assert_eq!(&chunked.bits, &one_by_one.bits);
+            // 100 tokens a register fill the lowest levels of all: what is skipped from then on.
+            if count >> p >= 100 {
+                prop_assert!(chunked.full != [0; WORDS], "the low levels filled up");
+            }
         }
 
         /// Packed registers united into registers give the registers of both sides' levels,

@@ -95,7 +95,7 @@ impl Counter {
                 // SAFETY: `AVX2` is set by `union_registers_avx2` only, called once the CPU
                 // has the instructions.
                 unsafe {
-                    ef_avx2::for_each_chunk(words, SKETCH_STREAM, shape, |t| levels.set_all(t))
+                    ef_avx2::for_each_chunk(words, SKETCH_STREAM, shape, |t| levels.set_chunk(t))
                 };
             }
             Mode::Tokens if own == p => self.tokens().for_each(|t| levels.set(t)),
