@@ -7,7 +7,9 @@
 //! Within a register's 256 bits level `k` is bit `255 − k`, so that a register's highest level
 //! and the window below it are read out at the end as one run of bits: what `update` would
 //! have kept had the same levels come one by one. Its size: 32 bytes per register (64 KiB at
-//! the default `p = 11`, a cache-resident working set; 32 MiB at the largest `p`).
+//! the default `p = 11`, a cache-resident working set; 32 MiB at the largest `p`). Where the
+//! CPU has AVX2, token lists come a chunk at a time (core/ef_avx2.rs), and the tokens of
+//! levels that every register already holds are dropped before their stores (`set_chunk`).
 
 use super::counter::LcError;
 use super::levels::{union, WINDOW, WINDOW_MASK};
