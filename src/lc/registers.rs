@@ -7,7 +7,7 @@
 use super::counter::{Counter, LcError};
 use super::geometry::registers_words;
 use super::header::{Header, Mode, SKETCH_REGISTERS};
-use super::levels::{token, unset_weight, unset_weight_taken, update, REGISTER_BITS};
+use super::levels::{registers_counts, token, unset_weight_taken, update, REGISTER_BITS};
 use super::running::Running;
 use crate::core::block::Block;
 
@@ -184,15 +184,13 @@ pub fn registers_block(
 ) -> Result<Block, LcError> {
     let mut block = Block::zeroed(registers_words(p)).ok_or(LcError::OutOfMemory)?;
     let words = block.words_mut();
-    let mut mu = 0u128;
     for (i, &r) in registers.iter().enumerate() {
-        mu += unset_weight(r, p);
         write_register(&mut words[SKETCH_REGISTERS..], i as u64, r);
     }
     Running {
         estimate,
         variance,
-        mu,
+        mu: registers_counts(registers, p).1,
     }
     .write(words);
     Header {
