@@ -56,6 +56,37 @@ impl LevelBits {
         })
     }
 
+    /// Whether `listed` tokens at precision `p` are put together faster here than by a
+    /// sort: a sort costs about a comparison per token and halving, these bits a few passes
+    /// over their words (zeroed, counted, read out), so from a token per 16 words on.
+    pub fn worth_it(listed: u64, p: u32) -> bool {
+        listed >= ((WORDS as u64) << p) / 16
+    }
+
+    /// The set indicators as tokens, in order, if there are at most `limit` of them (None
+    /// past it); `OutOfMemory` if the list cannot be made.
+    pub fn tokens_within(&self, limit: u64) -> Result<Option<Vec<u64>>, LcError> {
+        let mut tokens = Vec::new();
+        tokens
+            .try_reserve_exact(limit as usize)
+            .map_err(|_| LcError::OutOfMemory)?;
+        for (index, words) in self.bits.chunks_exact(WORDS).enumerate() {
+            // Levels rise from the last word's top bit to the first word's lowest.
+            for (w, &word) in words.iter().enumerate().rev() {
+                let mut word = word;
+                while word != 0 {
+                    if tokens.len() as u64 == limit {
+                        return Ok(None);
+                    }
+                    let bit = 63 - u64::from(word.leading_zeros());
+                    tokens.push((index as u64) << 8 | (255 - 64 * w as u64 - bit));
+                    word &= !(1 << bit);
+                }
+            }
+        }
+        Ok(Some(tokens))
+    }
+
     /// Sets the indicator of token `index·256 + level` (index below `2^p`): bit
     /// `index·256 + 255 − level`.
     #[inline(always)]

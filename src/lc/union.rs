@@ -10,8 +10,8 @@ use super::counter::{Counter, LcError};
 use super::geometry::{token_limit, token_universe};
 use super::header::{Mode, SKETCH_REGISTERS, SKETCH_STREAM};
 use super::levels::{
-    ml_estimate, reduced_level, set_levels, union, unset_weight, weight, SetCounts, MAX_PRECISION,
-    WINDOW,
+    ml_estimate, reduced_level, registers_counts, set_levels, union, weight, SetCounts,
+    MAX_PRECISION, WINDOW,
 };
 use super::registers::registers_block;
 use super::running::Running;
@@ -34,7 +34,17 @@ fn reduce_indicator(mut index: u64, mut level: u64, from: u32, to: u32) -> (u64,
 /// `sketch_union_count`).
 const SORTED_UNION: u64 = 8;
 
+/// Whether the CPU has what the unions' AVX2 builds use (AVX2, BMI1/2, POPCNT).
+#[cfg(target_arch = "x86_64")]
+fn avx2_here() -> bool {
+    std::is_x86_feature_detected!("avx2")
+        && std::is_x86_feature_detected!("bmi1")
+        && std::is_x86_feature_detected!("bmi2")
+        && std::is_x86_feature_detected!("popcnt")
+}
+
 /// The indicators of a union being built at one precision.
+#[derive(Debug, PartialEq)]
 enum Indicators {
     Tokens(Vec<u64>),
     Registers(Vec<u32>),
@@ -124,20 +134,72 @@ impl Counter {
     }
 
     /// The union of `counters` (exact, tokens or registers) as indicators at their smallest
-    /// precision `p`: the token list while it fits one, else registers.
+    /// precision `p`: the token list while it fits one, else registers. Tokens are sorted
+    /// together while they are few; more go into level bits (collect.rs), whose set bits are
+    /// the distinct tokens, without a sort (`LevelBits::worth_it`).
     fn union_indicators(counters: &[&Counter], p: u32) -> Result<Indicators, LcError> {
-        if counters.iter().all(|c| c.mode() != Mode::Registers) {
-            let mut tokens: Vec<u64> = counters.iter().flat_map(|c| c.tokens_at(p)).collect();
-            tokens.sort_unstable();
-            tokens.dedup();
-            if tokens.len() as u64 <= token_limit(p) {
-                return Ok(Indicators::Tokens(tokens));
-            }
-            let mut levels = LevelBits::new(p)?;
-            tokens.into_iter().for_each(|t| levels.set(t));
-            return Ok(Indicators::Registers(levels.registers().collect()));
+        if counters.iter().any(|c| c.mode() == Mode::Registers) {
+            return Counter::union_registers(counters, p);
         }
-        Counter::union_registers(counters, p)
+        let listed: u64 = counters.iter().map(|c| c.header().count).sum();
+        if LevelBits::worth_it(listed, p) {
+            Counter::collected_union(counters, p)
+        } else {
+            Counter::sorted_union(counters, p)
+        }
+    }
+
+    /// `union_indicators` of exact and tokens-mode counters by a sort of all their tokens.
+    fn sorted_union(counters: &[&Counter], p: u32) -> Result<Indicators, LcError> {
+        let mut tokens: Vec<u64> = counters.iter().flat_map(|c| c.tokens_at(p)).collect();
+        tokens.sort_unstable();
+        tokens.dedup();
+        if tokens.len() as u64 <= token_limit(p) {
+            return Ok(Indicators::Tokens(tokens));
+        }
+        let mut levels = LevelBits::new(p)?;
+        tokens.into_iter().for_each(|t| levels.set(t));
+        Ok(Indicators::Registers(levels.registers().collect()))
+    }
+
+    /// `union_indicators` of exact and tokens-mode counters through level bits.
+    fn collected_union(counters: &[&Counter], p: u32) -> Result<Indicators, LcError> {
+        #[cfg(target_arch = "x86_64")]
+        let levels = if avx2_here() {
+            // SAFETY: the CPU has the instructions.
+            unsafe { Counter::collect_levels_avx2(counters, p) }?
+        } else {
+            Counter::collect_levels::<false>(counters, p)?
+        };
+        #[cfg(not(target_arch = "x86_64"))]
+        let levels = Counter::collect_levels::<false>(counters, p)?;
+        Ok(match levels.tokens_within(token_limit(p))? {
+            Some(tokens) => Indicators::Tokens(tokens),
+            None => Indicators::Registers(levels.registers().collect()),
+        })
+    }
+
+    /// `collect_levels` compiled for AVX2, BMI1/2 and POPCNT.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,bmi1,bmi2,popcnt")]
+    fn collect_levels_avx2(counters: &[&Counter], p: u32) -> Result<LevelBits, LcError> {
+        Counter::collect_levels::<true>(counters, p)
+    }
+
+    /// The level bits of `counters` (none in registers mode of precision `p`).
+    #[inline(always)]
+    fn collect_levels<const AVX2: bool>(
+        counters: &[&Counter],
+        p: u32,
+    ) -> Result<LevelBits, LcError> {
+        let mut levels = LevelBits::new(p)?;
+        for (i, c) in counters.iter().enumerate() {
+            if let Some(next) = counters.get(i + 1) {
+                next.block.prefetch();
+            }
+            c.add_to_levels::<AVX2>(p, &mut levels);
+        }
+        Ok(levels)
     }
 
     /// The union of `counters` as registers at precision `p`: one pass over each, no sort.
@@ -145,11 +207,7 @@ impl Counter {
     /// levels (collect.rs), read out as registers and united with them at the end.
     fn union_registers(counters: &[&Counter], p: u32) -> Result<Indicators, LcError> {
         #[cfg(target_arch = "x86_64")]
-        if std::is_x86_feature_detected!("avx2")
-            && std::is_x86_feature_detected!("bmi1")
-            && std::is_x86_feature_detected!("bmi2")
-            && std::is_x86_feature_detected!("popcnt")
-        {
+        if avx2_here() {
             // SAFETY: the CPU has the instructions.
             return unsafe { Counter::union_registers_avx2(counters, p) };
         }
@@ -201,23 +259,18 @@ impl Counter {
 
     /// The maximum-likelihood estimate and variance of a union's indicators.
     fn estimate_of(indicators: &Indicators, p: u32) -> (f64, f64) {
-        let mut counts = SetCounts::new(p);
-        let mut mu = 0u128;
-        match indicators {
+        let (counts, mu) = match indicators {
             Indicators::Tokens(tokens) => {
-                mu = 1 << 64;
+                let mut counts = SetCounts::new(p);
+                let mut mu = 1u128 << 64;
                 for &t in tokens {
                     counts.add(t & 0xff);
                     mu -= u128::from(weight(t & 0xff, p));
                 }
+                (counts, mu)
             }
-            Indicators::Registers(registers) => {
-                for &r in registers {
-                    set_levels(r).for_each(|k| counts.add(k));
-                    mu += unset_weight(r, p);
-                }
-            }
-        }
+            Indicators::Registers(registers) => registers_counts(registers, p),
+        };
         ml_estimate(&counts, mu, p)
     }
 
@@ -410,17 +463,48 @@ mod tests {
         assert_eq!(dest.mode(), Mode::Tokens);
     }
 
+    /// Tokens put together through level bits give the indicators a sort gives: the token
+    /// list while it fits one, else the same registers; over exact sets, token lists of two
+    /// precisions, and unions on both sides of the token limit.
+    #[test]
+    fn collected_union_is_the_sorted_one() {
+        let exact = |k: u64, items: u64| {
+            let mut c = Counter::reserve(0.01, 50_000, u64::MAX).unwrap();
+            for i in 0..items {
+                c.add(&(k << 40 | i).to_le_bytes()).unwrap();
+            }
+            c
+        };
+        let mut cases: Vec<Vec<Counter>> = vec![
+            vec![exact(1, 100), exact(2, 150)],
+            vec![exact(1, 100), exact(3, 1_000)],
+        ];
+        for (n, seed) in [(1, 4), (2, 1), (3, 2), (8, 3)] {
+            let (mut all, _) = counters(n, seed);
+            all.push(exact(9, 120));
+            cases.push(all);
+        }
+        let (mut tokens, mut registers) = (0, 0);
+        for all in &cases {
+            let refs: Vec<&Counter> = all.iter().collect();
+            let p = refs.iter().map(|c| c.geometry.precision).min().unwrap();
+            let sorted = Counter::sorted_union(&refs, p).unwrap();
+            match &sorted {
+                Indicators::Tokens(_) => tokens += 1,
+                Indicators::Registers(_) => registers += 1,
+            }
+            assert_eq!(Counter::collected_union(&refs, p).unwrap(), sorted);
+        }
+        assert!(tokens >= 2 && registers >= 2, "{tokens} {registers}");
+    }
+
     /// The AVX2 build's collection (token lists decoded a chunk at a time) gives the registers
     /// of the baseline build's, over token lists of two precisions, registers, an exact set
     /// and lists shorter and longer than a chunk.
     #[test]
     fn avx2_collection_is_the_baseline_one() {
         #[cfg(target_arch = "x86_64")]
-        if std::is_x86_feature_detected!("avx2")
-            && std::is_x86_feature_detected!("bmi1")
-            && std::is_x86_feature_detected!("bmi2")
-            && std::is_x86_feature_detected!("popcnt")
-        {
+        if avx2_here() {
             let (mut all, _) = counters(30, 5);
             for (k, items) in [(1u64, 100u64), (2, 8_000), (3, 40)] {
                 let mut c = Counter::reserve(0.01, 50_000, u64::MAX).unwrap();
