@@ -543,12 +543,7 @@ mod tests {
                 let (i, k) = token(h, p);
                 regs[i as usize] = update(regs[i as usize], k);
             }
-            let mut counts = SetCounts::new(p);
-            let mut mu = 0u128;
-            for &r in &regs {
-                set_levels(r).for_each(|k| counts.add(k));
-                mu += unset_weight(r, p);
-            }
+            let (counts, mu) = registers_counts(&regs, p);
             let (est, var) = ml_estimate(&counts, mu, p);
             let sd = var.sqrt();
             assert!(

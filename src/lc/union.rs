@@ -43,6 +43,22 @@ fn avx2_here() -> bool {
         && std::is_x86_feature_detected!("popcnt")
 }
 
+/// Calls `f` on each of `counters` in turn, each next one's block asked for while `f` reads
+/// the one before (`Block::prefetch`); stops at the first error.
+#[inline(always)]
+fn for_each_ahead(
+    counters: &[&Counter],
+    mut f: impl FnMut(&Counter) -> Result<(), LcError>,
+) -> Result<(), LcError> {
+    for (i, c) in counters.iter().enumerate() {
+        if let Some(next) = counters.get(i + 1) {
+            next.block.prefetch();
+        }
+        f(c)?;
+    }
+    Ok(())
+}
+
 /// The indicators of a union being built at one precision.
 #[derive(Debug, PartialEq)]
 enum Indicators {
@@ -193,12 +209,10 @@ impl Counter {
         p: u32,
     ) -> Result<LevelBits, LcError> {
         let mut levels = LevelBits::new(p)?;
-        for (i, c) in counters.iter().enumerate() {
-            if let Some(next) = counters.get(i + 1) {
-                next.block.prefetch();
-            }
+        for_each_ahead(counters, |c| {
             c.add_to_levels::<AVX2>(p, &mut levels);
-        }
+            Ok(())
+        })?;
         Ok(levels)
     }
 
@@ -235,10 +249,7 @@ impl Counter {
             .map_err(|_| LcError::OutOfMemory)?;
         registers.resize(1 << p, 0u32);
         let mut levels = None;
-        for (i, c) in counters.iter().enumerate() {
-            if let Some(next) = counters.get(i + 1) {
-                next.block.prefetch();
-            }
+        for_each_ahead(counters, |c| {
             if c.mode() == Mode::Registers && c.geometry.precision == p {
                 union_packed(&mut registers, &c.block.words()[SKETCH_REGISTERS..]);
             } else {
@@ -248,7 +259,8 @@ impl Counter {
                 };
                 c.add_to_levels::<AVX2>(p, levels);
             }
-        }
+            Ok(())
+        })?;
         if let Some(levels) = levels {
             for (r, l) in registers.iter_mut().zip(levels.registers()) {
                 *r = union(*r, l);
