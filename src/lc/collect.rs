@@ -59,7 +59,7 @@ impl LevelBits {
     /// Whether `listed` tokens at precision `p` are put together faster here than by a
     /// sort: a sort costs about a comparison per token and halving, these bits a few passes
     /// over their words (zeroed, counted, read out), so from a token per 16 words on.
-    pub fn worth_it(listed: u64, p: u32) -> bool {
+    pub fn faster_than_sorting(listed: u64, p: u32) -> bool {
         listed >= ((WORDS as u64) << p) / 16
     }
 

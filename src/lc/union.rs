@@ -150,15 +150,15 @@ impl Counter {
     }
 
     /// The union of `counters` (exact, tokens or registers) as indicators at their smallest
-    /// precision `p`: the token list while it fits one, else registers. Tokens are sorted
-    /// together while they are few; more go into level bits (collect.rs), whose set bits are
-    /// the distinct tokens, without a sort (`LevelBits::worth_it`).
-    fn union_indicators(counters: &[&Counter], p: u32) -> Result<Indicators, LcError> {
+    /// precision `p` (listing `listed` tokens in all): the token list while it fits one, else
+    /// registers. Tokens are sorted together while they are few; more go into level bits
+    /// (collect.rs), whose set bits are the distinct tokens, without a sort
+    /// (`LevelBits::faster_than_sorting`).
+    fn union_indicators(counters: &[&Counter], p: u32, listed: u64) -> Result<Indicators, LcError> {
         if counters.iter().any(|c| c.mode() == Mode::Registers) {
             return Counter::union_registers(counters, p);
         }
-        let listed: u64 = counters.iter().map(|c| c.header().count).sum();
-        if LevelBits::worth_it(listed, p) {
+        if LevelBits::faster_than_sorting(listed, p) {
             Counter::collected_union(counters, p)
         } else {
             Counter::sorted_union(counters, p)
@@ -299,7 +299,7 @@ impl Counter {
         let indicators = if listed > SORTED_UNION * token_limit(p) {
             Counter::union_registers(counters, p)?
         } else {
-            Counter::union_indicators(counters, p)?
+            Counter::union_indicators(counters, p, listed)?
         };
         Ok(Counter::estimate_of(&indicators, p).0.round() as u64)
     }
@@ -336,7 +336,7 @@ impl Counter {
         let indicators = if others.len() > 1 && listed > SORTED_UNION * token_limit(p) {
             Counter::union_registers(&all, p)?
         } else {
-            Counter::union_indicators(&all, p)?
+            Counter::union_indicators(&all, p, listed)?
         };
         let unchanged = p == self.geometry.precision
             && match (&indicators, self.mode()) {
