@@ -47,6 +47,15 @@ const fn high_parts() -> [[u32; 8]; 256] {
     table
 }
 
+/// Whether this CPU has what `for_each_chunk` is built for (AVX2, BMI1, BMI2, POPCNT): the
+/// check its callers make before calling it.
+pub fn usable() -> bool {
+    std::is_x86_feature_detected!("avx2")
+        && std::is_x86_feature_detected!("bmi1")
+        && std::is_x86_feature_detected!("bmi2")
+        && std::is_x86_feature_detected!("popcnt")
+}
+
 /// Calls `f` with the values of the stream of `shape` (universe at most `MAX_UNIVERSE`)
 /// starting at bit `base` of `words`, in order, a chunk at a time.
 ///
@@ -199,14 +208,10 @@ mod tests {
     }
 
     fn has_avx2() -> bool {
-        (std::is_x86_feature_detected!("avx2")
-            && std::is_x86_feature_detected!("bmi1")
-            && std::is_x86_feature_detected!("bmi2")
-            && std::is_x86_feature_detected!("popcnt"))
-            || {
-                eprintln!("no AVX2 here: nothing checked");
-                false
-            }
+        usable() || {
+            eprintln!("no AVX2 here: nothing checked");
+            false
+        }
     }
 
     proptest! {

@@ -279,7 +279,7 @@ mod tests {
             count in 0usize..12_000,
             chunk in 1usize..700,
         ) {
-            if !(std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("popcnt")) {
+            if !crate::core::ef_avx2::usable() {
                 return Ok(());
             }
             let mut x = seed;

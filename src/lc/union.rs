@@ -34,15 +34,6 @@ fn reduce_indicator(mut index: u64, mut level: u64, from: u32, to: u32) -> (u64,
 /// `sketch_union_count`).
 const SORTED_UNION: u64 = 8;
 
-/// Whether the CPU has what the unions' AVX2 builds use (AVX2, BMI1/2, POPCNT).
-#[cfg(target_arch = "x86_64")]
-fn avx2_here() -> bool {
-    std::is_x86_feature_detected!("avx2")
-        && std::is_x86_feature_detected!("bmi1")
-        && std::is_x86_feature_detected!("bmi2")
-        && std::is_x86_feature_detected!("popcnt")
-}
-
 /// Calls `f` on each of `counters` in turn, each next one's block asked for while `f` reads
 /// the one before (`Block::prefetch`); stops at the first error.
 #[inline(always)]
@@ -118,8 +109,8 @@ impl Counter {
             Mode::Tokens if own == p && AVX2 => {
                 const { assert!(token_universe(MAX_PRECISION) <= ef_avx2::MAX_UNIVERSE) };
                 let (words, shape) = (self.block.words(), self.tokens_shape());
-                // SAFETY: `AVX2` is set by `union_registers_avx2` only, called once the CPU
-                // has the instructions.
+                // SAFETY: `AVX2` is set only by `union_registers_avx2` and
+                // `collect_levels_avx2`, called once `ef_avx2::usable()`.
                 unsafe {
                     ef_avx2::for_each_chunk(words, SKETCH_STREAM, shape, |t| levels.set_chunk(t))
                 };
@@ -181,7 +172,7 @@ impl Counter {
     /// `union_indicators` of exact and tokens-mode counters through level bits.
     fn collected_union(counters: &[&Counter], p: u32) -> Result<Indicators, LcError> {
         #[cfg(target_arch = "x86_64")]
-        let levels = if avx2_here() {
+        let levels = if ef_avx2::usable() {
             // SAFETY: the CPU has the instructions.
             unsafe { Counter::collect_levels_avx2(counters, p) }?
         } else {
@@ -221,7 +212,7 @@ impl Counter {
     /// levels (collect.rs), read out as registers and united with them at the end.
     fn union_registers(counters: &[&Counter], p: u32) -> Result<Indicators, LcError> {
         #[cfg(target_arch = "x86_64")]
-        if avx2_here() {
+        if ef_avx2::usable() {
             // SAFETY: the CPU has the instructions.
             return unsafe { Counter::union_registers_avx2(counters, p) };
         }
@@ -516,7 +507,7 @@ mod tests {
     #[test]
     fn avx2_collection_is_the_baseline_one() {
         #[cfg(target_arch = "x86_64")]
-        if avx2_here() {
+        if ef_avx2::usable() {
             let (mut all, _) = counters(30, 5);
             for (k, items) in [(1u64, 100u64), (2, 8_000), (3, 40)] {
                 let mut c = Counter::reserve(0.01, 50_000, u64::MAX).unwrap();
