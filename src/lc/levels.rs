@@ -383,6 +383,16 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
+    /// The registers at precision `p` of the items with these hashes, added one by one.
+    fn registers_of(p: u32, hashes: impl IntoIterator<Item = u64>) -> Vec<u32> {
+        let mut registers = vec![0u32; 1 << p];
+        for h in hashes {
+            let (i, k) = token(h, p);
+            registers[i as usize] = update(registers[i as usize], k);
+        }
+        registers
+    }
+
     #[test]
     fn weights_sum_to_one_per_register() {
         for p in [MIN_PRECISION, 11, MAX_PRECISION] {
@@ -469,14 +479,15 @@ mod tests {
         ];
         let mut x = 0x9e37_79b9_u64;
         for (p, n, estimate, variance) in PINNED {
-            let mut regs = vec![0u32; 1 << p];
-            for _ in 0..n {
-                x = x
-                    .wrapping_mul(6364136223846793005)
-                    .wrapping_add(1442695040888963407);
-                let (i, k) = token(x ^ x >> 31, p);
-                regs[i as usize] = update(regs[i as usize], k);
-            }
+            let regs = registers_of(
+                p,
+                (0..n).map(|_| {
+                    x = x
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
+                    x ^ x >> 31
+                }),
+            );
             let (counts, mu) = registers_counts(&regs, p);
             let (e, v) = ml_estimate(&counts, mu, p);
             assert_eq!(
@@ -515,11 +526,7 @@ mod tests {
             p in MIN_PRECISION..=8,
             hashes in proptest::collection::vec(any::<u64>(), 0..3_000),
         ) {
-            let mut registers = vec![0u32; 1 << p];
-            for h in hashes {
-                let (i, k) = token(h, p);
-                registers[i as usize] = update(registers[i as usize], k);
-            }
+            let registers = registers_of(p, hashes);
             let mut counts = SetCounts::new(p);
             let mut mu = 0u128;
             for &r in &registers {
@@ -575,15 +582,15 @@ mod tests {
         let p = 8;
         let mut x = 0x1234_5678_u64;
         for n in [10u64, 1_000, 100_000] {
-            let mut regs = vec![0u32; 1 << p];
-            for _ in 0..n {
-                x = x
-                    .wrapping_mul(6364136223846793005)
-                    .wrapping_add(1442695040888963407);
-                let h = crate::core::hashing::hash_item(&x.to_le_bytes()).h1;
-                let (i, k) = token(h, p);
-                regs[i as usize] = update(regs[i as usize], k);
-            }
+            let regs = registers_of(
+                p,
+                (0..n).map(|_| {
+                    x = x
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
+                    crate::core::hashing::hash_item(&x.to_le_bytes()).h1
+                }),
+            );
             let (counts, mu) = registers_counts(&regs, p);
             let (est, var) = ml_estimate(&counts, mu, p);
             let sd = var.sqrt();
