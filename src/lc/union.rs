@@ -18,7 +18,7 @@ use super::running::Running;
 use super::tokens::{registers_from_tokens, tokens_block};
 use crate::core::block::Block;
 #[cfg(target_arch = "x86_64")]
-use crate::core::ef_avx2;
+use crate::core::ef_chunks;
 
 /// Indicator `(index, level)` of precision `from` seen at precision `to ≤ from`.
 #[inline]
@@ -100,19 +100,19 @@ impl Counter {
 
     /// Adds this counter's indicators to `levels` (`2^p` registers, `p ≤` its precision, `p <`
     /// it for registers), in one pass over its bytes: tokens decoded straight into their bits,
-    /// no list, no sort; with `AVX2`, a chunk at a time (core/ef_avx2.rs).
+    /// no list, no sort; with `AVX2`, a chunk at a time (core/ef_chunks.rs).
     #[inline(always)]
     fn add_to_levels<const AVX2: bool>(&self, p: u32, levels: &mut LevelBits) {
         let own = self.geometry.precision;
         match self.mode() {
             #[cfg(target_arch = "x86_64")]
             Mode::Tokens if own == p && AVX2 => {
-                const { assert!(token_universe(MAX_PRECISION) <= ef_avx2::MAX_UNIVERSE) };
+                const { assert!(token_universe(MAX_PRECISION) <= ef_chunks::MAX_UNIVERSE) };
                 let (words, shape) = (self.block.words(), self.tokens_shape());
                 // SAFETY: `AVX2` is set only by `union_registers_avx2` and
-                // `collect_levels_avx2`, called once `ef_avx2::usable()`.
+                // `collect_levels_avx2`, called once `ef_chunks::usable()`.
                 unsafe {
-                    ef_avx2::for_each_chunk(words, SKETCH_STREAM, shape, |t| levels.set_chunk(t))
+                    ef_chunks::for_each_chunk(words, SKETCH_STREAM, shape, |t| levels.set_chunk(t))
                 };
             }
             Mode::Tokens if own == p => self.tokens().for_each(|t| levels.set(t)),
@@ -172,7 +172,7 @@ impl Counter {
     /// `union_indicators` of exact and tokens-mode counters through level bits.
     fn collected_union(counters: &[&Counter], p: u32) -> Result<Indicators, LcError> {
         #[cfg(target_arch = "x86_64")]
-        let levels = if ef_avx2::usable() {
+        let levels = if ef_chunks::usable() {
             // SAFETY: the CPU has the instructions.
             unsafe { Counter::collect_levels_avx2(counters, p) }?
         } else {
@@ -212,7 +212,7 @@ impl Counter {
     /// levels (collect.rs), read out as registers and united with them at the end.
     fn union_registers(counters: &[&Counter], p: u32) -> Result<Indicators, LcError> {
         #[cfg(target_arch = "x86_64")]
-        if ef_avx2::usable() {
+        if ef_chunks::usable() {
             // SAFETY: the CPU has the instructions.
             return unsafe { Counter::union_registers_avx2(counters, p) };
         }
@@ -221,7 +221,7 @@ impl Counter {
 
     /// `union_registers` compiled for AVX2, BMI1/2 and POPCNT (x86-64 CPUs since 2013, not the
     /// baseline Rust targets): eight registers united per instruction, with the per-lane
-    /// shifts SSE2 lacks; token lists decoded a chunk at a time (core/ef_avx2.rs). About half
+    /// shifts SSE2 lacks; token lists decoded a chunk at a time (core/ef_chunks.rs). About half
     /// the time of the baseline build over registers, 0.6 of it over token lists.
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2,bmi1,bmi2,popcnt")]
@@ -507,7 +507,7 @@ mod tests {
     #[test]
     fn avx2_collection_is_the_baseline_one() {
         #[cfg(target_arch = "x86_64")]
-        if ef_avx2::usable() {
+        if ef_chunks::usable() {
             let (mut all, _) = counters(30, 5);
             for (k, items) in [(1u64, 100u64), (2, 8_000), (3, 40)] {
                 let mut c = Counter::reserve(0.01, 50_000, u64::MAX).unwrap();
