@@ -8,8 +8,9 @@
 //! and the window below it are read out at the end as one run of bits: what `update` would
 //! have kept had the same levels come one by one. Its size: 32 bytes per register (64 KiB at
 //! the default `p = 11`, a cache-resident working set; 32 MiB at the largest `p`). Where the
-//! CPU has AVX2, token lists come a chunk at a time (core/ef_avx2.rs), and the tokens of
-//! levels that every register already holds are dropped before their stores (`set_chunk`).
+//! CPU has AVX2, token lists come a chunk at a time (core/ef_chunks.rs), and the tokens of
+//! levels that every register already holds are dropped before their stores (`set_chunk`),
+//! 16 at a time where it has AVX-512.
 
 use super::counter::LcError;
 use super::levels::{union, WINDOW, WINDOW_MASK};
@@ -30,6 +31,9 @@ pub struct LevelBits {
     next_look: u64,
     /// Where `set_chunk` packs the tokens it keeps (made once, not zeroed at each chunk).
     kept: Vec<u32>,
+    /// Whether the CPU has AVX-512 F, with which `set_chunk` filters 16 tokens at a time.
+    #[cfg(target_arch = "x86_64")]
+    avx512: bool,
 }
 
 /// Tokens `set_chunk` filters before storing them.
@@ -44,15 +48,17 @@ impl LevelBits {
             .map_err(|_| LcError::OutOfMemory)?;
         bits.resize(len, 0);
         let mut kept = Vec::new();
-        kept.try_reserve_exact(PIECE + 8)
+        kept.try_reserve_exact(PIECE + 16)
             .map_err(|_| LcError::OutOfMemory)?;
-        kept.resize(PIECE + 8, 0);
+        kept.resize(PIECE + 16, 0);
         Ok(LevelBits {
             bits,
             full: [0; WORDS],
             given: 0,
             next_look: len as u64,
             kept,
+            #[cfg(target_arch = "x86_64")]
+            avx512: std::is_x86_feature_detected!("avx512f"),
         })
     }
 
@@ -102,12 +108,26 @@ impl LevelBits {
         // `2^(p+2)` words: a power of two, so that the masked index is within them whatever
         // the token, and the loop needs no bounds check.
         let last = table.len() - 1;
-        for &token in tokens {
+        let mut set = |token: u32| {
             let bit = token ^ 0xff;
             let w = (bit >> 6) as usize & last;
             // SAFETY: `w ≤ last` (masked above).
             unsafe { *table.get_unchecked_mut(w) |= 1 << (bit & 63) };
+        };
+        // Sorted tokens of one register follow one another, and most are of its lowest
+        // levels, in one word: set in order, each OR would wait for the one before it. Four
+        // quarters of the list, far apart, set in turn do not.
+        let quarter = tokens.len() / 4;
+        let (a, rest) = tokens.split_at(quarter);
+        let (b, rest) = rest.split_at(quarter);
+        let (c, d) = rest.split_at(quarter);
+        for i in 0..quarter {
+            set(a[i]);
+            set(b[i]);
+            set(c[i]);
+            set(d[i]);
         }
+        d[quarter..].iter().for_each(|&t| set(t));
     }
 
     /// Sets the indicators of `tokens` but those of levels that every register has already:
@@ -115,11 +135,11 @@ impl LevelBits {
     /// and most tokens are of those levels (each group half as likely as the one below).
     /// Skipping them changes nothing. Which levels are full is looked at again each time
     /// the tokens given double (an AND over the registers, about a store a word), and
-    /// the tokens are filtered 8 at a time, the ones kept packed left before their stores.
+    /// the tokens are filtered 8 or 16 at a time (`kept_avx2`, `kept_avx512`), the ones
+    /// kept packed left before their stores.
     #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx2,popcnt")]
+    #[target_feature(enable = "avx2,bmi2,popcnt")]
     pub fn set_chunk(&mut self, tokens: &[u32]) {
-        use std::arch::x86_64::*;
         self.given += tokens.len() as u64;
         if self.given >= self.next_look {
             self.look();
@@ -127,45 +147,14 @@ impl LevelBits {
         if self.full == [0; WORDS] {
             return self.set_all(tokens);
         }
-        // Lane `q` of `full`: bits 32q.. of a register's 256 (little-endian words).
-        let full_bits: [u32; 8] =
-            std::array::from_fn(|q| (self.full[q / 2] >> (32 * (q % 2))) as u32);
-        // SAFETY: 32 bytes read from a `[u32; 8]`.
-        let full = unsafe { _mm256_loadu_si256(full_bits.as_ptr().cast()) };
-        let (byte, five_bits) = (_mm256_set1_epi32(0xff), _mm256_set1_epi32(31));
         let mut kept = std::mem::take(&mut self.kept);
         for piece in tokens.chunks(PIECE) {
-            let mut n = 0;
-            let groups = piece.chunks_exact(8);
-            let rest = groups.remainder();
-            for group in groups {
-                let lanes: &mut [u32; 8] = (&mut kept[n..n + 8]).try_into().expect("8");
-                // SAFETY: 32 bytes read from the group (8 tokens), from `PACK[m]` and written
-                // to `lanes` (8 slots).
-                let m = unsafe {
-                    let tokens = _mm256_loadu_si256(group.as_ptr().cast());
-                    // A token's bit within its register's 256: 255 − level.
-                    let r = _mm256_and_si256(_mm256_xor_si256(tokens, byte), byte);
-                    let word = _mm256_permutevar8x32_epi32(full, _mm256_srli_epi32::<5>(r));
-                    let has = _mm256_srlv_epi32(word, _mm256_and_si256(r, five_bits));
-                    let has = _mm256_slli_epi32::<31>(has);
-                    let m = !_mm256_movemask_ps(_mm256_castsi256_ps(has)) as usize & 0xff;
-                    let order = _mm256_loadu_si256(PACK[m].as_ptr().cast());
-                    _mm256_storeu_si256(
-                        lanes.as_mut_ptr().cast(),
-                        _mm256_permutevar8x32_epi32(tokens, order),
-                    );
-                    m
-                };
-                n += m.count_ones() as usize;
-            }
-            for &token in rest {
-                let r = (token ^ 0xff) & 0xff;
-                if self.full[(r / 64) as usize] >> (r % 64) & 1 == 0 {
-                    kept[n] = token;
-                    n += 1;
-                }
-            }
+            let n = if self.avx512 {
+                // SAFETY: the CPU has AVX-512 F (`avx512` says so).
+                unsafe { kept_avx512(&self.full, piece, &mut kept) }
+            } else {
+                kept_avx2(&self.full, piece, &mut kept)
+            };
             self.set_all(&kept[..n]);
         }
         self.kept = kept;
@@ -213,6 +202,90 @@ const PACK: [[u32; 8]; 256] = {
     }
     table
 };
+
+/// Writes the tokens of `piece` whose levels are not all set in `full` to the first slots
+/// of `kept` (room for `PIECE + 16`), in order, 8 at a time: how many.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,popcnt")]
+fn kept_avx2(full: &[u64; WORDS], piece: &[u32], kept: &mut [u32]) -> usize {
+    use std::arch::x86_64::*;
+    // SAFETY: 32 bytes read from a `[u64; 4]`: lane `q`, bits 32q.. of a register's 256.
+    let full_lanes = unsafe { _mm256_loadu_si256(full.as_ptr().cast()) };
+    let (byte, five_bits) = (_mm256_set1_epi32(0xff), _mm256_set1_epi32(31));
+    let mut n = 0;
+    let groups = piece.chunks_exact(8);
+    let rest = groups.remainder();
+    for group in groups {
+        let lanes: &mut [u32; 8] = (&mut kept[n..n + 8]).try_into().expect("8");
+        // SAFETY: 32 bytes read from the group (8 tokens), from `PACK[m]` and written to
+        // `lanes` (8 slots).
+        let m = unsafe {
+            let tokens = _mm256_loadu_si256(group.as_ptr().cast());
+            // A token's bit within its register's 256: 255 − level.
+            let r = _mm256_and_si256(_mm256_xor_si256(tokens, byte), byte);
+            let word = _mm256_permutevar8x32_epi32(full_lanes, _mm256_srli_epi32::<5>(r));
+            let has = _mm256_srlv_epi32(word, _mm256_and_si256(r, five_bits));
+            let has = _mm256_slli_epi32::<31>(has);
+            let m = !_mm256_movemask_ps(_mm256_castsi256_ps(has)) as usize & 0xff;
+            let order = _mm256_loadu_si256(PACK[m].as_ptr().cast());
+            _mm256_storeu_si256(
+                lanes.as_mut_ptr().cast(),
+                _mm256_permutevar8x32_epi32(tokens, order),
+            );
+            m
+        };
+        n += m.count_ones() as usize;
+    }
+    n + kept_one_by_one(full, rest, &mut kept[n..])
+}
+
+/// `kept_avx2` 16 at a time, packed by `vpcompressd`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,popcnt")]
+fn kept_avx512(full: &[u64; WORDS], piece: &[u32], kept: &mut [u32]) -> usize {
+    use std::arch::x86_64::*;
+    // SAFETY: 32 bytes read from a `[u64; 4]`, in both halves.
+    let full_lanes = unsafe { _mm512_broadcast_i64x4(_mm256_loadu_si256(full.as_ptr().cast())) };
+    let (byte, five_bits, one) = (
+        _mm512_set1_epi32(0xff),
+        _mm512_set1_epi32(31),
+        _mm512_set1_epi32(1),
+    );
+    let mut n = 0;
+    let groups = piece.chunks_exact(16);
+    let rest = groups.remainder();
+    for group in groups {
+        let lanes: &mut [u32; 16] = (&mut kept[n..n + 16]).try_into().expect("16");
+        // SAFETY: 64 bytes read from the group (16 tokens) and written to `lanes` (16 slots).
+        let m = unsafe {
+            let tokens = _mm512_loadu_si512(group.as_ptr().cast());
+            let r = _mm512_and_si512(_mm512_xor_si512(tokens, byte), byte);
+            let word = _mm512_permutexvar_epi32(_mm512_srli_epi32::<5>(r), full_lanes);
+            let bit = _mm512_sllv_epi32(one, _mm512_and_si512(r, five_bits));
+            let m = !_mm512_test_epi32_mask(word, bit);
+            _mm512_storeu_si512(
+                lanes.as_mut_ptr().cast(),
+                _mm512_maskz_compress_epi32(m, tokens),
+            );
+            m
+        };
+        n += m.count_ones() as usize;
+    }
+    n + kept_one_by_one(full, rest, &mut kept[n..])
+}
+
+/// The tail of `kept_avx2` and `kept_avx512`.
+fn kept_one_by_one(full: &[u64; WORDS], tokens: &[u32], kept: &mut [u32]) -> usize {
+    let mut n = 0;
+    for &token in tokens {
+        let r = (token ^ 0xff) & 0xff;
+        if full[(r / 64) as usize] >> (r % 64) & 1 == 0 {
+            kept[n] = token;
+            n += 1;
+        }
+    }
+    n
+}
 
 /// Makes `registers` the union of themselves and the packed registers `words` (registers.rs:
 /// 27 bits each, low bits first; at least `registers.len()` of them). Whole groups of 64
@@ -279,7 +352,7 @@ mod tests {
             count in 0usize..12_000,
             chunk in 1usize..700,
         ) {
-            if !crate::core::ef_avx2::usable() {
+            if !crate::core::ef_chunks::usable() {
                 return Ok(());
             }
             let mut x = seed;
@@ -291,18 +364,24 @@ mod tests {
                     (index << 8 | level) as u32
                 })
                 .collect();
-            let (mut one_by_one, mut chunked) = (LevelBits::new(p).unwrap(), LevelBits::new(p).unwrap());
+            let mut one_by_one = LevelBits::new(p).unwrap();
             for &t in &tokens {
                 one_by_one.set(u64::from(t));
             }
-            for c in tokens.chunks(chunk) {
-                // SAFETY: the CPU has the instructions (checked above).
-                unsafe { chunked.set_chunk(c) };
-            }
-            prop_assert_eq!(&chunked.bits, &one_by_one.bits);
-            // 100 tokens a register fill the lowest levels of all: what is skipped from then on.
-            if count >> p >= 100 {
-                prop_assert!(chunked.full != [0; WORDS], "the low levels filled up");
+            // Filtered 16 at a time where the CPU can, and 8 at a time.
+            for avx512 in [one_by_one.avx512, false] {
+                let mut chunked = LevelBits::new(p).unwrap();
+                chunked.avx512 = avx512;
+                for c in tokens.chunks(chunk) {
+                    // SAFETY: the CPU has the instructions (checked above).
+                    unsafe { chunked.set_chunk(c) };
+                }
+                prop_assert_eq!(&chunked.bits, &one_by_one.bits);
+                // 100 tokens a register fill the lowest levels of all: what is skipped from
+                // then on.
+                if count >> p >= 100 {
+                    prop_assert!(chunked.full != [0; WORDS], "the low levels filled up");
+                }
             }
         }
 
