@@ -25,7 +25,7 @@ use std::arch::x86_64::*;
 
 /// Values handed to the caller at a time (a multiple of 8).
 const CHUNK: usize = 512;
-/// Room for a whole word of ones past a chunk and a last 8-lane store.
+/// Room for the 64 lanes a word of upper bits writes from anywhere below a chunk.
 const BUFFER: usize = CHUNK + 64;
 /// The largest universe decoded here: values and upper-bit positions are kept in 32 bits,
 /// and a high part shifted by `l < 32`.
