@@ -24,7 +24,7 @@ use crate::server::errors::{CHUNK_LENGTH, ITEM_EXISTS, NOT_FOUND};
 use crate::server::limits::{check_item_count, memory_limit, MAX_CAPACITY};
 use crate::server::reply::{flag, ordered_map};
 use crate::server::value::{
-    modify, read_word, store_word, write_word, write_word_or_store, Key, Lent,
+    modify, read_word, read_words_closing, store_word, write_word, write_word_or_store, Key, Lent,
 };
 use crate::server::write::{finish_write, Applied, Progress};
 use redis_module::{Context, RedisError, RedisResult, RedisString, RedisValue};
@@ -158,19 +158,19 @@ impl std::hash::Hasher for NameHasher {
 /// A counter with the name of the key it was read from.
 type Named<'a, C> = (&'a [u8], C);
 
-/// The counters stored at `keys`, with the names the keys were opened by (missing keys
-/// skipped); WRONGTYPE for another type.
-fn read_counters<'a>(
+/// The counters stored at `names` (missing keys skipped), with their names; WRONGTYPE for
+/// another type.
+///
+/// # Safety
+///
+/// As `read_words_closing`: the command changes none of these keys while they are read.
+unsafe fn read_counters<'a>(
+    ctx: &'a Context,
     names: &[&'a RedisString],
-    keys: &'a [Key],
 ) -> Result<Vec<Named<'a, Lent<'a, StoredCounter>>>, RedisError> {
-    let mut counters = Vec::with_capacity(keys.len());
-    for (name, key) in names.iter().zip(keys) {
-        if let Some(counter) = read_word::<StoredCounter>(key)? {
-            counters.push((name.as_slice(), counter));
-        }
-    }
-    Ok(counters)
+    // SAFETY: the caller's contract.
+    let read = unsafe { read_words_closing::<StoredCounter>(ctx, names) }?;
+    Ok(read.into_iter().map(|(n, c)| (n.as_slice(), c)).collect())
 }
 
 /// The counters of `read_counters`, to read.
@@ -200,8 +200,8 @@ pub fn count(ctx: &Context, args: &[RedisString]) -> RedisResult {
     }
     check_item_count(ctx, args.len() - 1)?;
     let names = distinct(&args[1..]);
-    let keys: Vec<Key> = names.iter().map(|k| Key::read(ctx, k)).collect();
-    let stored = read_counters(&names, &keys)?;
+    // SAFETY: LC.COUNT writes nothing.
+    let stored = unsafe { read_counters(ctx, &names) }?;
     let views = views(&stored);
     let (named, counters) = borrow(&views);
     let n = Counter::union_count(&counters).map_err(|e| union_refused(e, &named))?;
@@ -227,8 +227,8 @@ pub fn merge(ctx: &Context, args: &[RedisString]) -> RedisResult {
         .into_iter()
         .filter(|k| k.as_slice() != dest_name.as_slice())
         .collect();
-    let source_keys: Vec<Key> = source_names.iter().map(|k| Key::read(ctx, k)).collect();
-    let stored = read_counters(&source_names, &source_keys)?;
+    // SAFETY: the sources are not the destination (filtered above), the one key written.
+    let stored = unsafe { read_counters(ctx, &source_names) }?;
     let views = views(&stored);
     let (named, sources) = borrow(&views);
     let mut dest = match dest {
@@ -271,12 +271,7 @@ pub fn merge(ctx: &Context, args: &[RedisString]) -> RedisResult {
     let applied = progress.applied(|done| {
         // Missing sources were skipped by `read_counters`: name the keys that were read.
         let mut merge = vec![dest_name.as_slice()];
-        let read = source_names
-            .iter()
-            .zip(&source_keys)
-            .filter(|(_, key)| !key.is_empty())
-            .map(|(name, _)| name.as_slice());
-        merge.extend(read.take(done));
+        merge.extend(named.iter().map(|(name, _)| *name).take(done));
         vec![("LC.MERGE", merge)]
     });
     finish_write(ctx, c"lc.merge", dest_name, applied);

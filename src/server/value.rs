@@ -567,6 +567,32 @@ pub fn read_word<T: StoredValue>(key: &Key) -> Result<Option<Lent<'_, T>>, Redis
     Ok(key.value::<T>()?.map(|v| unsafe { value::<T>(v) }))
 }
 
+/// The words of type `T` under `names`, in order, the missing keys skipped; `WRONGTYPE` at the
+/// first key of another type. Each key is opened, read and closed before the next: a read of
+/// thousands of keys then holds no handle per key (each an allocation of the server's, made
+/// afresh while thousands are held, reused when each is closed at once).
+///
+/// # Safety
+///
+/// The command changes none of these keys while the values are lent (for `'c`, the
+/// command's context): Redis keeps a value unchanged until a command replaces or deletes it.
+pub unsafe fn read_words_closing<'c, 'n, T: StoredValue>(
+    ctx: &'c Context,
+    names: &[&'n RedisString],
+) -> Result<Vec<(&'n RedisString, Lent<'c, T>)>, RedisError> {
+    const { assert!(matches!(T::HELD, Held::Word), "a box is read by read") };
+    let mut values = Vec::with_capacity(names.len());
+    for &name in names {
+        let key = Key::read(ctx, name);
+        if let Some(v) = key.value::<T>()? {
+            // SAFETY: Redis keeps a value of type T under the key, unchanged for `'c` (the
+            // caller's contract), whether or not its handle is open.
+            values.push((name, unsafe { value::<T>(v) }));
+        }
+    }
+    Ok(values)
+}
+
 /// [`read_word`] for a key opened for writing: the value to write, whose new word Redis is
 /// given when the writing ends.
 pub fn write_word<T: StoredValue>(key: &mut Key) -> Result<Option<Writing<'_, T>>, RedisError> {
