@@ -215,20 +215,44 @@ struct Lows<'a> {
     shifts: __m256i,
 }
 
+/// `Lows`'s `vpshufb` control and lane shifts for each bit within a byte a stream starts on
+/// and each `l ≤ SHUFFLED_LOW_BITS` (made once: a count reads thousands of streams).
+const LOW_GATHERS: [[([i8; 32], [i32; 8]); SHUFFLED_LOW_BITS as usize + 1]; 8] = low_gathers();
+
+const fn low_gathers() -> [[([i8; 32], [i32; 8]); SHUFFLED_LOW_BITS as usize + 1]; 8] {
+    let mut table = [[([-1i8; 32], [0i32; 8]); SHUFFLED_LOW_BITS as usize + 1]; 8];
+    let mut phase = 0;
+    while phase < 8 {
+        let mut l = 0;
+        while l <= SHUFFLED_LOW_BITS as usize {
+            let (control, shifts) = &mut table[phase][l];
+            let mut j = 0;
+            while j < 8 {
+                let bit = phase + j * l;
+                shifts[j] = (bit % 8) as i32;
+                let mut b = 0;
+                while b < 4 {
+                    let source = bit / 8 + b;
+                    if source < 16 {
+                        control[j * 4 + b] = source as i8;
+                    }
+                    b += 1;
+                }
+                j += 1;
+            }
+            l += 1;
+        }
+        phase += 1;
+    }
+    table
+}
+
 impl<'a> Lows<'a> {
     #[target_feature(enable = "avx2")]
     fn new(words: &'a [u64], base: u64, l: u32) -> Lows<'a> {
-        let (mut control, mut shifts) = ([-1i8; 32], [0i32; 8]);
-        for j in 0..8 {
-            let bit = (base % 8) as u32 + j as u32 * l;
-            shifts[j] = (bit % 8) as i32;
-            for b in 0..4 {
-                let source = bit / 8 + b;
-                if source < 16 {
-                    control[j * 4 + b as usize] = source as i8;
-                }
-            }
-        }
+        // Streams of larger `l` read their low parts one by one: no control.
+        let (control, shifts) =
+            &LOW_GATHERS[(base % 8) as usize][l.min(SHUFFLED_LOW_BITS) as usize];
         // SAFETY: 32 bytes read from arrays of 32 bytes.
         let (control, shifts) = unsafe {
             (
@@ -330,6 +354,35 @@ mod tests {
         usable() || {
             eprintln!("no AVX2 here: nothing checked");
             false
+        }
+    }
+
+    /// Every `l` whose low parts are gathered 8 at a time, from every bit within a byte: the
+    /// values of `ef::iter` (random sets rarely have the largest `l`).
+    #[test]
+    fn gathers_every_width_from_every_bit() {
+        if !has_avx2() {
+            return;
+        }
+        let mut x = 7u64;
+        for l in 0..=SHUFFLED_LOW_BITS {
+            for base in 0..8 {
+                let k = 300u64;
+                let universe = k << l;
+                let mut set = std::collections::BTreeSet::new();
+                while set.len() < k as usize {
+                    x = x
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
+                    set.insert((x >> 20) % universe);
+                }
+                let shape = Shape::new(k, universe);
+                assert_eq!(shape.l, l);
+                let mut words = vec![0u64; (base + shape.bits()).div_ceil(64) as usize];
+                write(&mut words, base, shape, set.iter().copied());
+                let all: Vec<u64> = set.into_iter().collect();
+                assert_eq!(decoded(&words, base, shape), all, "l {l}, base {base}");
+            }
         }
     }
 
