@@ -97,8 +97,8 @@ impl LevelBits {
     /// `index·256 + 255 − level`.
     #[inline(always)]
     pub fn set(&mut self, token: u64) {
-        let bit = token ^ 0xff;
-        self.bits[(bit >> 6) as usize] |= 1 << (bit & 63);
+        let (word, mask) = word_and_mask(token);
+        self.bits[word] |= mask;
     }
 
     /// Sets the indicators of `tokens`, as `set` does one.
@@ -109,10 +109,9 @@ impl LevelBits {
         // the token, and the loop needs no bounds check.
         let last = table.len() - 1;
         let mut set = |token: u32| {
-            let bit = token ^ 0xff;
-            let w = (bit >> 6) as usize & last;
-            // SAFETY: `w ≤ last` (masked above).
-            unsafe { *table.get_unchecked_mut(w) |= 1 << (bit & 63) };
+            let (word, mask) = word_and_mask(u64::from(token));
+            // SAFETY: `word & last ≤ last`.
+            unsafe { *table.get_unchecked_mut(word & last) |= mask };
         };
         // Sorted tokens of one register follow one another, and most are of its lowest
         // levels, in one word: set in order, each OR would wait for the one before it. Four
@@ -184,6 +183,14 @@ impl LevelBits {
             top << WINDOW | window
         })
     }
+}
+
+/// The word of `LevelBits::bits` holding token `index·256 + level`'s bit, `index·256 + 255 −
+/// level`, and the bit's mask in it.
+#[inline(always)]
+fn word_and_mask(token: u64) -> (usize, u64) {
+    let bit = token ^ 0xff;
+    ((bit >> 6) as usize, 1 << (bit & 63))
 }
 
 /// For each 8-bit mask of lanes kept: their indexes in order (`vpermd` control packing them
