@@ -182,17 +182,27 @@ pub fn registers_block(
     estimate: f64,
     variance: f64,
 ) -> Result<Block, LcError> {
+    let mu = registers_counts(registers, p).1;
+    registers_block_with(
+        p,
+        registers,
+        Running {
+            estimate,
+            variance,
+            mu,
+        },
+    )
+}
+
+/// [`registers_block`] with the running state whole, for a caller that already has the
+/// registers' `μ` (`registers_counts`).
+pub fn registers_block_with(p: u32, registers: &[u32], running: Running) -> Result<Block, LcError> {
     let mut block = Block::zeroed(registers_words(p)).ok_or(LcError::OutOfMemory)?;
     let words = block.words_mut();
     for (i, &r) in registers.iter().enumerate() {
         write_register(&mut words[SKETCH_REGISTERS..], i as u64, r);
     }
-    Running {
-        estimate,
-        variance,
-        mu: registers_counts(registers, p).1,
-    }
-    .write(words);
+    running.write(words);
     Header {
         mode: Mode::Registers,
         count: 0,

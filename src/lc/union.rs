@@ -13,7 +13,7 @@ use super::levels::{
     ml_estimate, reduced_level, registers_counts, set_levels, union, weight, SetCounts,
     MAX_PRECISION, WINDOW,
 };
-use super::registers::registers_block;
+use super::registers::registers_block_with;
 use super::running::Running;
 use super::tokens::{registers_from_tokens, tokens_block};
 use crate::core::block::Block;
@@ -260,8 +260,9 @@ impl Counter {
         Ok(Indicators::Registers(registers))
     }
 
-    /// The maximum-likelihood estimate and variance of a union's indicators.
-    fn estimate_of(indicators: &Indicators, p: u32) -> (f64, f64) {
+    /// The running state of a union's indicators: their maximum-likelihood estimate and
+    /// variance, and their unset weight.
+    fn running_of(indicators: &Indicators, p: u32) -> Running {
         let (counts, mu) = match indicators {
             Indicators::Tokens(tokens) => {
                 let mut counts = SetCounts::new(p);
@@ -274,7 +275,12 @@ impl Counter {
             }
             Indicators::Registers(registers) => registers_counts(registers, p),
         };
-        ml_estimate(&counts, mu, p)
+        let (estimate, variance) = ml_estimate(&counts, mu, p);
+        Running {
+            estimate,
+            variance,
+            mu,
+        }
     }
 
     /// The number of distinct items in the union of exact and sketch counters.
@@ -292,7 +298,7 @@ impl Counter {
         } else {
             Counter::union_indicators(counters, p, listed)?
         };
-        Ok(Counter::estimate_of(&indicators, p).0.round() as u64)
+        Ok(Counter::running_of(&indicators, p).estimate.round() as u64)
     }
 
     /// Makes this counter (exact or sketch) the union of itself and `other` (exact or sketch),
@@ -340,27 +346,16 @@ impl Counter {
         if unchanged {
             return Ok(false);
         }
-        let (estimate, variance) = Counter::estimate_of(&indicators, p);
+        let running = Counter::running_of(&indicators, p);
         let mut union = Counter {
             geometry,
             block: Block::none(),
         };
         union.block = match indicators {
-            Indicators::Tokens(tokens) => {
-                let set: u128 = tokens
-                    .iter()
-                    .map(|&t| u128::from(weight(t & 0xff, p)))
-                    .sum();
-                let running = Running {
-                    estimate,
-                    variance,
-                    mu: (1u128 << 64) - set,
-                };
-                union.sketch_block(p, tokens, running, limit)?
-            }
+            Indicators::Tokens(tokens) => union.sketch_block(p, tokens, running, limit)?,
             Indicators::Registers(registers) => {
                 union.check_registers_within(limit)?;
-                registers_block(p, &registers, estimate, variance)?
+                registers_block_with(p, &registers, running)?
             }
         };
         *self = union;
