@@ -285,8 +285,9 @@ fn kept_avx512(full: &[u64; WORDS], piece: &[u32], kept: &mut [u32]) -> usize {
 fn kept_one_by_one(full: &[u64; WORDS], tokens: &[u32], kept: &mut [u32]) -> usize {
     let mut n = 0;
     for &token in tokens {
-        let r = (token ^ 0xff) & 0xff;
-        if full[(r / 64) as usize] >> (r % 64) & 1 == 0 {
+        // The token's word within its register's `WORDS`.
+        let (word, mask) = word_and_mask(u64::from(token));
+        if full[word % WORDS] & mask == 0 {
             kept[n] = token;
             n += 1;
         }
