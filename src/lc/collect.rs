@@ -31,9 +31,12 @@ pub struct LevelBits {
     next_look: u64,
     /// Where `set_chunk` packs the tokens it keeps (made once, not zeroed at each chunk).
     kept: Vec<u32>,
-    /// Whether the CPU has AVX-512 F, with which `set_chunk` filters 16 tokens at a time.
+    /// Whether the CPU has AVX-512 F, with which `set_chunk` filters 16 tokens at a time,
+    /// and POPCNT, with which `tokens_within` counts the set bits before listing them.
     #[cfg(target_arch = "x86_64")]
     avx512: bool,
+    #[cfg(target_arch = "x86_64")]
+    popcnt: bool,
 }
 
 /// Tokens `set_chunk` filters before storing them.
@@ -59,6 +62,8 @@ impl LevelBits {
             kept,
             #[cfg(target_arch = "x86_64")]
             avx512: std::is_x86_feature_detected!("avx512f"),
+            #[cfg(target_arch = "x86_64")]
+            popcnt: std::is_x86_feature_detected!("popcnt"),
         })
     }
 
@@ -72,9 +77,21 @@ impl LevelBits {
     /// The set indicators as tokens, in order, if there are at most `limit` of them (None
     /// past it); `OutOfMemory` if the list cannot be made.
     pub fn tokens_within(&self, limit: u64) -> Result<Option<Vec<u64>>, LcError> {
+        let mut room = limit;
+        // Counted, the bits say at once whether they fit: listed one by one, a union past
+        // the limit is found so only after `limit` tokens, a branch on each word's last.
+        #[cfg(target_arch = "x86_64")]
+        if self.popcnt {
+            // SAFETY: the CPU has POPCNT (`popcnt` says so).
+            let set = unsafe { count_set(&self.bits) };
+            if set > limit {
+                return Ok(None);
+            }
+            room = set;
+        }
         let mut tokens = Vec::new();
         tokens
-            .try_reserve_exact(limit as usize)
+            .try_reserve_exact(room as usize)
             .map_err(|_| LcError::OutOfMemory)?;
         for (index, words) in self.bits.chunks_exact(WORDS).enumerate() {
             // Levels rise from the last word's top bit to the first word's lowest.
@@ -281,6 +298,13 @@ fn kept_avx512(full: &[u64; WORDS], piece: &[u32], kept: &mut [u32]) -> usize {
     n + kept_one_by_one(full, rest, &mut kept[n..])
 }
 
+/// The number of bits set in `bits`, a POPCNT a word.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "popcnt")]
+fn count_set(bits: &[u64]) -> u64 {
+    bits.iter().map(|w| u64::from(w.count_ones())).sum()
+}
+
 /// The tail of `kept_avx2` and `kept_avx512`.
 fn kept_one_by_one(full: &[u64; WORDS], tokens: &[u32], kept: &mut [u32]) -> usize {
     let mut n = 0;
@@ -389,6 +413,30 @@ mod tests {
                 // then on.
                 if count >> p >= 100 {
                     prop_assert!(chunked.full != [0; WORDS], "the low levels filled up");
+                }
+            }
+        }
+
+        /// The set bits listed are the distinct tokens in order, up to the limit and not
+        /// past it, whether they are counted first (POPCNT) or not.
+        #[test]
+        fn tokens_within_lists_the_distinct_tokens(
+            tokens in proptest::collection::vec((0u64..1 << MIN_PRECISION, 1u64..=200), 0..300),
+        ) {
+            let p = MIN_PRECISION;
+            let tokens: Vec<u64> = tokens.iter().map(|&(index, level)| index << 8 | level).collect();
+            let mut distinct = tokens.clone();
+            distinct.sort_unstable();
+            distinct.dedup();
+            let mut levels = LevelBits::new(p).unwrap();
+            tokens.iter().for_each(|&t| levels.set(t));
+            for popcnt in [levels.popcnt, false] {
+                levels.popcnt = popcnt;
+                let n = distinct.len() as u64;
+                prop_assert_eq!(levels.tokens_within(n).unwrap(), Some(distinct.clone()));
+                prop_assert_eq!(levels.tokens_within(n + 1).unwrap(), Some(distinct.clone()));
+                if n > 0 {
+                    prop_assert_eq!(levels.tokens_within(n - 1).unwrap(), None);
                 }
             }
         }
