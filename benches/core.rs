@@ -194,6 +194,29 @@ fn bench_lc_union(c: &mut Criterion) {
     group.finish();
 }
 
+/// Few-key counts (`LC.COUNT k1 … kN`, N = 2 and 8) over default counters whose union is
+/// registers: the fixed part of a call (the union's registers, their tallies and the
+/// maximum-likelihood solve) outweighs the reading of the keys here.
+fn bench_lc_union_few(c: &mut Criterion) {
+    let mut group = c.benchmark_group("lc_union_few");
+    for (keys, per_key) in [(2u64, 3_400usize), (8, 3_400), (2, 50_000)] {
+        let counters: Vec<Counter> = (0..keys)
+            .map(|k| {
+                let mut counter = Counter::reserve(0.01, 50_000, LIMIT).unwrap();
+                for item in items_from(k << 32, 12, per_key) {
+                    counter.add(&item).unwrap();
+                }
+                counter
+            })
+            .collect();
+        let refs: Vec<&Counter> = counters.iter().collect();
+        group.bench_function(BenchmarkId::new(format!("{keys}_keys"), per_key), |b| {
+            b.iter(|| black_box(Counter::union_count(&refs).unwrap()))
+        });
+    }
+    group.finish();
+}
+
 fn bench_codec(c: &mut Criterion) {
     let mut group = c.benchmark_group("codec");
     let chain = half_full(1_000_000);
@@ -275,6 +298,7 @@ criterion_group! {
         .warm_up_time(std::time::Duration::from_millis(500))
         .measurement_time(std::time::Duration::from_secs(2))
         .sample_size(20);
-    targets = bench_hash, bench_filter, bench_chain, bench_lc, bench_lc_union, bench_codec, bench_large_batches
+    targets = bench_hash, bench_filter, bench_chain, bench_lc, bench_lc_union, bench_lc_union_few, bench_codec,
+        bench_large_batches
 }
 criterion_main!(benches);
