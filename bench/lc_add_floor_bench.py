@@ -11,6 +11,10 @@ the server's own (INFO commandstats usec over calls, after CONFIG RESETSTAT). Ro
 LC.ADD and FLOOR.ADD; the ratio is floor ÷ LC.ADD (1 = as fast as the floor), the median of
 the per-round ratios with its min–max.
 
+Counters that list their items sorted (exact and tokens modes) are also timed against the floor
+of that work, FLOOR.INSERT: a sorted list of as many bytes as the counter (`LC.INFO`'s Size),
+one new 16-bit value inserted in order per call. Its rounds alternate with the other two.
+
 Environment: LCBLOOM_MODULE (default target/release/liblcbloom.so), FLOOR_MODULE (default
 target/floor/floor_module.so), ADD_ROUNDS (default 7), ADD_CALLS (calls per side per round,
 default 20,000).
@@ -75,26 +79,35 @@ def main():
                 fill(c, key, n, f"{k}:")
             for key in fl_keys:
                 c.execute_command("FLOOR.ADD", key, "x")
-            mode = c.execute_command("LC.INFO", lc_keys[0])
-            mode = dict(zip(mode[::2], mode[1::2]))[b"Mode"].decode()
-            lc_t, fl_t, ratios = [], [], []
+            info = c.execute_command("LC.INFO", lc_keys[0])
+            mode = dict(zip(info[::2], info[1::2]))[b"Mode"].decode()
+            listed = mode in ("exact", "tokens")
+            list_keys = [f"list:{n}:{k}" for k in range(nkeys)] if listed else []
+            for lc_key, list_key in zip(lc_keys, list_keys):
+                info = c.execute_command("LC.INFO", lc_key)
+                c.execute_command("FLOOR.LIST", list_key, dict(zip(info[::2], info[1::2]))[b"Size"])
+            lc_t, fl_t, ratios, list_ratios = [], [], [], []
             for _ in range(ROUNDS):
                 a = timed_round(c, "LC.ADD", lc_keys, fresh)
                 b = timed_round(c, "FLOOR.ADD", fl_keys, fresh)
                 lc_t.append(a)
                 fl_t.append(b)
                 ratios.append(b / a)
-            rows.append((n, mode, lc_t, fl_t, ratios))
+                if listed:
+                    list_ratios.append(timed_round(c, "FLOOR.INSERT", list_keys, fresh) / a)
+            rows.append((n, mode, lc_t, fl_t, ratios, list_ratios))
     finally:
         server.close()
     print(f"LC.ADD of one new item against FLOOR.ADD, by counter size: {machine()}, {ROUNDS} "
           f"alternating rounds of {CALLS:,} calls a side, server time per call (INFO "
           "commandstats).\n")
-    print("| items in the counter (mode) | LC.ADD µs | FLOOR.ADD µs | floor ÷ LC.ADD |")
-    print("|---|---:|---:|---:|")
-    for n, mode, lc_t, fl_t, r in rows:
+    print("| items in the counter (mode) | LC.ADD µs | FLOOR.ADD µs | floor ÷ LC.ADD "
+          "| sorted-list floor (FLOOR.INSERT) ÷ LC.ADD |")
+    print("|---|---:|---:|---:|---:|")
+    for n, mode, lc_t, fl_t, r, lr in rows:
+        listed = f"{statistics.median(lr):.2f} ({min(lr):.2f}–{max(lr):.2f})" if lr else "—"
         print(f"| {n:,} ({mode}) | {statistics.median(lc_t):.3f} | {statistics.median(fl_t):.3f} | "
-              f"{statistics.median(r):.2f} ({min(r):.2f}–{max(r):.2f}) |")
+              f"{statistics.median(r):.2f} ({min(r):.2f}–{max(r):.2f}) | {listed} |")
 
 
 if __name__ == "__main__":

@@ -25,6 +25,18 @@
  * These are what BF.ADD/BF.EXISTS/BF.MADD/BF.MEXISTS cost at least on such a filter: the
  * module API's fixed cost, one DRAM line per item, and one reply element per item.
  *
+ * The same floor for a counter that lists its items sorted (LC's exact and tokens modes), where
+ * a new item is inserted in order and what follows it moves:
+ *
+ *   FLOOR.LIST key bytes    a sorted list of bytes/2 random 16-bit values
+ *   FLOOR.INSERT key item   ask for every line of the list, binary-search the item's 16-bit
+ *                           hash; if it is new, move the values after it up by one (growing the
+ *                           list by an eighth when full), count it, replicate verbatim, fire a
+ *                           keyspace event; reply 1 or 0
+ *
+ * That is the least an insert into a sorted list of the same bytes costs: its search and the
+ * move of the list's tail, half the list on average.
+ *
  * Load argument `huge-pages`: arrays of 4 MiB and more are advised MADV_HUGEPAGE, as lcbloom's
  * are under `bf-huge-pages yes`, so that the two compare in the same pages.
  */
@@ -260,6 +272,103 @@ static size_t LinesMemUsage(const void *value) {
     return sizeof *v + v->lines * 64;
 }
 
+/* ---- A sorted list, one insert at a time ---------------------------------------------- */
+
+typedef struct {
+    uint64_t n, cap;
+    uint16_t *values;
+} FloorList;
+
+static RedisModuleType *ListType;
+
+static int FloorListCreate(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
+    if (argc != 3) return RedisModule_WrongArity(ctx);
+    long long bytes;
+    if (RedisModule_StringToLongLong(argv[2], &bytes) != REDISMODULE_OK || bytes < 2 ||
+        bytes > (1LL << 30))
+        return RedisModule_ReplyWithError(ctx, "ERR bad size");
+    RedisModuleKey *key = RedisModule_OpenKey(ctx, argv[1], REDISMODULE_READ | REDISMODULE_WRITE);
+    if (RedisModule_KeyType(key) != REDISMODULE_KEYTYPE_EMPTY) {
+        RedisModule_CloseKey(key);
+        return RedisModule_ReplyWithError(ctx, "ERR item exists");
+    }
+    size_t len;
+    const char *name = RedisModule_StringPtrLen(argv[1], &len);
+    uint64_t x = floor_hash(name, len) | 1;
+    FloorList *v = RedisModule_Alloc(sizeof *v);
+    v->n = v->cap = (uint64_t)bytes / 2;
+    v->values = RedisModule_Alloc(v->cap * sizeof *v->values);
+    /* n sorted random values: the gaps of a uniform draw, one pass. */
+    uint64_t value = 0;
+    for (uint64_t i = 0; i < v->n; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        value += x % (2 * 65536 / v->n + 1);
+        v->values[i] = value > 65535 ? 65535 : (uint16_t)value;
+    }
+    RedisModule_ModuleTypeSetValue(key, ListType, v);
+    RedisModule_CloseKey(key);
+    return RedisModule_ReplyWithSimpleString(ctx, "OK");
+}
+
+static int FloorInsert(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
+    if (argc != 3) return RedisModule_WrongArity(ctx);
+    RedisModuleKey *key = RedisModule_OpenKey(ctx, argv[1], REDISMODULE_READ | REDISMODULE_WRITE);
+    if (RedisModule_KeyType(key) == REDISMODULE_KEYTYPE_EMPTY) {
+        RedisModule_CloseKey(key);
+        return RedisModule_ReplyWithError(ctx, "ERR not found");
+    }
+    if (RedisModule_ModuleTypeGetType(key) != ListType) {
+        RedisModule_CloseKey(key);
+        return RedisModule_ReplyWithError(ctx, REDISMODULE_ERRORMSG_WRONGTYPE);
+    }
+    FloorList *v = RedisModule_ModuleTypeGetValue(key);
+    for (uint64_t b = 0; b < v->n * sizeof *v->values; b += 64)
+        __builtin_prefetch((const char *)v->values + b, 1);
+    size_t len;
+    const char *item = RedisModule_StringPtrLen(argv[2], &len);
+    uint16_t h = (uint16_t)(floor_hash(item, len) >> 48);
+    uint64_t lo = 0, hi = v->n;
+    while (lo < hi) {
+        uint64_t mid = (lo + hi) / 2;
+        if (v->values[mid] < h) lo = mid + 1;
+        else hi = mid;
+    }
+    int changed = lo == v->n || v->values[lo] != h;
+    if (changed) {
+        if (v->n == v->cap) {
+            v->cap += v->cap / 8 + 8;
+            v->values = RedisModule_Realloc(v->values, v->cap * sizeof *v->values);
+        }
+        memmove(v->values + lo + 1, v->values + lo, (v->n - lo) * sizeof *v->values);
+        v->values[lo] = h;
+        v->n++;
+        RedisModule_ReplicateVerbatim(ctx);
+        RedisModule_NotifyKeyspaceEvent(ctx, REDISMODULE_NOTIFY_MODULE, "floor.insert", argv[1]);
+    }
+    RedisModule_CloseKey(key);
+    return RedisModule_ReplyWithLongLong(ctx, changed);
+}
+
+/* Not persisted either (the benchmark never saves). */
+static void *ListLoad(RedisModuleIO *rdb, int encver) {
+    (void)rdb;
+    (void)encver;
+    return NULL;
+}
+static void ListSave(RedisModuleIO *rdb, void *value) {
+    (void)rdb;
+    (void)value;
+}
+static void ListFree(void *value) {
+    FloorList *v = value;
+    RedisModule_Free(v->values);
+    RedisModule_Free(v);
+}
+static size_t ListMemUsage(const void *value) {
+    const FloorList *v = value;
+    return sizeof *v + v->cap * sizeof *v->values;
+}
+
 int RedisModule_OnLoad(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
     if (RedisModule_Init(ctx, "floor", 1, REDISMODULE_APIVER_1) == REDISMODULE_ERR)
         return REDISMODULE_ERR;
@@ -287,6 +396,15 @@ int RedisModule_OnLoad(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) 
     };
     LinesType = RedisModule_CreateDataType(ctx, "floorline", 0, &lm);
     if (LinesType == NULL) return REDISMODULE_ERR;
+    RedisModuleTypeMethods sm = {
+        .version = REDISMODULE_TYPE_METHOD_VERSION,
+        .rdb_load = ListLoad,
+        .rdb_save = ListSave,
+        .free = ListFree,
+        .mem_usage = ListMemUsage,
+    };
+    ListType = RedisModule_CreateDataType(ctx, "floorlist", 0, &sm);
+    if (ListType == NULL) return REDISMODULE_ERR;
     if (RedisModule_CreateCommand(ctx, "floor.add", FloorAdd, "write deny-oom", 1, 1, 1) ==
             REDISMODULE_ERR ||
         RedisModule_CreateCommand(ctx, "floor.count", FloorCount, "readonly", 1, 1, 1) ==
@@ -300,6 +418,10 @@ int RedisModule_OnLoad(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) 
         RedisModule_CreateCommand(ctx, "floor.mset", FloorMSet, "write deny-oom", 1, 1, 1) ==
             REDISMODULE_ERR ||
         RedisModule_CreateCommand(ctx, "floor.mprobe", FloorMProbe, "readonly", 1, 1, 1) ==
+            REDISMODULE_ERR ||
+        RedisModule_CreateCommand(ctx, "floor.list", FloorListCreate, "write deny-oom", 1, 1, 1) ==
+            REDISMODULE_ERR ||
+        RedisModule_CreateCommand(ctx, "floor.insert", FloorInsert, "write deny-oom", 1, 1, 1) ==
             REDISMODULE_ERR)
         return REDISMODULE_ERR;
     return REDISMODULE_OK;
