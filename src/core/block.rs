@@ -154,10 +154,21 @@ impl Block {
     /// waiting for each in turn.
     #[inline]
     pub fn prefetch(&self) {
+        self.prefetch_from(0);
+    }
+
+    /// [`Block::prefetch`], asking for the line of word 0 first, then those from word `first`
+    /// on, then the rest: the caller's first reads first.
+    #[inline]
+    pub fn prefetch_from(&self, first: usize) {
         let words = self.words();
-        for at in (0..words.len()).step_by(8) {
-            crate::core::batch::prefetch_line(words.as_ptr().wrapping_add(at));
+        let first = first.min(words.len()) & !7;
+        let line = |at: usize| crate::core::batch::prefetch_line(words.as_ptr().wrapping_add(at));
+        if first > 0 {
+            line(0);
         }
+        (first..words.len()).step_by(8).for_each(line);
+        (8..first).step_by(8).for_each(line);
     }
 
     /// The header without its class bits (0 for none).

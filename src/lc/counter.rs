@@ -83,7 +83,7 @@ use super::geometry::{
     SATURATION_ZEROS,
 };
 pub use super::header::Mode;
-use super::header::{Header, DENSE_ESTIMATE};
+use super::header::{Header, DENSE_ESTIMATE, SKETCH_STREAM, STREAM};
 use super::levels::{precision_for, set_levels};
 use crate::core::block::Block;
 use crate::core::defrag::Defrag;
@@ -379,11 +379,17 @@ impl Counter {
     /// shifts what follows the new value: it touches most of the block's lines (a few KB at
     /// most), which a key among many is out of the caches for. Asked for together, they arrive
     /// in about the time of one instead of one after another as the search and the shift
-    /// reach them. A sketch's add touches a line or two: nothing is asked for.
+    /// reach them. The search reads the list's upper bits first, which come last in the
+    /// block: their lines are asked for first. A sketch's add touches a line or two: nothing
+    /// is asked for.
     pub fn prefetch_for_adds(&self) {
-        if matches!(self.mode(), Mode::Exact | Mode::Tokens | Mode::Sparse) {
-            self.block.prefetch();
-        }
+        let (base, shape) = match self.mode() {
+            Mode::Exact | Mode::Sparse => (STREAM, self.shape()),
+            Mode::Tokens => (SKETCH_STREAM, self.tokens_shape()),
+            Mode::Dense | Mode::Registers => return,
+        };
+        self.block
+            .prefetch_from(((base + shape.upper()) / 64) as usize);
     }
 
     /// How many more items can be added before the switch to the dense bitmap becomes possible
