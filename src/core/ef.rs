@@ -114,8 +114,14 @@ pub fn write_bits(words: &mut [u64], at: u64, width: u32, value: u64) {
 /// `[at, at + width)` for the caller to write; bits below `at` and from `end + width` on stay.
 ///
 /// Compiled for AVX2 where the CPU has it (four words a vector, against two in the baseline
-/// x86-64 build): an insert into a list spends most of its instructions here.
+/// x86-64 build) and for AVX-512 F where it has that (eight): an insert into a list spends
+/// most of its instructions here.
 fn shift_up(words: &mut [u64], at: u64, width: u32, end: u64) {
+    #[cfg(target_arch = "x86_64")]
+    if std::is_x86_feature_detected!("avx512f") {
+        // SAFETY: the CPU has AVX-512 F.
+        return unsafe { shift_up_with_avx512(words, at, width, end) };
+    }
     #[cfg(target_arch = "x86_64")]
     if std::is_x86_feature_detected!("avx2") {
         // SAFETY: the CPU has AVX2.
@@ -130,8 +136,21 @@ fn shift_up_with_avx2(words: &mut [u64], at: u64, width: u32, end: u64) {
     shift_up_in(words, at, width, end)
 }
 
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+fn shift_up_with_avx512(words: &mut [u64], at: u64, width: u32, end: u64) {
+    shift_up_by::<16, 17>(words, at, width, end)
+}
+
 #[inline(always)]
 fn shift_up_in(words: &mut [u64], at: u64, width: u32, end: u64) {
+    shift_up_by::<8, 9>(words, at, width, end)
+}
+
+/// `shift_up_in` in groups of `N` words (`M` = N + 1): as many as the build's vectors take in
+/// two steps.
+#[inline(always)]
+fn shift_up_by<const N: usize, const M: usize>(words: &mut [u64], at: u64, width: u32, end: u64) {
     debug_assert!(width > 0 && width < 64 && at <= end);
     if at == end {
         return;
@@ -145,10 +164,10 @@ fn shift_up_in(words: &mut [u64], at: u64, width: u32, end: u64) {
     let span = &mut words[first..=last];
     let kept = span[span.len() - 1] & above;
     // Highest word first, each taking the top bits of the one below (exclusive ranges: an
-    // inclusive one costs a check per word). Eight words at a time, then four, each group
+    // inclusive one costs a check per word). `N` words at a time, then four, each group
     // from the words below it, all read before any is written, so that the compiler can do
     // them as vectors: inserts into token lists spend most of their time here.
-    let mut j = shift_groups::<8, 9>(span, span.len() - 1, width);
+    let mut j = shift_groups::<N, M>(span, span.len() - 1, width);
     j = shift_groups::<4, 5>(span, j, width);
     for j in (1..=j).rev() {
         span[j] = (span[j] << width) | (span[j - 1] >> (64 - width));
@@ -608,7 +627,7 @@ mod tests {
 
     proptest! {
         /// `shift_up` moves `[at, end)` up by `width` and keeps every other bit, against a
-        /// move bit by bit; the baseline build's path gives the same words.
+        /// move bit by bit; every build's path gives the same words.
         #[test]
         fn shift_up_moves_the_range_and_keeps_the_rest(
             words in proptest::collection::vec(any::<u64>(), 2..40),
@@ -626,18 +645,27 @@ mod tests {
                 want[(to / 64) as usize] =
                     want[(to / 64) as usize] & !(1 << (to % 64)) | u64::from(one) << (to % 64);
             }
-            let mut got = words.clone();
-            shift_up(&mut got, at, width, end);
-            let mut baseline = words.clone();
-            shift_up_in(&mut baseline, at, width, end);
+            // The build this CPU takes, the baseline one, and the AVX2 one where the CPU takes
+            // AVX-512's.
+            let mut builds = vec![words.clone(), words.clone()];
+            shift_up(&mut builds[0], at, width, end);
+            shift_up_in(&mut builds[1], at, width, end);
+            #[cfg(target_arch = "x86_64")]
+            if std::is_x86_feature_detected!("avx2") {
+                let mut avx2 = words.clone();
+                // SAFETY: the CPU has AVX2.
+                unsafe { shift_up_with_avx2(&mut avx2, at, width, end) };
+                builds.push(avx2);
+            }
             // Bits [at, at + width) are the caller's to write: compare the rest.
             for b in (at..at + u64::from(width)).filter(|&b| b < end + u64::from(width)) {
-                for w in [&mut want, &mut got, &mut baseline] {
+                for w in std::iter::once(&mut want).chain(builds.iter_mut()) {
                     w[(b / 64) as usize] &= !(1 << (b % 64));
                 }
             }
-            prop_assert_eq!(&got, &want);
-            prop_assert_eq!(&baseline, &want);
+            for got in &builds {
+                prop_assert_eq!(got, &want);
+            }
         }
 
         /// `select_zero` from either end, over ranges of any start and length (its groups of
