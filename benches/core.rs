@@ -170,6 +170,50 @@ fn bench_lc(c: &mut Criterion) {
     group.finish();
 }
 
+/// One new item each to 2,000 counters listing 3,000 tokens, in turn, as `LC.ADD` meets keys
+/// among many: 9 MB of lists, out of the second-level cache, so that an add's search and shift
+/// wait for memory (each counter's lines asked for first, `prefetch_for_adds`). The counters
+/// start again from the same 3,000 items every 100 rounds, so that they stay in tokens mode.
+fn bench_lc_add_cold(c: &mut Criterion) {
+    const KEYS: usize = 2_000;
+    const ROUNDS: u64 = 100;
+    let mut group = c.benchmark_group("lc_add_cold");
+    let template: Vec<Counter> = (0..KEYS as u64)
+        .map(|k| {
+            let mut counter = Counter::reserve(0.01, 50_000, LIMIT).unwrap();
+            for item in items_from(k << 32, 12, 3_000) {
+                counter.add(&item).unwrap();
+            }
+            counter
+        })
+        .collect();
+    let mut counters = template.clone();
+    let (mut done, mut next) = (0u64, 1u64 << 62);
+    group.bench_function("tokens_3000", |b| {
+        b.iter_custom(|mut iters| {
+            let mut spent = std::time::Duration::ZERO;
+            while iters > 0 {
+                if done == ROUNDS * KEYS as u64 {
+                    counters.clone_from(&template);
+                    done = 0;
+                }
+                let run = iters.min(ROUNDS * KEYS as u64 - done);
+                let start = std::time::Instant::now();
+                for _ in 0..run {
+                    let counter = &mut counters[done as usize % KEYS];
+                    counter.prefetch_for_adds();
+                    black_box(counter.add(&next.to_le_bytes()).unwrap());
+                    (done, next) = (done + 1, next + 1);
+                }
+                spent += start.elapsed();
+                iters -= run;
+            }
+            spent
+        })
+    });
+    group.finish();
+}
+
 /// Many-key counts (`LC.COUNT k1 … kN`) over default counters in tokens mode (2,000 and 3,400
 /// items: the longest token lists) and in registers mode (5,000 items), per counter: each has
 /// items of its own, so every token is decoded.
@@ -298,7 +342,7 @@ criterion_group! {
         .warm_up_time(std::time::Duration::from_millis(500))
         .measurement_time(std::time::Duration::from_secs(2))
         .sample_size(20);
-    targets = bench_hash, bench_filter, bench_chain, bench_lc, bench_lc_union, bench_lc_union_few, bench_codec,
+    targets = bench_hash, bench_filter, bench_chain, bench_lc, bench_lc_add_cold, bench_lc_union, bench_lc_union_few, bench_codec,
         bench_large_batches
 }
 criterion_main!(benches);
