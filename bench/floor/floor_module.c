@@ -28,7 +28,7 @@
  * The same floor for a counter that lists its items sorted (LC's exact and tokens modes), where
  * a new item is inserted in order and what follows it moves:
  *
- *   FLOOR.LIST key bytes    a sorted list of bytes/2 random 16-bit values
+ *   FLOOR.LIST key bytes    a sorted list of bytes/2 random 16-bit values (room for an eighth more)
  *   FLOOR.INSERT key item   ask for every line of the list, binary-search the item's 16-bit
  *                           hash; if it is new, move the values after it up by one (growing the
  *                           list by an eighth when full), count it, replicate verbatim, fire a
@@ -296,7 +296,9 @@ static int FloorListCreate(RedisModuleCtx *ctx, RedisModuleString **argv, int ar
     const char *name = RedisModule_StringPtrLen(argv[1], &len);
     uint64_t x = floor_hash(name, len) | 1;
     FloorList *v = RedisModule_Alloc(sizeof *v);
-    v->n = v->cap = (uint64_t)bytes / 2;
+    /* Room for an eighth more, as after a growth: inserts do not all grow their lists at once. */
+    v->n = (uint64_t)bytes / 2;
+    v->cap = v->n + v->n / 8 + 8;
     v->values = RedisModule_Alloc(v->cap * sizeof *v->values);
     /* n sorted random values: the gaps of a uniform draw, one pass. */
     uint64_t value = 0;
