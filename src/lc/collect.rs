@@ -75,13 +75,15 @@ impl LevelBits {
     }
 
     /// The set indicators as tokens, in order, if there are at most `limit` of them (None
-    /// past it); `OutOfMemory` if the list cannot be made.
-    pub fn tokens_within(&self, limit: u64) -> Result<Option<Vec<u64>>, LcError> {
-        let mut room = limit;
+    /// past it), given that at most `given` tokens were set; `OutOfMemory` if the list
+    /// cannot be made.
+    pub fn tokens_within(&self, limit: u64, given: u64) -> Result<Option<Vec<u64>>, LcError> {
+        let mut room = limit.min(given);
         // Counted, the bits say at once whether they fit: listed one by one, a union past
         // the limit is found so only after `limit` tokens, a branch on each word's last.
+        // Tokens that all fit need no count.
         #[cfg(target_arch = "x86_64")]
-        if self.popcnt {
+        if self.popcnt && given > limit {
             // SAFETY: the CPU has POPCNT (`popcnt` says so).
             let set = unsafe { count_set(&self.bits) };
             if set > limit {
@@ -418,7 +420,8 @@ mod tests {
         }
 
         /// The set bits listed are the distinct tokens in order, up to the limit and not
-        /// past it, whether they are counted first (POPCNT) or not.
+        /// past it, whether they are counted first (POPCNT) or not, and whether or not as
+        /// many tokens were given as the limit allows.
         #[test]
         fn tokens_within_lists_the_distinct_tokens(
             tokens in proptest::collection::vec((0u64..1 << MIN_PRECISION, 1u64..=200), 0..300),
@@ -430,13 +433,15 @@ mod tests {
             distinct.dedup();
             let mut levels = LevelBits::new(p).unwrap();
             tokens.iter().for_each(|&t| levels.set(t));
+            let given = tokens.len() as u64;
             for popcnt in [levels.popcnt, false] {
                 levels.popcnt = popcnt;
                 let n = distinct.len() as u64;
-                prop_assert_eq!(levels.tokens_within(n).unwrap(), Some(distinct.clone()));
-                prop_assert_eq!(levels.tokens_within(n + 1).unwrap(), Some(distinct.clone()));
+                prop_assert_eq!(levels.tokens_within(n, given).unwrap(), Some(distinct.clone()));
+                prop_assert_eq!(levels.tokens_within(n + 1, given).unwrap(), Some(distinct.clone()));
+                prop_assert_eq!(levels.tokens_within(given, given).unwrap(), Some(distinct.clone()));
                 if n > 0 {
-                    prop_assert_eq!(levels.tokens_within(n - 1).unwrap(), None);
+                    prop_assert_eq!(levels.tokens_within(n - 1, given).unwrap(), None);
                 }
             }
         }

@@ -150,7 +150,7 @@ impl Counter {
             return Counter::union_registers(counters, p);
         }
         if LevelBits::faster_than_sorting(listed, p) {
-            Counter::collected_union(counters, p)
+            Counter::collected_union(counters, p, listed)
         } else {
             Counter::sorted_union(counters, p)
         }
@@ -169,8 +169,9 @@ impl Counter {
         Ok(Indicators::Registers(levels.registers().collect()))
     }
 
-    /// `union_indicators` of exact and tokens-mode counters through level bits.
-    fn collected_union(counters: &[&Counter], p: u32) -> Result<Indicators, LcError> {
+    /// `union_indicators` of exact and tokens-mode counters (listing `listed` tokens in all)
+    /// through level bits.
+    fn collected_union(counters: &[&Counter], p: u32, listed: u64) -> Result<Indicators, LcError> {
         #[cfg(target_arch = "x86_64")]
         let levels = if ef_chunks::usable() {
             // SAFETY: the CPU has the instructions.
@@ -180,7 +181,7 @@ impl Counter {
         };
         #[cfg(not(target_arch = "x86_64"))]
         let levels = Counter::collect_levels::<false>(counters, p)?;
-        Ok(match levels.tokens_within(token_limit(p))? {
+        Ok(match levels.tokens_within(token_limit(p), listed)? {
             Some(tokens) => Indicators::Tokens(tokens),
             None => Indicators::Registers(levels.registers().collect()),
         })
@@ -491,7 +492,8 @@ mod tests {
                 Indicators::Tokens(_) => tokens += 1,
                 Indicators::Registers(_) => registers += 1,
             }
-            assert_eq!(Counter::collected_union(&refs, p).unwrap(), sorted);
+            let listed = refs.iter().map(|c| c.header().count).sum();
+            assert_eq!(Counter::collected_union(&refs, p, listed).unwrap(), sorted);
         }
         assert!(tokens >= 2 && registers >= 2, "{tokens} {registers}");
     }
