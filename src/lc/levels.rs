@@ -44,7 +44,8 @@
 //! ```
 //!
 //! concave in `n`; the maximum-likelihood estimate solves `Σ_k β_k·w_k / (e^{n·w_k} − 1) = μ`
-//! (`ml_estimate`, bisection on `ln n`) and its variance is taken as `1/I(n̂)`, `I` the
+//! (`ml_estimate`, bisection on `ln n`, whose steps far from the root take their side from
+//! a root found by Newton's method: `sure_signs`) and its variance is taken as `1/I(n̂)`, `I` the
 //! observed information `Σ_k β_k·w_k²·e^{n w_k}/(e^{n w_k} − 1)²`. It serves unions (merges
 //! and multi-key counts), whose history is unknown.
 //!
