@@ -338,15 +338,21 @@ impl SetCounts {
 /// each run of levels of one weight, not one a level: the same terms, summed in the same
 /// order, so the same bits (`ml_estimates_are_pinned_to_the_bit`).
 pub fn ml_estimate(counts: &SetCounts, mu: u128, p: u32) -> (f64, f64) {
-    let levels: Vec<(f64, f64)> = counts
+    let levels = held_levels(counts, p);
+    let runs: Vec<&[(f64, f64)]> = levels.chunk_by(|a, b| a.1 == b.1).collect();
+    ml_solve(&runs, share_of_all(mu), true)
+}
+
+/// The levels with set indicators, in order, as `(β, w)`: how many are set, and the weight
+/// of one as a share of the whole.
+fn held_levels(counts: &SetCounts, p: u32) -> Vec<(f64, f64)> {
+    counts
         .0
         .iter()
         .enumerate()
         .filter(|&(_, &b)| b > 0)
         .map(|(k, &b)| (b as f64, weight(k as u64, p) as f64 / 2f64.powi(64)))
-        .collect();
-    let runs: Vec<&[(f64, f64)]> = levels.chunk_by(|a, b| a.1 == b.1).collect();
-    ml_solve(&runs, share_of_all(mu), true)
+        .collect()
 }
 
 /// `ml_estimate` of the levels' `(β, w)`, in runs that share a weight, and the unset
@@ -506,6 +512,31 @@ mod tests {
         registers
     }
 
+    /// What `registers_counts` gives, summed register by register: `set_levels` and
+    /// `unset_weight`.
+    fn summed_one_by_one(registers: &[u32], p: u32) -> (SetCounts, u128) {
+        let mut counts = SetCounts::new(p);
+        let mut mu = 0u128;
+        for &r in registers {
+            set_levels(r).for_each(|k| counts.add(k));
+            mu += unset_weight(r, p);
+        }
+        (counts, mu)
+    }
+
+    /// The registers at precision `p` of `n` hashes drawn from the generator state `x`.
+    fn random_registers(p: u32, n: u64, x: &mut u64) -> Vec<u32> {
+        registers_of(
+            p,
+            (0..n).map(|_| {
+                *x = x
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                *x ^ *x >> 31
+            }),
+        )
+    }
+
     #[test]
     fn weights_sum_to_one_per_register() {
         for p in [MIN_PRECISION, 11, MAX_PRECISION] {
@@ -592,15 +623,7 @@ mod tests {
         ];
         let mut x = 0x9e37_79b9_u64;
         for (p, n, estimate, variance) in PINNED {
-            let regs = registers_of(
-                p,
-                (0..n).map(|_| {
-                    x = x
-                        .wrapping_mul(6364136223846793005)
-                        .wrapping_add(1442695040888963407);
-                    x ^ x >> 31
-                }),
-            );
+            let regs = random_registers(p, n, &mut x);
             let (counts, mu) = registers_counts(&regs, p);
             let (e, v) = ml_estimate(&counts, mu, p);
             assert_eq!(
@@ -634,12 +657,7 @@ mod tests {
                     top << WINDOW | window
                 })
                 .collect();
-            let mut counts = SetCounts::new(p);
-            let mut mu = 0u128;
-            for &r in &registers {
-                set_levels(r).for_each(|k| counts.add(k));
-                mu += unset_weight(r, p);
-            }
+            let (counts, mu) = summed_one_by_one(&registers, p);
             let (tallied, tallied_mu) = registers_counts(&registers, p);
             assert_eq!(tallied.0, counts.0, "top {top}");
             assert_eq!(tallied_mu, mu, "top {top}");
@@ -660,10 +678,7 @@ mod tests {
             for (k, b) in set {
                 counts.0[(k % max_level(p) + 1) as usize] += b;
             }
-            let levels: Vec<(f64, f64)> = counts.0.iter().enumerate()
-                .filter(|&(_, &b)| b > 0)
-                .map(|(k, &b)| (b as f64, weight(k as u64, p) as f64 / 2f64.powi(64)))
-                .collect();
+            let levels = held_levels(&counts, p);
             let singles: Vec<&[(f64, f64)]> = levels.chunks(1).collect();
             let (e, v) = ml_estimate(&counts, mu, p);
             let (single_e, single_v) = ml_solve(&singles, share_of_all(mu), false);
@@ -698,12 +713,7 @@ mod tests {
             hashes in proptest::collection::vec(any::<u64>(), 0..3_000),
         ) {
             let registers = registers_of(p, hashes);
-            let mut counts = SetCounts::new(p);
-            let mut mu = 0u128;
-            for &r in &registers {
-                set_levels(r).for_each(|k| counts.add(k));
-                mu += unset_weight(r, p);
-            }
+            let (counts, mu) = summed_one_by_one(&registers, p);
             let (tallied, tallied_mu) = registers_counts(&registers, p);
             prop_assert_eq!(tallied.0, counts.0);
             prop_assert_eq!(tallied_mu, mu);
@@ -754,23 +764,9 @@ mod tests {
         let mut x = 0x7e57_u64;
         for p in [4, 11, 14] {
             for n in [3u64, 100, 5_000, 300_000, 1_000_000] {
-                let regs = registers_of(
-                    p,
-                    (0..n).map(|_| {
-                        x = x
-                            .wrapping_mul(6364136223846793005)
-                            .wrapping_add(1442695040888963407);
-                        x ^ x >> 31
-                    }),
-                );
+                let regs = random_registers(p, n, &mut x);
                 let (counts, mu) = registers_counts(&regs, p);
-                let levels: Vec<(f64, f64)> = counts
-                    .0
-                    .iter()
-                    .enumerate()
-                    .filter(|&(_, &b)| b > 0)
-                    .map(|(k, &b)| (b as f64, weight(k as u64, p) as f64 / 2f64.powi(64)))
-                    .collect();
+                let levels = held_levels(&counts, p);
                 let runs: Vec<&[(f64, f64)]> = levels.chunk_by(|a, b| a.1 == b.1).collect();
                 let (set, share) = (levels.iter().map(|l| l.0).sum(), share_of_all(mu));
                 let g = |n: f64| sum_over_levels(&runs, n, |b, w, e| b * w / e) - share;
