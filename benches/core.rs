@@ -30,6 +30,19 @@ fn items_from(start: u64, len: usize, count: usize) -> Vec<Vec<u8>> {
         .collect()
 }
 
+/// `keys` default counters (0.01 / 50,000) of `per_key` items each, each with items of its own.
+fn default_counters(keys: u64, per_key: usize) -> Vec<Counter> {
+    (0..keys)
+        .map(|k| {
+            let mut counter = Counter::reserve(0.01, 50_000, LIMIT).unwrap();
+            for item in items_from(k << 32, 12, per_key) {
+                counter.add(&item).unwrap();
+            }
+            counter
+        })
+        .collect()
+}
+
 fn hashes(start: u64, count: usize) -> Vec<ItemHash> {
     items_from(start, 12, count)
         .iter()
@@ -178,15 +191,7 @@ fn bench_lc_add_cold(c: &mut Criterion) {
     const KEYS: usize = 2_000;
     const ROUNDS: u64 = 100;
     let mut group = c.benchmark_group("lc_add_cold");
-    let template: Vec<Counter> = (0..KEYS as u64)
-        .map(|k| {
-            let mut counter = Counter::reserve(0.01, 50_000, LIMIT).unwrap();
-            for item in items_from(k << 32, 12, 3_000) {
-                counter.add(&item).unwrap();
-            }
-            counter
-        })
-        .collect();
+    let template = default_counters(KEYS as u64, 3_000);
     let mut counters = template.clone();
     let (mut done, mut next) = (0u64, 1u64 << 62);
     group.bench_function("tokens_3000", |b| {
@@ -220,15 +225,7 @@ fn bench_lc_add_cold(c: &mut Criterion) {
 fn bench_lc_union(c: &mut Criterion) {
     let mut group = c.benchmark_group("lc_union_200_counters");
     for per_key in [2_000usize, 3_400, 5_000] {
-        let counters: Vec<Counter> = (0..200u64)
-            .map(|k| {
-                let mut counter = Counter::reserve(0.01, 50_000, LIMIT).unwrap();
-                for item in items_from(k << 32, 12, per_key) {
-                    counter.add(&item).unwrap();
-                }
-                counter
-            })
-            .collect();
+        let counters = default_counters(200, per_key);
         let refs: Vec<&Counter> = counters.iter().collect();
         group.throughput(Throughput::Elements(refs.len() as u64));
         group.bench_function(BenchmarkId::from_parameter(per_key), |b| {
@@ -244,15 +241,7 @@ fn bench_lc_union(c: &mut Criterion) {
 fn bench_lc_union_few(c: &mut Criterion) {
     let mut group = c.benchmark_group("lc_union_few");
     for (keys, per_key) in [(2u64, 3_400usize), (8, 3_400), (2, 50_000)] {
-        let counters: Vec<Counter> = (0..keys)
-            .map(|k| {
-                let mut counter = Counter::reserve(0.01, 50_000, LIMIT).unwrap();
-                for item in items_from(k << 32, 12, per_key) {
-                    counter.add(&item).unwrap();
-                }
-                counter
-            })
-            .collect();
+        let counters = default_counters(keys, per_key);
         let refs: Vec<&Counter> = counters.iter().collect();
         group.bench_function(BenchmarkId::new(format!("{keys}_keys"), per_key), |b| {
             b.iter(|| black_box(Counter::union_count(&refs).unwrap()))
