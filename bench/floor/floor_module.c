@@ -252,13 +252,14 @@ static int FloorMProbe(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) 
     return lines_command(ctx, argv, argc, 0, 1);
 }
 
-/* The benchmark never saves: a line array is not persisted (an empty one loads back). */
-static void *LinesLoad(RedisModuleIO *rdb, int encver) {
+/* The benchmark never saves: line arrays and sorted lists are not persisted (nothing loads
+ * back). */
+static void *UnsavedLoad(RedisModuleIO *rdb, int encver) {
     (void)rdb;
     (void)encver;
     return NULL;
 }
-static void LinesSave(RedisModuleIO *rdb, void *value) {
+static void UnsavedSave(RedisModuleIO *rdb, void *value) {
     (void)rdb;
     (void)value;
 }
@@ -351,16 +352,6 @@ static int FloorInsert(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) 
     return RedisModule_ReplyWithLongLong(ctx, changed);
 }
 
-/* Not persisted either (the benchmark never saves). */
-static void *ListLoad(RedisModuleIO *rdb, int encver) {
-    (void)rdb;
-    (void)encver;
-    return NULL;
-}
-static void ListSave(RedisModuleIO *rdb, void *value) {
-    (void)rdb;
-    (void)value;
-}
 static void ListFree(void *value) {
     FloorList *v = value;
     RedisModule_Free(v->values);
@@ -369,6 +360,20 @@ static void ListFree(void *value) {
 static size_t ListMemUsage(const void *value) {
     const FloorList *v = value;
     return sizeof *v + v->cap * sizeof *v->values;
+}
+
+static RedisModuleType *create_type(RedisModuleCtx *ctx, const char *name,
+                                    RedisModuleTypeLoadFunc load, RedisModuleTypeSaveFunc save,
+                                    RedisModuleTypeFreeFunc free_value,
+                                    RedisModuleTypeMemUsageFunc mem_usage) {
+    RedisModuleTypeMethods methods = {
+        .version = REDISMODULE_TYPE_METHOD_VERSION,
+        .rdb_load = load,
+        .rdb_save = save,
+        .free = free_value,
+        .mem_usage = mem_usage,
+    };
+    return RedisModule_CreateDataType(ctx, name, 0, &methods);
 }
 
 int RedisModule_OnLoad(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
@@ -380,33 +385,10 @@ int RedisModule_OnLoad(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) 
         if (len == 10 && strncasecmp(arg, "huge-pages", len) == 0) huge_pages = 1;
         else return REDISMODULE_ERR;
     }
-    RedisModuleTypeMethods tm = {
-        .version = REDISMODULE_TYPE_METHOD_VERSION,
-        .rdb_load = FloorLoad,
-        .rdb_save = FloorSave,
-        .free = FloorFree,
-        .mem_usage = FloorMemUsage,
-    };
-    FloorType = RedisModule_CreateDataType(ctx, "floorbits", 0, &tm);
-    if (FloorType == NULL) return REDISMODULE_ERR;
-    RedisModuleTypeMethods lm = {
-        .version = REDISMODULE_TYPE_METHOD_VERSION,
-        .rdb_load = LinesLoad,
-        .rdb_save = LinesSave,
-        .free = LinesFree,
-        .mem_usage = LinesMemUsage,
-    };
-    LinesType = RedisModule_CreateDataType(ctx, "floorline", 0, &lm);
-    if (LinesType == NULL) return REDISMODULE_ERR;
-    RedisModuleTypeMethods sm = {
-        .version = REDISMODULE_TYPE_METHOD_VERSION,
-        .rdb_load = ListLoad,
-        .rdb_save = ListSave,
-        .free = ListFree,
-        .mem_usage = ListMemUsage,
-    };
-    ListType = RedisModule_CreateDataType(ctx, "floorlist", 0, &sm);
-    if (ListType == NULL) return REDISMODULE_ERR;
+    FloorType = create_type(ctx, "floorbits", FloorLoad, FloorSave, FloorFree, FloorMemUsage);
+    LinesType = create_type(ctx, "floorline", UnsavedLoad, UnsavedSave, LinesFree, LinesMemUsage);
+    ListType = create_type(ctx, "floorlist", UnsavedLoad, UnsavedSave, ListFree, ListMemUsage);
+    if (FloorType == NULL || LinesType == NULL || ListType == NULL) return REDISMODULE_ERR;
     if (RedisModule_CreateCommand(ctx, "floor.add", FloorAdd, "write deny-oom", 1, 1, 1) ==
             REDISMODULE_ERR ||
         RedisModule_CreateCommand(ctx, "floor.count", FloorCount, "readonly", 1, 1, 1) ==
