@@ -19,6 +19,9 @@ Prints, per workload, the instructions per call in the dispatcher and in the mod
 (`lcbloom::server::ffi::dispatch`, inclusive), with and without the key lookup (`RM_OpenKey`),
 whose cost varies between runs because Redis seeds its dict hash randomly.
 
+Valgrind's CPU has no AVX-512, so the module takes its AVX2 builds (or the baseline ones) under
+it, whatever the machine: these counts are of those builds.
+
 Usage: lc_callgrind.py MODULE.so [OUTDIR]   (needs valgrind and callgrind_annotate)
 """
 import os
