@@ -45,9 +45,9 @@
 //!
 //! concave in `n`; the maximum-likelihood estimate solves `Σ_k β_k·w_k / (e^{n·w_k} − 1) = μ`
 //! (`ml_estimate`, bisection on `ln n`, whose steps far from the root take their side from
-//! a root found by Newton's method: `sure_signs`) and its variance is taken as `1/I(n̂)`, `I` the
-//! observed information `Σ_k β_k·w_k²·e^{n w_k}/(e^{n w_k} − 1)²`. It serves unions (merges
-//! and multi-key counts), whose history is unknown.
+//! a root found by Newton's method: `sure_signs`) and its variance is taken as `1/I(n̂)`,
+//! `I` the observed information `Σ_k β_k·w_k²·e^{n w_k}/(e^{n w_k} − 1)²`. It serves unions
+//! (merges and multi-key counts), whose history is unknown.
 //!
 //! A counter fed by adds keeps a running estimate instead (the martingale or HIP estimator:
 //! Ting, KDD 2014; Cohen, PODS 2014): every add that changes the state adds `1/μ` (`μ` taken
@@ -420,13 +420,13 @@ fn ml_solve(runs: &[&[(f64, f64)]], mu: f64, screened: bool) -> (f64, f64) {
 /// decreasing), and `g` itself is checked positive at `r·(1 − 10⁻¹²)` and negative at
 /// `r·(1 + 10⁻¹²)`, so the true root lies between (give or take g's rounding, below). The
 /// bounds are those points moved out by 10⁻¹² again. Why a computed `g(n)` has its true
-/// sign there: each term `t(n) = βw/(e^{nw} − 1)` times `n` falls as `n` grows, so with `S(n)`
-/// the terms' sum, below the root `g(n) = S(n) − μ ≥ (1 − n/r)·S(n)`, at least `10⁻¹²·S(n)`,
-/// and above it `S(n) < μ` and `g(n) ≤ −(1 − r/n)·μ`, at least `10⁻¹²·μ` below zero.
-/// Computing `g` errs by a few units in the last place of each term and of the sum: under
-/// `3·10⁻¹⁴` of `S(n) + μ` for the 250 levels a sketch can have, thirty times less. Only the steps
-/// near the root, 16 to 18 of the search's 50-odd, compute `g` (counts of 2 keys of 10³ to
-/// 5·10⁴ items), besides the two checks.
+/// sign there: each term `t(n) = βw/(e^{nw} − 1)` times `n` falls as `n` grows, so with
+/// `S(n)` the terms' sum, below the root `g(n) = S(n) − μ ≥ (1 − n/r)·S(n)`, at least
+/// `10⁻¹²·S(n)`, and above it `S(n) < μ` and `g(n) ≤ −(1 − r/n)·μ`, at least `10⁻¹²·μ`
+/// below zero. Computing `g` errs by a few units in the last place of each term and of the
+/// sum: under `3·10⁻¹⁴` of `S(n) + μ` for the 236 levels a sketch can have at most, thirty
+/// times less. Only the steps near the root, 16 to 18 of the search's 50-odd, compute `g`
+/// (counts of 2 keys of 10³ to 5·10⁴ items), besides the two checks.
 fn sure_signs(runs: &[&[(f64, f64)]], set: f64, mu: f64, g: impl Fn(f64) -> f64) -> (f64, f64) {
     const CLOSE: f64 = 1e-12;
     let root = newton_root(runs, set, mu);
