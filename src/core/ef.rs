@@ -114,11 +114,13 @@ pub fn write_bits(words: &mut [u64], at: u64, width: u32, value: u64) {
 /// `[at, at + width)` for the caller to write; bits below `at` and from `end + width` on stay.
 ///
 /// Compiled for AVX2 where the CPU has it (four words a vector, against two in the baseline
-/// x86-64 build) and for AVX-512 F where it has that (eight): an insert into a list spends
-/// most of its instructions here.
+/// x86-64 build) and for AVX-512 F (eight) where the CPU also has VBMI2: those (Intel since
+/// Ice Lake, AMD since Zen 4) run 512-bit shifts at full clock, where the first AVX-512 Xeons
+/// slow the core for a while after them. An insert into a list spends most of its
+/// instructions here.
 fn shift_up(words: &mut [u64], at: u64, width: u32, end: u64) {
     #[cfg(target_arch = "x86_64")]
-    if std::is_x86_feature_detected!("avx512f") {
+    if std::is_x86_feature_detected!("avx512f") && std::is_x86_feature_detected!("avx512vbmi2") {
         // SAFETY: the CPU has AVX-512 F.
         return unsafe { shift_up_with_avx512(words, at, width, end) };
     }
