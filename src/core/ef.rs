@@ -120,7 +120,7 @@ pub fn write_bits(words: &mut [u64], at: u64, width: u32, value: u64) {
 /// instructions here.
 fn shift_up(words: &mut [u64], at: u64, width: u32, end: u64) {
     #[cfg(target_arch = "x86_64")]
-    if std::is_x86_feature_detected!("avx512f") && std::is_x86_feature_detected!("avx512vbmi2") {
+    if vbmi2_usable() {
         // SAFETY: the CPU has AVX-512 F.
         return unsafe { shift_up_with_avx512(words, at, width, end) };
     }
@@ -130,6 +130,15 @@ fn shift_up(words: &mut [u64], at: u64, width: u32, end: u64) {
         return unsafe { shift_up_with_avx2(words, at, width, end) };
     }
     shift_up_in(words, at, width, end)
+}
+
+/// Whether this CPU has AVX-512 VBMI2 and what it builds on (F, BW): Intel since Ice Lake,
+/// AMD since Zen 4, which also run 512-bit instructions at full clock.
+#[cfg(target_arch = "x86_64")]
+pub fn vbmi2_usable() -> bool {
+    std::is_x86_feature_detected!("avx512f")
+        && std::is_x86_feature_detected!("avx512bw")
+        && std::is_x86_feature_detected!("avx512vbmi2")
 }
 
 #[cfg(target_arch = "x86_64")]

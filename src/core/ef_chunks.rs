@@ -20,7 +20,7 @@
 //! token lists of 2,000 takes 0.6 of its time before (`cargo bench --bench core --
 //! lc_union`), and a word at a time takes 0.9 of that.
 
-use super::ef::{read_bits, Shape, SELECT_IN_BYTE};
+use super::ef::{read_bits, vbmi2_usable, Shape, SELECT_IN_BYTE};
 use std::arch::x86_64::*;
 
 /// Values handed to the caller at a time (a multiple of 8).
@@ -52,20 +52,13 @@ const fn high_parts() -> [[u32; 8]; 256] {
 }
 
 /// Whether this CPU has what `for_each_chunk` is built for (AVX2, BMI1, BMI2, POPCNT): the
-/// check its callers make before calling it. (It takes AVX-512 VBMI2 where it finds it.)
+/// check its callers make before calling it. (It takes AVX-512 VBMI2 where it finds it:
+/// `ef::vbmi2_usable`.)
 pub fn usable() -> bool {
     std::is_x86_feature_detected!("avx2")
         && std::is_x86_feature_detected!("bmi1")
         && std::is_x86_feature_detected!("bmi2")
         && std::is_x86_feature_detected!("popcnt")
-}
-
-/// Whether this CPU has AVX-512 VBMI2 as well (and what it builds on), with which
-/// `for_each_chunk` takes a whole word of upper bits at a time.
-fn vbmi2_usable() -> bool {
-    std::is_x86_feature_detected!("avx512f")
-        && std::is_x86_feature_detected!("avx512bw")
-        && std::is_x86_feature_detected!("avx512vbmi2")
 }
 
 /// Calls `f` with the values of the stream of `shape` (universe at most `MAX_UNIVERSE`)
