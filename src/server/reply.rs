@@ -43,6 +43,7 @@ fn map(ctx: &Context, fields: Vec<(&str, RedisValue)>, simple: bool) -> RedisRes
 
 /// Sends a handler's reply: the common scalar replies straight to the module API, the rest
 /// through the crate (which moves and then drops every `RedisValue` it is given).
+#[inline(always)]
 pub fn send(context: &Context, result: RedisResult) -> c_int {
     let status = match &result {
         Ok(RedisValue::NoReply) => raw::Status::Ok,
