@@ -11,9 +11,12 @@ the server's own (INFO commandstats usec over calls, after CONFIG RESETSTAT). Ro
 LC.ADD and FLOOR.ADD; the ratio is floor ÷ LC.ADD (1 = as fast as the floor), the median of
 the per-round ratios with its min–max.
 
-Counters that list their items sorted (exact and tokens modes) are also timed against the floor
-of that work, FLOOR.INSERT: a sorted list of as many bytes as the counter (`LC.INFO`'s Size),
-one new 16-bit value inserted in order per call. Its rounds alternate with the other two.
+FLOOR.ADD's value is 2 KB whatever the counter's size: smaller than a registers-mode counter
+(7 KB with the defaults), whose keys then stay in the caches less, and larger than an exact one.
+So each counter is also timed against the same floor over its own bytes: FLOOR.ADD on a value
+of as many bytes as the counter (`LC.INFO`'s Size), made by FLOOR.BITMAP. Counters that list their items sorted (exact and tokens modes) are
+also timed against the floor of that work, FLOOR.INSERT: a sorted list of as many bytes as the
+counter, one new 16-bit value inserted in order per call. All sides' rounds alternate.
 
 Environment: LCBLOOM_MODULE (default target/release/liblcbloom.so), FLOOR_MODULE (default
 target/floor/floor_module.so), ADD_ROUNDS (default 7), ADD_CALLS (calls per side per round,
@@ -82,32 +85,42 @@ def main():
             info = c.execute_command("LC.INFO", lc_keys[0])
             mode = dict(zip(info[::2], info[1::2]))[b"Mode"].decode()
             listed = mode in ("exact", "tokens")
+            same_keys = [f"same:{n}:{k}" for k in range(nkeys)]
             list_keys = [f"list:{n}:{k}" for k in range(nkeys)] if listed else []
-            for lc_key, list_key in zip(lc_keys, list_keys):
+            for k, lc_key in enumerate(lc_keys):
                 info = c.execute_command("LC.INFO", lc_key)
-                c.execute_command("FLOOR.LIST", list_key, dict(zip(info[::2], info[1::2]))[b"Size"])
-            lc_t, fl_t, ratios, list_ratios = [], [], [], []
+                size = int(dict(zip(info[::2], info[1::2]))[b"Size"])
+                c.execute_command("FLOOR.BITMAP", same_keys[k], size)
+                if listed:
+                    c.execute_command("FLOOR.LIST", list_keys[k], size)
+            lc_t, fl_t, same_t, ratios, same_ratios, list_ratios = [], [], [], [], [], []
             for _ in range(ROUNDS):
                 a = timed_round(c, "LC.ADD", lc_keys, fresh)
                 b = timed_round(c, "FLOOR.ADD", fl_keys, fresh)
+                same = timed_round(c, "FLOOR.ADD", same_keys, fresh)
                 lc_t.append(a)
                 fl_t.append(b)
+                same_t.append(same)
                 ratios.append(b / a)
+                same_ratios.append(same / a)
                 if listed:
                     list_ratios.append(timed_round(c, "FLOOR.INSERT", list_keys, fresh) / a)
-            rows.append((n, mode, lc_t, fl_t, ratios, list_ratios))
+            rows.append((n, mode, lc_t, fl_t, same_t, ratios, same_ratios, list_ratios))
     finally:
         server.close()
-    print(f"LC.ADD of one new item against FLOOR.ADD, by counter size: {machine()}, {ROUNDS} "
-          f"alternating rounds of {CALLS:,} calls a side, server time per call (INFO "
+    print(f"LC.ADD of one new item against the module-API floors, by counter size: {machine()}, "
+          f"{ROUNDS} alternating rounds of {CALLS:,} calls a side, server time per call (INFO "
           "commandstats).\n")
-    print("| items in the counter (mode) | LC.ADD µs | FLOOR.ADD µs | floor ÷ LC.ADD "
-          "| sorted-list floor (FLOOR.INSERT) ÷ LC.ADD |")
-    print("|---|---:|---:|---:|---:|")
-    for n, mode, lc_t, fl_t, r, lr in rows:
-        listed = f"{statistics.median(lr):.2f} ({min(lr):.2f}–{max(lr):.2f})" if lr else "—"
+    print("| items in the counter (mode) | LC.ADD µs | FLOOR.ADD µs, 2 KB | FLOOR.ADD µs, same bytes "
+          "| 2 KB floor ÷ LC.ADD | same-bytes floor ÷ LC.ADD | sorted-list floor (FLOOR.INSERT) ÷ LC.ADD |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+
+    def spread(r):
+        return f"{statistics.median(r):.2f} ({min(r):.2f}–{max(r):.2f})" if r else "—"
+
+    for n, mode, lc_t, fl_t, same_t, r, sr, lr in rows:
         print(f"| {n:,} ({mode}) | {statistics.median(lc_t):.3f} | {statistics.median(fl_t):.3f} | "
-              f"{statistics.median(r):.2f} ({min(r):.2f}–{max(r):.2f}) | {listed} |")
+              f"{statistics.median(same_t):.3f} | {spread(r)} | {spread(sr)} | {spread(lr)} |")
 
 
 if __name__ == "__main__":

@@ -6,6 +6,9 @@
  *                        type, set one hashed bit, and if it was new: count it, replicate the
  *                        command verbatim, fire a keyspace event; reply 1 or 0.
  *   FLOOR.COUNT key      open the key for reading, check its type, reply the cached count.
+ *   FLOOR.BITMAP key bytes   make FLOOR.ADD's value `bytes` long instead of 2 KB: the floor
+ *                        of a counter of that size (bench/lc_add_floor_bench.py), whose keys
+ *                        then stay in the caches as much as the counter's do.
  *
  * That is what LC.ADD and LC.COUNT do on a counter in bitmap mode, minus everything specific
  * to them (argument borrowing, XXH3, the estimate, the panic boundary), so no module command
@@ -41,6 +44,7 @@
  * are under `bf-huge-pages yes`, so that the two compare in the same pages.
  */
 #include "redismodule.h"
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 #include <strings.h>
@@ -54,8 +58,17 @@ static int huge_pages;
 
 typedef struct {
     uint64_t count;
-    uint8_t bits[FLOOR_BYTES];
+    uint64_t bytes;
+    uint8_t bits[];
 } FloorValue;
+
+#define MAX_FLOOR_BYTES (1u << 30)
+
+static FloorValue *floor_value(uint64_t bytes) {
+    FloorValue *v = RedisModule_Calloc(1, sizeof *v + bytes);
+    v->bytes = bytes;
+    return v;
+}
 
 static RedisModuleType *FloorType;
 
@@ -72,7 +85,7 @@ static int FloorAdd(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
     RedisModuleKey *key = RedisModule_OpenKey(ctx, argv[1], REDISMODULE_READ | REDISMODULE_WRITE);
     FloorValue *v;
     if (RedisModule_KeyType(key) == REDISMODULE_KEYTYPE_EMPTY) {
-        v = RedisModule_Calloc(1, sizeof *v);
+        v = floor_value(FLOOR_BYTES);
         RedisModule_ModuleTypeSetValue(key, FloorType, v);
     } else if (RedisModule_ModuleTypeGetType(key) != FloorType) {
         RedisModule_CloseKey(key);
@@ -82,7 +95,8 @@ static int FloorAdd(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
     }
     size_t len;
     const char *item = RedisModule_StringPtrLen(argv[2], &len);
-    uint64_t bit = floor_hash(item, len) % (FLOOR_BYTES * 8);
+    /* The hash's range reduced by a multiply, not a division (as lcbloom does). */
+    uint64_t bit = (uint64_t)(((unsigned __int128)floor_hash(item, len) * (v->bytes * 8)) >> 64);
     uint8_t mask = (uint8_t)(1u << (bit & 7));
     int changed = !(v->bits[bit >> 3] & mask);
     if (changed) {
@@ -110,29 +124,49 @@ static int FloorCount(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
     return RedisModule_ReplyWithLongLong(ctx, count);
 }
 
+static int FloorBitmap(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
+    if (argc != 3) return RedisModule_WrongArity(ctx);
+    long long bytes;
+    if (RedisModule_StringToLongLong(argv[2], &bytes) != REDISMODULE_OK || bytes < 1 ||
+        bytes > MAX_FLOOR_BYTES)
+        return RedisModule_ReplyWithError(ctx, "ERR bad size");
+    RedisModuleKey *key = RedisModule_OpenKey(ctx, argv[1], REDISMODULE_READ | REDISMODULE_WRITE);
+    if (RedisModule_KeyType(key) != REDISMODULE_KEYTYPE_EMPTY) {
+        RedisModule_CloseKey(key);
+        return RedisModule_ReplyWithError(ctx, "ERR item exists");
+    }
+    RedisModule_ModuleTypeSetValue(key, FloorType, floor_value((uint64_t)bytes));
+    RedisModule_CloseKey(key);
+    return RedisModule_ReplyWithSimpleString(ctx, "OK");
+}
+
 static void *FloorLoad(RedisModuleIO *rdb, int encver) {
     (void)encver;
     size_t len;
     char *buf = RedisModule_LoadStringBuffer(rdb, &len);
-    if (!buf || len != sizeof(FloorValue)) {
-        if (buf) RedisModule_Free(buf);
-        return NULL;
+    FloorValue *v = NULL;
+    if (buf && len >= sizeof *v) {
+        uint64_t bytes;
+        memcpy(&bytes, buf + offsetof(FloorValue, bytes), sizeof bytes);
+        if (bytes <= MAX_FLOOR_BYTES && len == sizeof *v + bytes) {
+            v = floor_value(bytes);
+            memcpy(v, buf, len);
+        }
     }
-    FloorValue *v = RedisModule_Alloc(sizeof *v);
-    memcpy(v, buf, sizeof *v);
-    RedisModule_Free(buf);
+    if (buf) RedisModule_Free(buf);
     return v;
 }
 
 static void FloorSave(RedisModuleIO *rdb, void *value) {
-    RedisModule_SaveStringBuffer(rdb, value, sizeof(FloorValue));
+    const FloorValue *v = value;
+    RedisModule_SaveStringBuffer(rdb, value, sizeof *v + v->bytes);
 }
 
 static void FloorFree(void *value) { RedisModule_Free(value); }
 
 static size_t FloorMemUsage(const void *value) {
-    (void)value;
-    return sizeof(FloorValue);
+    const FloorValue *v = value;
+    return sizeof *v + v->bytes;
 }
 
 /* ---- One random line per item over a large array ------------------------------------- */
@@ -392,6 +426,8 @@ int RedisModule_OnLoad(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) 
     if (RedisModule_CreateCommand(ctx, "floor.add", FloorAdd, "write deny-oom", 1, 1, 1) ==
             REDISMODULE_ERR ||
         RedisModule_CreateCommand(ctx, "floor.count", FloorCount, "readonly", 1, 1, 1) ==
+            REDISMODULE_ERR ||
+        RedisModule_CreateCommand(ctx, "floor.bitmap", FloorBitmap, "write deny-oom", 1, 1, 1) ==
             REDISMODULE_ERR ||
         RedisModule_CreateCommand(ctx, "floor.reserve", FloorReserve, "write deny-oom", 1, 1, 1) ==
             REDISMODULE_ERR ||
