@@ -50,12 +50,10 @@ impl Shape {
                 buckets: 0,
             };
         }
-        let ratio = universe / k;
-        let l = if ratio >= 2 {
-            63 - ratio.leading_zeros()
-        } else {
-            0
-        };
+        // l = ⌊log2 ⌊U/k⌋⌋ (0 below 2): the largest j with k·2^j ≤ U, found from the two
+        // lengths without a division, which every add to a list computes a few times.
+        let j = k.leading_zeros().saturating_sub(universe.leading_zeros());
+        let l = if j > 0 && k << j > universe { j - 1 } else { j };
         Shape {
             k,
             l,
@@ -676,6 +674,20 @@ mod tests {
             }
             for got in &builds {
                 prop_assert_eq!(got, &want);
+            }
+        }
+
+        /// The shape's `l` is `⌊log2 ⌊U/k⌋⌋` (0 below 2), the division's answer.
+        #[test]
+        fn low_bits_are_the_log_of_the_ratio(k in 1u64.., universe in 1u64.., shift in 0u32..64) {
+            // Random pairs, and universes at and around k·2^j, where the log steps.
+            let small = k >> shift | 1;
+            let at = small << shift.min(small.leading_zeros());
+            let pairs = [(k, universe), (small, universe), (small, at), (small, at - 1), (small, at.saturating_add(1))];
+            for (k, universe) in pairs {
+                let ratio = universe / k;
+                let want = if ratio >= 2 { 63 - ratio.leading_zeros() } else { 0 };
+                prop_assert_eq!(Shape::new(k, universe).l, want, "k {} U {}", k, universe);
             }
         }
 
