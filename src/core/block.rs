@@ -52,8 +52,10 @@ fn class_index(bytes: u64) -> u64 {
         8 => 0,
         class @ ..=128 => class / 16,
         class => {
-            let base = 1u64 << (63 - (class - 1).leading_zeros());
-            9 + 4 * (base.trailing_zeros() as u64 - 7) + class / (base / 4) - 5
+            // Four classes per doubling above 128: one in (2^e, 2^(e+1)] is a multiple of
+            // 2^(e−2), so its place in the doubling is a shift, not a divide.
+            let e = u64::from(63 - (class - 1).leading_zeros());
+            9 + 4 * (e - 7) + (class >> (e - 2)) - 5
         }
     }
 }
