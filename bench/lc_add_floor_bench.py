@@ -14,9 +14,10 @@ the per-round ratios with its min–max.
 FLOOR.ADD's value is 2 KB whatever the counter's size: smaller than a registers-mode counter
 (7 KB with the defaults), whose keys then stay in the caches less, and larger than an exact one.
 So each counter is also timed against the same floor over its own bytes: FLOOR.ADD on a value
-of as many bytes as the counter (`LC.INFO`'s Size), made by FLOOR.BITMAP. Counters that list their items sorted (exact and tokens modes) are
-also timed against the floor of that work, FLOOR.INSERT: a sorted list of as many bytes as the
-counter, one new 16-bit value inserted in order per call. All sides' rounds alternate.
+of as many bytes as the counter (`LC.INFO`'s Size), made by FLOOR.BITMAP. Counters that list
+their items sorted (exact and tokens modes) are also timed against the floor of that work,
+FLOOR.INSERT: a sorted list of as many bytes as the counter, one new 16-bit value inserted in
+order per call. All sides' rounds alternate.
 
 Environment: LCBLOOM_MODULE (default target/release/liblcbloom.so), FLOOR_MODULE (default
 target/floor/floor_module.so), ADD_ROUNDS (default 7), ADD_CALLS (calls per side per round,
@@ -44,6 +45,12 @@ def usec_per_call(client, command):
     a few percent of an LC.ADD of 0.15–0.3 µs."""
     stats = client.info("commandstats").get(f"cmdstat_{command}")
     return stats["usec"] / stats["calls"] if stats else None
+
+
+def lc_info(client, key):
+    """`LC.INFO key` as a dict of its fields."""
+    info = client.execute_command("LC.INFO", key)
+    return dict(zip(info[::2], info[1::2]))
 
 
 def fill(client, key, n, prefix):
@@ -82,14 +89,13 @@ def main():
                 fill(c, key, n, f"{k}:")
             for key in fl_keys:
                 c.execute_command("FLOOR.ADD", key, "x")
-            info = c.execute_command("LC.INFO", lc_keys[0])
-            mode = dict(zip(info[::2], info[1::2]))[b"Mode"].decode()
+            infos = [lc_info(c, key) for key in lc_keys]
+            mode = infos[0][b"Mode"].decode()
             listed = mode in ("exact", "tokens")
             same_keys = [f"same:{n}:{k}" for k in range(nkeys)]
             list_keys = [f"list:{n}:{k}" for k in range(nkeys)] if listed else []
-            for k, lc_key in enumerate(lc_keys):
-                info = c.execute_command("LC.INFO", lc_key)
-                size = int(dict(zip(info[::2], info[1::2]))[b"Size"])
+            for k, info in enumerate(infos):
+                size = int(info[b"Size"])
                 c.execute_command("FLOOR.BITMAP", same_keys[k], size)
                 if listed:
                     c.execute_command("FLOOR.LIST", list_keys[k], size)

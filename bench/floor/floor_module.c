@@ -44,6 +44,7 @@
  * are under `bf-huge-pages yes`, so that the two compare in the same pages.
  */
 #include "redismodule.h"
+#include <limits.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -124,17 +125,29 @@ static int FloorCount(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
     return RedisModule_ReplyWithLongLong(ctx, count);
 }
 
-static int FloorBitmap(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
-    if (argc != 3) return RedisModule_WrongArity(ctx);
-    long long bytes;
-    if (RedisModule_StringToLongLong(argv[2], &bytes) != REDISMODULE_OK || bytes < 1 ||
-        bytes > MAX_FLOOR_BYTES)
-        return RedisModule_ReplyWithError(ctx, "ERR bad size");
+/* For `CMD key bytes`, which makes a value: `bytes` (min..max) and the key, open for writing
+ * and empty; NULL once an error is replied. */
+static RedisModuleKey *open_new(RedisModuleCtx *ctx, RedisModuleString **argv, long long min,
+                                long long max, long long *bytes) {
+    if (RedisModule_StringToLongLong(argv[2], bytes) != REDISMODULE_OK || *bytes < min ||
+        *bytes > max) {
+        RedisModule_ReplyWithError(ctx, "ERR bad size");
+        return NULL;
+    }
     RedisModuleKey *key = RedisModule_OpenKey(ctx, argv[1], REDISMODULE_READ | REDISMODULE_WRITE);
     if (RedisModule_KeyType(key) != REDISMODULE_KEYTYPE_EMPTY) {
         RedisModule_CloseKey(key);
-        return RedisModule_ReplyWithError(ctx, "ERR item exists");
+        RedisModule_ReplyWithError(ctx, "ERR item exists");
+        return NULL;
     }
+    return key;
+}
+
+static int FloorBitmap(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
+    if (argc != 3) return RedisModule_WrongArity(ctx);
+    long long bytes;
+    RedisModuleKey *key = open_new(ctx, argv, 1, MAX_FLOOR_BYTES, &bytes);
+    if (key == NULL) return REDISMODULE_OK;
     RedisModule_ModuleTypeSetValue(key, FloorType, floor_value((uint64_t)bytes));
     RedisModule_CloseKey(key);
     return RedisModule_ReplyWithSimpleString(ctx, "OK");
@@ -210,13 +223,8 @@ static FloorLines *open_lines(RedisModuleCtx *ctx, RedisModuleKey *key, int *err
 static int FloorReserve(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
     if (argc != 3) return RedisModule_WrongArity(ctx);
     long long bytes;
-    if (RedisModule_StringToLongLong(argv[2], &bytes) != REDISMODULE_OK || bytes < 64)
-        return RedisModule_ReplyWithError(ctx, "ERR bad size");
-    RedisModuleKey *key = RedisModule_OpenKey(ctx, argv[1], REDISMODULE_READ | REDISMODULE_WRITE);
-    if (RedisModule_KeyType(key) != REDISMODULE_KEYTYPE_EMPTY) {
-        RedisModule_CloseKey(key);
-        return RedisModule_ReplyWithError(ctx, "ERR item exists");
-    }
+    RedisModuleKey *key = open_new(ctx, argv, 64, LLONG_MAX, &bytes);
+    if (key == NULL) return REDISMODULE_OK;
     FloorLines *v = RedisModule_Alloc(sizeof *v);
     v->lines = (uint64_t)bytes / 64;
     /* Written once, so that no page faults in while timed (lcbloom's filters are warmed by
@@ -319,14 +327,8 @@ static RedisModuleType *ListType;
 static int FloorListCreate(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
     if (argc != 3) return RedisModule_WrongArity(ctx);
     long long bytes;
-    if (RedisModule_StringToLongLong(argv[2], &bytes) != REDISMODULE_OK || bytes < 2 ||
-        bytes > (1LL << 30))
-        return RedisModule_ReplyWithError(ctx, "ERR bad size");
-    RedisModuleKey *key = RedisModule_OpenKey(ctx, argv[1], REDISMODULE_READ | REDISMODULE_WRITE);
-    if (RedisModule_KeyType(key) != REDISMODULE_KEYTYPE_EMPTY) {
-        RedisModule_CloseKey(key);
-        return RedisModule_ReplyWithError(ctx, "ERR item exists");
-    }
+    RedisModuleKey *key = open_new(ctx, argv, 2, 1LL << 30, &bytes);
+    if (key == NULL) return REDISMODULE_OK;
     size_t len;
     const char *name = RedisModule_StringPtrLen(argv[1], &len);
     uint64_t x = floor_hash(name, len) | 1;
