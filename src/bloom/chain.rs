@@ -703,14 +703,15 @@ mod tests {
         // array's bytes, which its allocator serves from the size class above.
         let params = FilterParams::for_capacity(200_000_000, 0.001 * HEAD_SHARE).unwrap();
         assert!(params.bytes() <= 395_507_200);
-        // In the server the bits are held in 64 MiB segments (unit tests use smaller ones):
-        // less than 4 MiB over their bytes, where one allocation took the 384 MiB class.
+        // In the server the bits are held in a head and 16 MiB segments (unit tests use
+        // smaller ones): less than 2 MiB over their bytes, where one allocation took the
+        // 384 MiB class.
         let words = params.words() as usize;
         let bytes = memory_bytes_for(&[SubParams::Bits(params)], &[0]).unwrap()
             - planned_bytes(words)
             + planned_bytes_in(words, SERVER_SEGMENT_WORDS);
         assert!(bytes <= size_class(395_507_200) + 256, "{bytes}");
-        assert!(bytes < params.bytes() + (4 << 20), "{bytes}");
+        assert!(bytes < params.bytes() + (2 << 20), "{bytes}");
     }
 
     #[test]

@@ -59,7 +59,6 @@ use super::chain::{memory_bytes_for, Chain};
 use super::filter::{FilterParams, Layout};
 use super::params::{SparseParams, SubParams};
 use super::sparse;
-use super::words::SEGMENT_BYTES;
 use crate::core::chunks::{Reader, Writer};
 use crate::core::decode::DecodeError;
 use crate::core::hashing::HASH_SCHEME;
@@ -359,21 +358,16 @@ pub fn data_chunk(chain: &Chain, offset: u64) -> Option<Cow<'_, [u8]>> {
     Some(Cow::Owned(out))
 }
 
-/// Largest data chunk of an RDB save (`saved_chunk`): a 64 MiB segment of a bit array of 256
-/// MiB or more (`words.rs`). Loads refuse larger ones.
-pub const SAVED_CHUNK_BYTES: u64 = 64 << 20;
-
-/// The data chunk an RDB save writes at `offset`. In a bit array of 256 MiB or more, held in
-/// segments larger than `SEGMENT_BYTES` (`words.rs`), the rest of the segment at `offset`:
-/// each segment whole, borrowed, so that a load adopts it as it is and `DUMP`'s buffer grows
-/// once a segment. Elsewhere `data_chunk`'s, cut where such an array starts, so that every
-/// chain without one saves the strings it saved before large segments.
+/// The data chunk an RDB save writes at `offset`. In a bit array held in more than one
+/// allocation (over `words::SEGMENT_BYTES`), the rest of the allocation at `offset`: each
+/// allocation whole, borrowed, so that a load adopts it as it is and `DUMP`'s buffer grows
+/// once for the whole array. Elsewhere `data_chunk`'s, cut where such an array starts.
 pub fn saved_chunk(chain: &Chain, offset: u64) -> Option<Cow<'_, [u8]>> {
     let mut start = 0u64;
     let mut limit = u64::MAX;
     for (p, bits) in chain.bit_arrays() {
         let end = start + p.bytes();
-        if bits.segment_bytes() > SEGMENT_BYTES {
+        if bits.is_segmented() {
             if (start..end).contains(&offset) {
                 if let Some(rest) = bits.rest_of_piece((offset - start) as usize) {
                     return Some(Cow::Borrowed(rest));
@@ -776,17 +770,18 @@ mod tests {
     }
 
     #[test]
-    fn saves_write_large_segments_whole_and_loads_keep_them() {
-        // Unit tests hold arrays of 1,024 words and more in 256-word (2 KiB) segments
-        // (`words.rs`). Chains of a small array then large ones, and of large ones only.
+    fn saves_write_each_allocation_whole_and_loads_keep_them() {
+        // Unit tests hold bit arrays of more than 64 words (512 bytes) in segments, with a
+        // head (`words.rs`). Chains of a small array then segmented ones, and of segmented
+        // ones only.
         for (p, capacity, items, small_first) in [
-            (0.5, 10_000u64, 300_000u64, true),
+            (0.5, 500u64, 100_000u64, true),
             (0.01, 20_000, 70_000, false),
         ] {
             let c = chain(p, capacity, 2, items);
             let arrays: Vec<(u64, bool)> = c
                 .bit_arrays()
-                .map(|(p, bits)| (p.bytes(), bits.segment_bytes() > SEGMENT_BYTES))
+                .map(|(p, bits)| (p.bytes(), bits.is_segmented()))
                 .collect();
             assert!(arrays.iter().filter(|a| a.1).count() >= 2, "{arrays:?}");
             assert_eq!(!arrays[0].1, small_first, "{arrays:?}");
@@ -794,9 +789,23 @@ mod tests {
                 .unwrap()
                 .into_chain()
                 .unwrap();
-            let (mut offset, mut data, mut adopted) = (0u64, Vec::new(), 0);
+            let (mut offset, mut data) = (0u64, Vec::new());
+            let (mut adopted, mut in_segmented) = (0, 0);
             while let Some(chunk) = saved_chunk(&c, offset) {
                 let len = chunk.len();
+                // The array this chunk starts in; a chunk never runs past a segmented one.
+                let (mut start, mut array) = (0u64, arrays[0]);
+                for &a in &arrays {
+                    array = a;
+                    if offset < start + a.0 {
+                        break;
+                    }
+                    start += a.0;
+                }
+                if array.1 {
+                    in_segmented += 1;
+                    assert!(offset + len as u64 <= start + array.0);
+                }
                 let layout = std::alloc::Layout::from_size_align(len, 8).unwrap();
                 // SAFETY: a non-zero layout; the block is filled before it is read.
                 let block = NonNull::new(unsafe { std::alloc::alloc(layout) }).unwrap();
@@ -804,7 +813,7 @@ mod tests {
                 unsafe { std::ptr::copy_nonoverlapping(chunk.as_ptr(), block.as_ptr(), len) };
                 // SAFETY: a block of the global allocator with u64 alignment, handed over.
                 match unsafe { adopt_data(&mut copy, offset, block, len) } {
-                    Ok(()) => adopted += 1,
+                    Ok(()) => adopted += u32::from(array.1),
                     Err(block) => {
                         write_data(&mut copy, offset, &chunk).unwrap();
                         // SAFETY: handed back unused; allocated above with this layout.
@@ -814,23 +823,27 @@ mod tests {
                 data.extend_from_slice(&chunk);
                 offset += len as u64;
             }
-            // Every segment of every large array was one chunk, and was kept as it is.
+            // Every allocation of every segmented array was one chunk, and was kept as it is:
+            // the head and the segments after it, fewer than a segment an allocation. (A
+            // small array saved whole is kept too.)
+            assert_eq!(adopted, in_segmented, "{arrays:?}");
             let segments: u64 = arrays
                 .iter()
                 .filter(|a| a.1)
-                .map(|a| a.0.div_ceil(2048))
+                .map(|a| a.0.div_ceil(512))
                 .sum();
-            assert_eq!(adopted, segments, "{arrays:?}");
+            assert!(
+                u64::from(in_segmented) < segments,
+                "{in_segmented} {segments}"
+            );
             assert_eq!(offset, c.data_bytes());
             assert_eq!(&encode(&c)[encode_header(&c).len()..], &data[..]);
             assert_eq!(copy, c);
         }
-        // A chain without large arrays saves `data_chunk`'s chunks.
-        let c = chain(0.5, 10_000, 1, 25_000);
-        assert!(c.bit_arrays().count() >= 2);
-        assert!(c
-            .bit_arrays()
-            .all(|(_, bits)| bits.segment_bytes() <= SEGMENT_BYTES));
+        // A chain without segmented arrays saves `data_chunk`'s chunks.
+        let c = chain(0.5, 1000, 1, 5000);
+        assert!(c.bit_arrays().count() >= 1);
+        assert!(c.bit_arrays().all(|(_, bits)| !bits.is_segmented()));
         assert_eq!(saved_chunk(&c, 0), data_chunk(&c, 0));
         assert_eq!(saved_chunk(&c, 0).unwrap().len() as u64, c.data_bytes());
     }

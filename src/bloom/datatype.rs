@@ -5,11 +5,11 @@
 //!
 //! * RDB (encoding version 1): the codec's header as one string (sparse sub-filters included,
 //!   `codec.rs`), then the bit arrays' data as strings of at most `codec::CHUNK_BYTES` each,
-//!   but for the 64 MiB segments of arrays of 256 MiB and more, each one string
-//!   (`codec::saved_chunk`; loads take strings of up to `codec::SAVED_CHUNK_BYTES`, so an
-//!   lcbloom built before those segments refuses such a filter). Neither save nor load needs
-//!   a second copy of a large filter. Loading validates the header before allocating, then requires the strings to
-//!   fill the data exactly; any error (or an I/O error, see `HANDLE_IO_ERRORS` in lib.rs)
+//!   but for arrays over 16 MiB, which save each of their allocations (a head of up to the
+//!   whole array, then 16 MiB segments, `words.rs`) as one string (`codec::saved_chunk`).
+//!   Loads take strings of any length within the data, however the saving array was cut.
+//!   Neither save nor load needs a second copy of a large filter. Loading validates the header before
+//!   allocating, then requires the strings to fill the data exactly; any error (or an I/O error, see `HANDLE_IO_ERRORS` in lib.rs)
 //!   returns null and Redis reports "Bad data format". `max-memory-per-key` applies to
 //!   `RESTORE` only, not while the server loads its own files or a replica syncs
 //!   (`limits::memory_limit`): a value saved under a higher limit still loads, with a warning.
@@ -80,7 +80,7 @@ impl StoredValue for Chain {
         while offset < total {
             let chunk = raw::load_string_buffer(rdb).map_err(|_| "short read")?;
             let len = chunk.as_ref().len();
-            if len == 0 || len as u64 > codec::SAVED_CHUNK_BYTES {
+            if len == 0 || len as u64 > total - offset {
                 return Err("bad data chunk".into());
             }
             // A chunk that is one whole allocation of a bit array becomes it: Redis read it

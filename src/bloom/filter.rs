@@ -323,9 +323,9 @@ impl BitArray {
         self.words.borrow_bytes(start, len)
     }
 
-    /// Bytes of each allocation of the bits but the last (`Words::segment_bytes`).
-    pub fn segment_bytes(&self) -> usize {
-        self.words.segment_bytes()
+    /// Whether the bits are more than one allocation (`Words::is_segmented`).
+    pub fn is_segmented(&self) -> bool {
+        self.words.is_segmented()
     }
 
     /// The rest of the allocation holding byte `start`, borrowed (`Words::rest_of_piece`).

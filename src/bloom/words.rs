@@ -16,32 +16,35 @@
 //! (… 256, 320, 384, 448, 512 MiB …), so one allocation of n bytes would waste up to a quarter
 //! of n: a 0.001 / 200M filter's 372.6 MiB of bits would take 384 MiB, its blocked twin's
 //! 408.5 MiB 448 MiB, and 257 MiB 320 MiB. An array larger than `SEGMENT_BYTES` (16 MiB) is
-//! therefore made of 16 MiB segments, each its own allocation (16 MiB is a size class: no
-//! rounding), and a last, shorter one, the only one rounded. The last segment is at most
-//! 16 MiB, whose classes are 2 MiB apart, so an array of any size wastes less than 2 MiB
-//! (< 0.6% of a 372 MiB filter, < 12.5% of one just above 16 MiB), where one allocation
-//! wastes up to 25%; the segment table and the segments' records add 32 bytes a segment.
-//! Arrays of at most 16 MiB stay one allocation (a 0.01 / 10M filter's
-//! 11.4 MiB among them). 16 rather than 64 MiB: the waste bound is 4× smaller and arrays of
-//! 16–64 MiB are segmented too; the segment table, one pointer per segment, stays small, so
-//! it stays in the L1 cache beside the random lines a lookup misses on. Segments are whole
-//! multiples of 64 bytes and each is aligned like the whole array, so a blocked filter's
-//! 64-byte blocks never straddle two segments.
+//! therefore cut in 16 MiB segments (16 MiB is a size class), and only its last, shorter one
+//! is rounded. That one is at most 16 MiB, whose classes are 2 MiB apart, so an array of any
+//! size wastes less than 2 MiB (< 0.6% of a 372 MiB filter, < 12.5% of one just above 16 MiB),
+//! where one allocation wastes up to 25%; the segment table and the allocations' records add
+//! 8 bytes a segment and 24 an allocation. Arrays of at most 16 MiB stay one allocation (a
+//! 0.01 / 10M filter's 11.4 MiB among them). Segments are whole multiples of 64 bytes and each
+//! is aligned like the whole array, so a blocked filter's 64-byte blocks never straddle two.
 //!
-//! Arrays of 256 MiB and more (16 segments) are held in 64 MiB segments instead (also a size
-//! class), still wasting less than 8 MiB (3% of 256 MiB): an RDB save writes each segment as
-//! one string, which a load keeps as the segment (`adopt`), and `DUMP` builds its payload in
-//! one buffer that Redis enlarges at each string appended, moving it to fresh memory most
-//! times. A 0.001 / 200M filter's 372.6 MiB are 6 strings so, where 16 MiB segments made 24
-//! (docs/BENCHMARKS.md, "Persistence of a big filter").
+//! The head. A segmented array's first segments are one allocation, its *head*: as many whole
+//! segments as make the largest size class they can (320 MiB of a 372.6 MiB array, 256 MiB of
+//! 300, all of a 384 MiB one), so the head is never rounded either; each later segment is an
+//! allocation of its own. An RDB save writes each allocation as one string, which a load
+//! keeps as it is (`adopt`). `DUMP` builds its payload in one buffer that Redis enlarges at
+//! each string by the string's length plus 1 MiB, moving it to fresh memory most times; past
+//! the head it lies in the class above the head's, which holds the whole array from four
+//! segments on (the segments after the head are fewer than a class step), so it is enlarged
+//! once, as for RedisBloom's one string of the whole array, where 16 MiB strings enlarged it
+//! at nearly every one (docs/BENCHMARKS.md, "Persistence of a big filter").
 //!
-//! Access. Word i of a segmented array is word `i % S` of segment `i / S` (S = 2^21 or 2^23
-//! words, a power of two: a shift by the array's own amount, and the table's entry). The probe loops
+//! Access. Word i of a segmented array is word `i % S` of segment `i / S` (S = 2^21 words, a
+//! power of two: a shift, and the table's entry; the entries of the head's segments point
+//! into the head). The table, one pointer per segment, stays small, so it stays in the L1
+//! cache beside the random lines a lookup misses on. The probe loops
 //! (`filter.rs`, `blocked.rs`) are generic over `WordRead`/`WordWrite`, implemented by a slice
 //! (one allocation) and by `Segments`; `BitArray` picks one per item.
 //! Byte ranges (`read_bytes`/`write_bytes`, the codec's data chunks) are split at segment ends,
 //! which are whole words, so the byte stream of an array is the same however it is held.
-//! Unit tests use 512-byte segments, so every array of theirs above 64 words is segmented.
+//! Unit tests use 512-byte segments, so every array of theirs above 64 words is segmented
+//! (and, as in the server, has a head from two segments on).
 //!
 //! Allocation is fallible and all-or-nothing: an array whose every segment cannot be allocated
 //! is an error (the segments already allocated are freed), never an abort. `memory_bytes`
@@ -53,11 +56,12 @@
 //! and the room to align a blocked array by hand when the exact request was not aligned.
 
 use super::huge_pages;
-use crate::core::alloc::{size_class, try_box};
+use crate::core::alloc::{class_at_most, size_class, try_box};
 use crate::core::chunks::{bytes_into_words, words_as_le_bytes, words_to_bytes};
 use crate::core::defrag::Defrag;
 use std::alloc::{alloc_zeroed, dealloc, Layout};
 use std::marker::PhantomData;
+use std::ops::Range;
 use std::ptr::NonNull;
 
 /// Words of a segment in the server: 16 MiB (a jemalloc size class, a multiple of 64 bytes).
@@ -65,26 +69,55 @@ pub const SERVER_SEGMENT_WORDS: usize = 2 << 20;
 /// Words of a segment: the server's, 512 bytes in unit tests so that their arrays (every one
 /// above 64 words) cross many segment ends.
 const SEGMENT_WORDS: usize = if cfg!(test) { 64 } else { SERVER_SEGMENT_WORDS };
-/// Bytes of a segment of a large array below `LARGE_ARRAY_SEGMENTS` segments.
+/// Bytes of a segment.
 pub const SEGMENT_BYTES: usize = SEGMENT_WORDS * 8;
-/// Arrays of at least this many segments are held in segments `1 << LARGE_SEGMENT_SHIFT`
-/// times as large (see "Arrays of 256 MiB and more" above).
-const LARGE_ARRAY_SEGMENTS: usize = 16;
-const LARGE_SEGMENT_SHIFT: u32 = 2;
 
-/// Words of each segment of an array of `len` words (its last may be shorter), with segments
-/// of `segment` words below `LARGE_ARRAY_SEGMENTS` of them.
-const fn segment_words_in(len: usize, segment: usize) -> usize {
-    if len >= LARGE_ARRAY_SEGMENTS * segment {
-        segment << LARGE_SEGMENT_SHIFT
-    } else {
-        segment
-    }
+/// How an array of more than one segment is cut into allocations: its head, `head` segments
+/// of `segment` words (the largest run of whole segments whose bytes are a size class), then
+/// one allocation a segment, the last possibly shorter. A function of the length alone, so a
+/// value is held (and reports its memory) the same on a master, its replicas and after a
+/// reload.
+#[derive(Clone, Copy)]
+struct Cut {
+    len: usize,
+    segment: usize,
+    head: usize,
 }
 
-/// Words of each segment of an array of `len` words.
-fn segment_words(len: usize) -> usize {
-    segment_words_in(len, SEGMENT_WORDS)
+impl Cut {
+    /// The cut of `len` words (more than `segment`, a power of two whose bytes are a size
+    /// class) in segments of `segment` words.
+    fn in_segments(len: usize, segment: usize) -> Cut {
+        let whole = (len / segment) as u64 * segment as u64;
+        // At least one segment, itself a class.
+        let head = (class_at_most(whole.saturating_mul(8)) / (segment as u64 * 8)) as usize;
+        Cut { len, segment, head }
+    }
+
+    /// The cut of `len` words in the server's segments (the tests' in unit tests).
+    fn of(len: usize) -> Cut {
+        Cut::in_segments(len, SEGMENT_WORDS)
+    }
+
+    fn segments(&self) -> usize {
+        self.len.div_ceil(self.segment)
+    }
+
+    fn allocations(&self) -> usize {
+        1 + self.segments() - self.head
+    }
+
+    /// The words of allocation `a`.
+    fn allocation(&self, a: usize) -> Range<usize> {
+        let first = if a == 0 { 0 } else { self.head + a - 1 };
+        let last = if a == 0 { self.head } else { first + 1 };
+        first * self.segment..(last * self.segment).min(self.len)
+    }
+
+    /// The allocation holding segment `s`.
+    fn allocation_of(&self, s: usize) -> usize {
+        s.saturating_sub(self.head - 1)
+    }
 }
 
 /// One allocation: words `align`-aligned at `ptr`, inside the block at `base` of `allocated`
@@ -216,33 +249,30 @@ fn try_collect<T>(len: usize, make: impl FnMut(usize) -> Option<T>) -> Option<Bo
     Some(out.into_boxed_slice())
 }
 
-/// Words of segment `s` of an array of `len` words.
-fn segment_len(len: usize, s: usize) -> usize {
-    let segment = segment_words(len);
-    segment.min(len - s * segment)
-}
-
-/// The segments of a large array: `segment_words(len)` words each (S), the last one possibly
-/// shorter. The lookups' index `table` holds, for segment s, where word 0 would be if the
-/// array were contiguous and segment s in its place (its first word's address − s·S words,
-/// computed with wrapping arithmetic), so word i is at table[i / S] + i; the runs own the
-/// memory.
+/// The allocations of a segmented array (`Cut`). The lookups' index `table` holds, for
+/// segment s, where word 0 would be if the array were contiguous and segment s in its place
+/// (its first word's address − s·S words, computed with wrapping arithmetic), so word i is at
+/// table[i / S] + i; the runs, one an allocation, own the memory.
 struct Segmented {
     table: Box<[*mut u64]>,
     runs: Box<[Run]>,
 }
 
 impl Segmented {
-    /// Points the table entry of segment `s` (of `segment` words) at its run.
-    fn point(&mut self, s: usize, segment: usize) {
-        self.table[s] = self.runs[s].ptr.as_ptr().wrapping_sub(s * segment);
+    /// Points the table entries of allocation `a`'s segments at its run.
+    fn point(&mut self, a: usize, cut: Cut) {
+        let words = cut.allocation(a);
+        let start = self.runs[a].ptr.as_ptr().wrapping_sub(words.start);
+        for s in words.start / cut.segment..words.end.div_ceil(cut.segment) {
+            self.table[s] = start;
+        }
     }
 }
 
 enum Storage {
     /// An array of at most one segment (or empty).
     One(Run),
-    /// A larger one, boxed so that a `Words` stays as small as one allocation's record.
+    /// A larger one (`Cut`), boxed so that a `Words` stays as small as one allocation's record.
     Segments(Box<Segmented>),
 }
 
@@ -274,16 +304,16 @@ impl Words {
             let (run, class) = Run::zeroed(len, align)?;
             (Storage::One(run), class)
         } else {
-            let count = len.div_ceil(segment_words(len));
-            let mut class = table_bytes(count);
-            let runs = try_collect(count, |s| {
-                let (run, bytes) = Run::zeroed(segment_len(len, s), align)?;
+            let cut = Cut::of(len);
+            let mut class = table_bytes(cut);
+            let runs = try_collect(cut.allocations(), |a| {
+                let (run, bytes) = Run::zeroed(cut.allocation(a).len(), align)?;
                 class += bytes;
                 Some(run)
             })?;
-            let table = try_collect(count, |_| Some(std::ptr::null_mut()))?;
+            let table = try_collect(cut.segments(), |_| Some(std::ptr::null_mut()))?;
             let mut segmented = try_box(Segmented { table, runs })?;
-            (0..count).for_each(|s| segmented.point(s, segment_words(len)));
+            (0..cut.allocations()).for_each(|a| segmented.point(a, cut));
             (Storage::Segments(segmented), class)
         };
         Some(Self {
@@ -308,7 +338,7 @@ impl Words {
             Storage::Segments(s) => View::Segments(Segments {
                 table: &s.table,
                 len: self.len,
-                shift: segment_words(self.len).trailing_zeros(),
+                shift: SEGMENT_WORDS.trailing_zeros(),
                 _words: PhantomData,
             }),
         }
@@ -322,7 +352,7 @@ impl Words {
             Storage::Segments(s) => ViewMut::Segments(SegmentsMut(Segments {
                 table: &s.table,
                 len: self.len,
-                shift: segment_words(self.len).trailing_zeros(),
+                shift: SEGMENT_WORDS.trailing_zeros(),
                 _words: PhantomData,
             })),
         }
@@ -330,25 +360,25 @@ impl Words {
 
     /// The allocations' words in order (their concatenation is the array).
     fn pieces(&self) -> impl Iterator<Item = &[u64]> {
-        let (runs, one) = match &self.storage {
-            Storage::One(run) => (std::slice::from_ref(run), true),
-            Storage::Segments(s) => (&s.runs[..], false),
-        };
         let len = self.len;
+        let (runs, cut) = match &self.storage {
+            Storage::One(run) => (std::slice::from_ref(run), None),
+            Storage::Segments(s) => (&s.runs[..], Some(Cut::of(len))),
+        };
         runs.iter()
             .enumerate()
-            .map(move |(s, run)| run.words(if one { len } else { segment_len(len, s) }))
+            .map(move |(a, run)| run.words(cut.map_or(len, |c| c.allocation(a).len())))
     }
 
     fn pieces_mut(&mut self) -> impl Iterator<Item = &mut [u64]> {
-        let (runs, one) = match &mut self.storage {
-            Storage::One(run) => (std::slice::from_mut(run), true),
-            Storage::Segments(s) => (&mut s.runs[..], false),
-        };
         let len = self.len;
+        let (runs, cut) = match &mut self.storage {
+            Storage::One(run) => (std::slice::from_mut(run), None),
+            Storage::Segments(s) => (&mut s.runs[..], Some(Cut::of(len))),
+        };
         runs.iter_mut()
             .enumerate()
-            .map(move |(s, run)| run.words_mut(if one { len } else { segment_len(len, s) }))
+            .map(move |(a, run)| run.words_mut(cut.map_or(len, |c| c.allocation(a).len())))
     }
 
     /// Appends bytes `start..start + len` of the array read as little-endian words (the
@@ -389,13 +419,9 @@ impl Words {
         None
     }
 
-    /// Bytes of each of the array's allocations but the last: its segments', or its own
-    /// when it is one allocation.
-    pub fn segment_bytes(&self) -> usize {
-        match self.storage {
-            Storage::One(_) => self.len * 8,
-            Storage::Segments(_) => segment_words(self.len) * 8,
-        }
+    /// Whether the array is more than one allocation (`Cut`).
+    pub fn is_segmented(&self) -> bool {
+        matches!(self.storage, Storage::Segments(_))
     }
 
     /// Bytes `start..` of the allocation that holds byte `start` of the array, to that
@@ -424,8 +450,9 @@ impl Words {
     /// Takes over `block`, `bytes` bytes holding little-endian words, as the words of the
     /// allocation that holds bytes `start..start + bytes` of the array, in place of the zero
     /// words there (freed): a load then keeps the block Redis read the data into instead of
-    /// copying it. Only when the range is exactly one allocation (a segment, or the whole
-    /// array) and the block is aligned as the array needs; otherwise the block is handed back.
+    /// copying it. Only when the range is exactly one allocation (the head or a later segment
+    /// of a segmented array, or the whole array) and the block is aligned as the array needs;
+    /// otherwise the block is handed back.
     ///
     /// # Safety
     /// `block` must be a block of `bytes` bytes from the global allocator with the layout
@@ -446,18 +473,17 @@ impl Words {
             base: block,
             allocated: bytes,
         };
-        let segment = segment_words(len);
-        let index = start / (segment * 8);
         match &mut self.storage {
             Storage::One(run) if fits && start == 0 && bytes == len * 8 => *run = adopted(),
-            Storage::Segments(s)
-                if fits
-                    && start.is_multiple_of(segment * 8)
-                    && index < s.runs.len()
-                    && bytes == segment_len(len, index) * 8 =>
-            {
-                s.runs[index] = adopted();
-                s.point(index, segment);
+            Storage::Segments(s) if fits => {
+                let cut = Cut::of(len);
+                let a = cut.allocation_of(start / SEGMENT_BYTES);
+                let one = (a < s.runs.len()).then(|| cut.allocation(a));
+                if one.is_none_or(|w| w.start * 8 != start || w.len() * 8 != bytes) {
+                    return Err(block);
+                }
+                s.runs[a] = adopted();
+                s.point(a, cut);
             }
             _ => return Err(block),
         }
@@ -475,9 +501,10 @@ impl Words {
                 d.boxed(s);
                 d.boxed_slice(&mut s.table);
                 d.boxed_slice(&mut s.runs);
-                for i in 0..s.runs.len() {
-                    s.runs[i].defrag(d, segment_len(len, i), align);
-                    s.point(i, segment_words(len));
+                let cut = Cut::of(len);
+                for a in 0..s.runs.len() {
+                    s.runs[a].defrag(d, cut.allocation(a).len(), align);
+                    s.point(a, cut);
                 }
             }
         }
@@ -499,23 +526,23 @@ pub fn planned_bytes(len: usize) -> u64 {
     planned_bytes_in(len, SEGMENT_WORDS)
 }
 
-/// `planned_bytes` with segments of `segment` words (a power of two) below
-/// `LARGE_ARRAY_SEGMENTS` of them.
+/// `planned_bytes` with segments of `segment` words (a power of two whose bytes are a size
+/// class).
 pub fn planned_bytes_in(len: usize, segment: usize) -> u64 {
     if len <= segment {
         return size_class(len as u64 * 8);
     }
-    let segment = segment_words_in(len, segment);
-    let (full, rest) = (len / segment, len % segment);
-    full as u64 * size_class(segment as u64 * 8)
-        + size_class(rest as u64 * 8)
-        + table_bytes(len.div_ceil(segment))
+    let cut = Cut::in_segments(len, segment);
+    (0..cut.allocations())
+        .map(|a| size_class(cut.allocation(a).len() as u64 * 8))
+        .sum::<u64>()
+        + table_bytes(cut)
 }
 
-/// Bytes of the segment table, the runs' records and their box, for `count` segments.
-fn table_bytes(count: usize) -> u64 {
-    size_class((count * std::mem::size_of::<*mut u64>()) as u64)
-        + size_class((count * std::mem::size_of::<Run>()) as u64)
+/// Bytes of the segment table, the runs' records and their box.
+fn table_bytes(cut: Cut) -> u64 {
+    size_class((cut.segments() * std::mem::size_of::<*mut u64>()) as u64)
+        + size_class((cut.allocations() * std::mem::size_of::<Run>()) as u64)
         + size_class(std::mem::size_of::<Segmented>() as u64)
 }
 
@@ -749,21 +776,22 @@ mod tests {
 
     #[test]
     fn a_block_that_is_one_allocation_is_taken_over() {
-        // Segments of 64 words in unit tests: 200 words are 64 + 64 + 64 + 8.
+        // Segments of 64 words in unit tests: 200 words are a head of three (192 words, 1,536
+        // bytes: a size class) and 8.
         let len = 200;
         let mut w = Words::zeroed(len, 8).unwrap();
         let class = w.memory_bytes();
         let expected: Vec<u64> = (0..len as u64)
             .map(|i| i.wrapping_mul(0x9e37_79b9_7f4a_7c15))
             .collect();
-        for (start, words) in [(64, 64), (192, 8), (0, 64)] {
+        for (start, words) in [(192, 8), (0, 192)] {
             let (block, bytes) = block_of(&expected[start..start + words]);
             // SAFETY: a block of the global allocator with the layout adopt expects.
             let adopted = unsafe { w.adopt(start * 8, block, bytes) };
             assert!(adopted.is_ok(), "{start}");
         }
-        // Not one allocation: across two segments, or part of one.
-        for (start, words) in [(32, 64), (128, 32), (128, 72)] {
+        // Not one allocation: across two, or part of one (a segment of the head among them).
+        for (start, words) in [(32, 64), (128, 32), (128, 72), (64, 64), (0, 64), (0, 200)] {
             let (block, bytes) = block_of(&expected[start..start + words]);
             // SAFETY: as above.
             let back = unsafe { w.adopt(start * 8, block, bytes) }.expect_err("refused");
@@ -799,32 +827,32 @@ mod tests {
     }
 
     #[test]
-    fn arrays_of_sixteen_segments_and_more_take_segments_four_times_as_large() {
-        // 64-word segments in unit tests: from 1,024 words on, 256-word ones.
-        assert_eq!(segment_words(1023), 64);
-        assert_eq!(segment_words(1024), 256);
-        let len = 1100; // 256 · 4 + 76
+    fn the_head_holds_the_largest_class_of_whole_segments() {
+        // 64-word (512-byte) segments in unit tests: 1,100 words are 17 whole segments and 12
+        // words; 16 segments (8 KiB) are the largest class among them.
+        let len = 1100;
         let mut w = Words::zeroed(len, 8).unwrap();
         let lens: Vec<usize> = w.pieces().map(<[u64]>::len).collect();
-        assert_eq!(lens, [256, 256, 256, 256, 76]);
+        assert_eq!(lens, [1024, 64, 12]);
         assert_eq!(w.memory_bytes(), planned_bytes(len));
         let expected: Vec<u64> = (0..len).map(pattern).collect();
         let le =
             |words: &[u64]| -> Vec<u8> { words.iter().flat_map(|w| w.to_le_bytes()).collect() };
-        assert_eq!(w.segment_bytes(), 256 * 8);
         // From any byte, the rest of its allocation.
         for start in 0..len * 8 {
-            let rest = w.rest_of_piece(start).map(<[u8]>::len);
+            let end = [1024, 1088, 1100]
+                .into_iter()
+                .find(|&e| start < e * 8)
+                .unwrap();
             assert_eq!(
-                rest,
-                Some((start / 2048 * 256 + 256).min(len) * 8 - start),
-                "{start}"
+                w.rest_of_piece(start).map(<[u8]>::len),
+                Some(end * 8 - start)
             );
         }
         assert_eq!(w.rest_of_piece(len * 8), None);
-        // A block of one large segment is taken over; one of a 64-word piece of it is not.
-        for start in [256, 1024, 0] {
-            let words = 256.min(len - start);
+        // Blocks of the head and of the later segments are taken over; one of a segment of
+        // the head is not.
+        for (start, words) in [(1024, 64), (1088, 12), (0, 1024)] {
             let (block, bytes) = block_of(&expected[start..start + words]);
             // SAFETY: a block of the global allocator with the layout adopt expects.
             let adopted = unsafe { w.adopt(start * 8, block, bytes) };
@@ -834,13 +862,48 @@ mod tests {
         // SAFETY: as above.
         let back = unsafe { w.adopt(512 * 8, block, bytes) }.expect_err("refused");
         free(back, bytes);
-        w.write_bytes(512 * 8, &le(&expected[512..1024]));
         match w.view() {
             View::Segments(s) => check_reads(&s, &expected, 8),
             View::One(_) => panic!("one allocation"),
         }
-        assert_eq!(w.rest_of_piece(300 * 8), Some(&le(&expected[300..512])[..]));
-        assert_eq!(Words::zeroed(50, 8).unwrap().segment_bytes(), 400);
+        assert_eq!(
+            w.rest_of_piece(300 * 8),
+            Some(&le(&expected[300..1024])[..])
+        );
+        assert!(!Words::zeroed(64, 8).unwrap().is_segmented());
+        assert!(w.is_segmented());
+    }
+
+    proptest! {
+        /// The cut of any array in the server's segments: the head is the largest class of
+        /// whole segments, every later allocation one segment (the last possibly shorter),
+        /// together the array. From four segments on, the class above the head's holds the
+        /// whole array, so `DUMP`'s buffer, enlarged past the head, holds the rest.
+        #[test]
+        fn the_cut_of_any_array(len in SERVER_SEGMENT_WORDS + 1..1usize << 36) {
+            let segment = SERVER_SEGMENT_WORDS;
+            let cut = Cut::in_segments(len, segment);
+            let head = (cut.head * segment * 8) as u64;
+            prop_assert_eq!(size_class(head), head);
+            prop_assert!(cut.head >= 1 && cut.head <= len / segment);
+            prop_assert!((cut.head + 1..=len / segment)
+                .all(|k| size_class((k * segment * 8) as u64) != (k * segment * 8) as u64));
+            let mut at = 0;
+            for a in 0..cut.allocations() {
+                let words = cut.allocation(a);
+                prop_assert_eq!(words.start, at);
+                prop_assert!(a == 0 || words.len() <= segment);
+                prop_assert!(a == 0 || a + 1 == cut.allocations() || words.len() == segment);
+                for s in words.start / segment..words.end.div_ceil(segment) {
+                    prop_assert_eq!(cut.allocation_of(s), a);
+                }
+                at = words.end;
+            }
+            prop_assert_eq!(at, len);
+            if len >= 4 * segment {
+                prop_assert!(size_class(head + 1) >= (len * 8) as u64);
+            }
+        }
     }
 
     const MIB: u64 = 1 << 20;
@@ -871,9 +934,9 @@ mod tests {
                 .pieces()
                 .map(|p| size_class((p.len() * 8 + align - 8) as u64))
                 .sum();
-            let table = match w.pieces().count() {
-                1 => 0,
-                n => table_bytes(n),
+            let table = match w.is_segmented() {
+                false => 0,
+                true => table_bytes(Cut::of(len)),
             };
             assert_eq!(w.memory_bytes(), planned_bytes(len));
             assert!(w.memory_bytes() <= most + table);
@@ -893,7 +956,11 @@ mod tests {
                 Storage::One(run) => std::slice::from_ref(run),
                 Storage::Segments(s) => &s.runs[..],
             };
-            assert_eq!(runs.len(), len.div_ceil(segment_words(len)));
+            let allocations = match len > SEGMENT_WORDS {
+                true => Cut::of(len).allocations(),
+                false => 1,
+            };
+            assert_eq!(runs.len(), allocations);
             for run in runs.iter() {
                 assert!(layout(run.allocated).unwrap().align() <= 16);
                 assert_eq!(run.ptr.as_ptr() as usize % 64, 0);
@@ -909,9 +976,9 @@ mod tests {
         assert_eq!(lens, [SEGMENT_WORDS, 1]);
         assert_eq!(
             planned_bytes(SEGMENT_WORDS + 1),
-            SEGMENT_BYTES as u64 + 8 + table_bytes(2)
+            SEGMENT_BYTES as u64 + 8 + table_bytes(Cut::of(SEGMENT_WORDS + 1))
         );
-        assert_eq!(table_bytes(2), 16 + 48 + 32);
+        assert_eq!(table_bytes(Cut::of(SEGMENT_WORDS + 1)), 16 + 48 + 32);
         // A `Words` is as small as a slice and its allocation's record: a key's list of bit
         // arrays stays small.
         assert_eq!(std::mem::size_of::<Words>(), 48);
@@ -922,32 +989,28 @@ mod tests {
     }
 
     #[test]
-    fn segments_waste_less_than_an_eighth_of_one() {
+    fn segments_waste_less_than_two_mib() {
         let planned = |bytes: u64| planned_bytes_in((bytes / 8) as usize, SERVER_SEGMENT_WORDS);
-        // (bits of an array, its cost in one allocation, in segments): the 0.001 / 200M
-        // filters (390,738,528 and 428,318,208 bytes of bits) and 257 MiB in 64 MiB segments,
-        // just over 16 MiB in 16 MiB ones, and at most 16 MiB (one allocation).
+        // (bits of an array, its cost in one allocation, cut): the 0.001 / 200M filters
+        // (390,738,528 and 428,318,208 bytes of bits: heads of 320 and 384 MiB), 257 MiB
+        // (a head of 256), just over 16 MiB, and at most 16 MiB (one allocation).
         for (bytes, old, now) in [
-            (390_738_528u64, 384 * MIB, 376 * MIB + 48 + 160 + 32),
-            (428_318_208, 448 * MIB, 412 * MIB + 64 + 192 + 32),
-            (257 * MIB, 320 * MIB, 257 * MIB + 48 + 128 + 32),
+            (390_738_528u64, 384 * MIB, 373 * MIB + 192 + 128 + 32),
+            (428_318_208, 448 * MIB, 410 * MIB + 224 + 80 + 32),
+            (257 * MIB, 320 * MIB, 257 * MIB + 160 + 48 + 32),
             (16 * MIB + 8, 20 * MIB, 16 * MIB + 8 + 16 + 48 + 32),
             (12 * MIB + 8, 14 * MIB, 14 * MIB),
         ] {
             assert_eq!((size_class(bytes), planned(bytes)), (old, now), "{bytes}");
         }
-        // Every size: the rounding stays below 2 MiB in 16 MiB segments and below 8 MiB (3% of
-        // the smallest such array) in 64 MiB ones, the table apart (32 bytes a segment).
-        for bytes in (1..=100u64).map(|i| i * 5 * MIB + 24) {
-            let segment = segment_words_in((bytes / 8) as usize, SERVER_SEGMENT_WORDS) as u64 * 8;
-            let table = if bytes > 16 * MIB {
-                table_bytes(bytes.div_ceil(segment) as usize)
-            } else {
-                0
+        // Every size: the rounding stays below 2 MiB, the table apart.
+        for bytes in (1..=200u64).map(|i| i * 5 * MIB + 24) {
+            let table = match bytes > 16 * MIB {
+                true => table_bytes(Cut::in_segments((bytes / 8) as usize, SERVER_SEGMENT_WORDS)),
+                false => 0,
             };
             let rounding = planned(bytes) - bytes - table;
-            assert!(rounding < segment / 8, "{bytes}: {rounding}");
-            assert!(bytes < 256 * MIB || segment == 64 * MIB, "{bytes}");
+            assert!(rounding < 2 * MIB, "{bytes}: {rounding}");
         }
     }
 
@@ -975,10 +1038,9 @@ mod tests {
 
     #[test]
     fn every_word_line_and_byte_range_at_every_segment_end() {
-        // Arrays ending inside, at and past segment ends (64 words in tests, 256 from 1,024
-        // words on).
+        // Arrays ending inside, at and past segment ends (64 words in tests) and their heads.
         for len in [8usize, 64, 72, 128, 136, 200, 203, 1024, 1100] {
-            let segment = segment_words(len);
+            let segment = SEGMENT_WORDS;
             for align in [8usize, 64] {
                 let mut w = Words::zeroed(len, align).unwrap();
                 let expected: Vec<u64> = (0..len).map(pattern).collect();
@@ -1011,8 +1073,9 @@ mod tests {
                             w.read_bytes(start, stop - start, &mut out);
                             assert_eq!(out[1..], bytes[start..stop], "{len}: {start}..{stop}");
                             // Borrowed where one piece holds the range, and only there.
-                            let one_piece = len <= SEGMENT_WORDS
-                                || start / (segment * 8) == (stop - 1) / (segment * 8);
+                            let allocation = |byte: usize| Cut::of(len).allocation_of(byte / 512);
+                            let one_piece =
+                                len <= SEGMENT_WORDS || allocation(start) == allocation(stop - 1);
                             match w.borrow_bytes(start, stop - start) {
                                 Some(borrowed) => assert_eq!(borrowed, &bytes[start..stop]),
                                 None => assert!(!one_piece, "{len}: {start}..{stop}"),

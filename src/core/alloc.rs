@@ -163,6 +163,21 @@ pub fn size_class(bytes: u64) -> u64 {
     }
 }
 
+/// The largest size class of at most `bytes` (0 below 8): how much of `bytes` one
+/// allocation can hold without rounding.
+pub fn class_at_most(bytes: u64) -> u64 {
+    match bytes {
+        0..=7 => 0,
+        8..=15 => 8,
+        16..=128 => bytes & !15,
+        _ => {
+            // The largest power of two at most `bytes`, split in four steps.
+            let step = 1u64 << (61 - bytes.leading_zeros());
+            bytes & !(step - 1)
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -200,6 +215,15 @@ mod tests {
         fn sizes_round_up_to_a_quarter_of_their_power_of_two(bytes in 129u64..1 << 50) {
             let base = 1u64 << (63 - (bytes - 1).leading_zeros());
             proptest::prop_assert_eq!(size_class(bytes), bytes.next_multiple_of(base / 4));
+        }
+
+        /// `class_at_most` is a class, at most the bytes, and the next class is above them.
+        #[test]
+        fn the_largest_class_within_bytes(bytes in 0u64..1 << 50) {
+            let class = class_at_most(bytes);
+            proptest::prop_assert!(class <= bytes);
+            proptest::prop_assert_eq!(size_class(class), class);
+            proptest::prop_assert!(size_class(class + 1) > bytes);
         }
     }
 }

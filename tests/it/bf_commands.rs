@@ -684,8 +684,8 @@ fn memory_limit_and_a_billion_items() {
         &["BF.RESERVE", "big", "0.001", "1000000000", "NONSCALING"],
     );
     let size = bf_info(&mut c, "big", "SIZE");
-    // Sized for 95% of p: -n·ln(0.95·p)/ln²2 bits = 1.811 GB; within 1%, in 64 MiB segments
-    // (below jemalloc's 1.75 GiB class), plus the chain's own few hundred bytes.
+    // Sized for 95% of p: -n·ln(0.95·p)/ln²2 bits = 1.811 GB; within 1%, in a 1.5 GiB head and
+    // 16 MiB segments (below jemalloc's 1.75 GiB class), plus the chain's own few hundred bytes.
     assert!(size <= 1_879_048_192 + 1024, "{size}");
     let bits = bf_bits(&mut c, "big");
     assert!(bits as f64 / 8.0 <= 1_810_600_000.0 * 1.01, "{bits}");

@@ -188,8 +188,8 @@ fn memory_usage_is_within_ten_percent_of_used_memory() {
     assert!(off.is_empty(), "off the band {band:?}: {off:?}\n{report}");
 }
 
-/// Bit arrays above 16 MiB are held in segments (16 MiB below 256 MiB: src/bloom/words.rs), so only the last
-/// one is rounded up to a jemalloc size class: a filter whose bits are just over 32 MiB costs
+/// Bit arrays above 16 MiB are held in 16 MiB segments, the first ones together as large a size
+/// class as they make (src/bloom/words.rs), so only the last one is rounded up to a class: a filter whose bits are just over 32 MiB costs
 /// about its bits, where one allocation took the 40 MiB class (25% more). MEMORY USAGE says
 /// what it costs, within ±10% of the used_memory growth, as for every shape above.
 #[test]

@@ -55,10 +55,11 @@ fn make_filters(conn: &mut redis::Connection) -> Vec<(String, String)> {
     fill(conn, "mixed", "m", 5_300);
     ok(conn, &["BF.RESERVE", "bits", "0.01", "20000", "NONSCALING"]);
     fill(conn, "bits", "b", 500);
-    // 17.1 MiB of bits: a 16 MiB segment and a shorter one (src/bloom/words.rs).
+    // 34.3 MiB of bits: a head of two 16 MiB segments (one 32 MiB allocation, saved as one
+    // string) and a shorter segment (src/bloom/words.rs).
     ok(
         conn,
-        &["BF.RESERVE", "segmented", "0.01", "15000000", "NONSCALING"],
+        &["BF.RESERVE", "segmented", "0.01", "30000000", "NONSCALING"],
     );
     fill(conn, "segmented", "g", 3_000);
     [
@@ -141,7 +142,7 @@ fn dump_restore_copy_and_memory_usage() {
         v => panic!("{v:?}"),
     };
     let original = size(&mut c, "segmented");
-    assert!(original > 17 << 20, "{original}");
+    assert!(original > 34 << 20, "{original}");
     for key in ["segmented-copy", "segmented-restored"] {
         let copied = size(&mut c, key);
         assert_eq!(copied, original, "{key}");
@@ -447,10 +448,11 @@ fn sparse_sets_travel_whole_in_the_header() {
 }
 
 #[test]
-fn arrays_of_256_mib_save_whole_segments_and_load_older_chunks() {
+fn large_arrays_save_each_allocation_whole_and_load_any_cut() {
     let server = Server::start();
     let mut c = server.conn();
-    // 269.6 MB of bits: four 64 MiB segments and a short one (src/bloom/words.rs).
+    // 269.6 MB of bits: a head of sixteen 16 MiB segments (one 256 MiB allocation) and a
+    // short segment (src/bloom/words.rs).
     ok(
         &mut c,
         &["BF.RESERVE", "large", "0.01", "225000000", "NONSCALING"],
@@ -464,22 +466,35 @@ fn arrays_of_256_mib_save_whole_segments_and_load_older_chunks() {
     let (value, version) = split_dump(&payload);
     drop(payload);
     let strings = module_strings(&value);
-    // The header, then each segment as one string.
+    // The header, then each allocation as one string.
     let lens: Vec<usize> = strings[1..].iter().map(|s| s.len()).collect();
     let data: usize = lens.iter().sum();
-    assert_eq!(
-        lens,
-        [64 << 20, 64 << 20, 64 << 20, 64 << 20, data - (256 << 20)]
-    );
-    // As an lcbloom of 16 MiB chunks saved it: loads (copying into the segments).
+    assert_eq!(lens, [256 << 20, data - (256 << 20)]);
     let data_bytes: Vec<u8> = strings[1..].concat();
-    let mut older = vec![strings[0]];
-    older.extend(data_bytes.chunks(16 << 20));
-    let older = dump_payload(&module_value(&value[..MODULE_FRAME], &older), version);
-    // One string over the largest segment is refused: nothing is created.
-    let mut merged = vec![strings[0], &data_bytes[..128 << 20]];
-    merged.extend(data_bytes[128 << 20..].chunks(64 << 20));
-    let merged = dump_payload(&module_value(&value[..MODULE_FRAME], &merged), version);
+    let cut = |piece: usize| {
+        let mut strings = vec![strings[0]];
+        strings.extend(data_bytes.chunks(piece));
+        dump_payload(&module_value(&value[..MODULE_FRAME], &strings), version)
+    };
+    // Cut in 16 MiB strings, in 64 MiB ones, or in one: loads the same (copying where a
+    // string is not one allocation).
+    let older = cut(16 << 20);
+    for (key, payload) in [("in-64-mib", cut(64 << 20)), ("in-one", cut(data))] {
+        redis::cmd("RESTORE")
+            .arg(key)
+            .arg(0)
+            .arg(payload)
+            .exec(&mut c)
+            .unwrap();
+        assert_eq!(digest(&mut c, key), d, "{key}");
+        assert_eq!(size(&mut c, key), original, "{key}");
+        ok(&mut c, &["DEL", key]);
+    }
+    // A string past the end of the data is refused: nothing is created.
+    let mut past = vec![strings[0], &data_bytes[..data - 8]];
+    let tail = [&data_bytes[data - 8..], &[0u8; 8][..]].concat();
+    past.push(&tail);
+    let past = dump_payload(&module_value(&value[..MODULE_FRAME], &past), version);
     drop(strings);
     let ours = dump_payload(&value, version);
     drop((value, data_bytes));
@@ -494,15 +509,15 @@ fn arrays_of_256_mib_save_whole_segments_and_load_older_chunks() {
         assert_eq!(size(&mut c, key), original, "{key}");
     }
     let refused = redis::cmd("RESTORE")
-        .arg("merged")
+        .arg("past")
         .arg(0)
-        .arg(&merged)
+        .arg(&past)
         .exec(&mut c)
         .unwrap_err();
     assert!(refused.to_string().contains("Bad data format"), "{refused}");
-    assert_eq!(ok(&mut c, &["EXISTS", "merged"]), Value::Int(0));
-    drop((ours, older, merged));
-    // Saved and loaded again, the segments Redis read the data into take writes.
+    assert_eq!(ok(&mut c, &["EXISTS", "past"]), Value::Int(0));
+    drop((ours, older, past));
+    // Saved and loaded again, the allocations Redis read the data into take writes.
     ok(&mut c, &["DEBUG", "RELOAD"]);
     for key in ["large", "restored", "older"] {
         assert_eq!(digest(&mut c, key), d, "{key}");
