@@ -606,10 +606,11 @@ impl Counter {
         Some(model.empty_like())
     }
 
-    /// The number of distinct items in the union of `counters` (0 for none). Exact when every
-    /// counter is exact with the same size; the sketch union's estimate when none is a bitmap
-    /// (union.rs); otherwise estimated in the smallest bitmap, into which every other must
-    /// fold.
+    /// The number of distinct items in the union of `counters` (0 for none). When every
+    /// counter is exact with the same size, exact while they list few items in all, else
+    /// estimated from their fingerprints (`exact_union_count`); the sketch union's estimate
+    /// when none is a bitmap (union.rs); otherwise estimated in the smallest bitmap, into
+    /// which every other must fold.
     pub fn union_count(counters: &[&Counter]) -> Result<u64, LcError> {
         match counters {
             [] => Ok(0),
@@ -619,13 +620,7 @@ impl Counter {
                     .iter()
                     .all(|c| c.is_exact() && c.bits() == first.bits()) =>
             {
-                let mut all: Vec<u64> = Vec::new();
-                for c in counters {
-                    all.extend(c.fingerprints().into_iter().flatten());
-                }
-                all.sort_unstable();
-                all.dedup();
-                Ok(all.len() as u64)
+                Counter::exact_union_count(counters)
             }
             _ if !counters.iter().any(|c| c.is_bitmap()) => Counter::sketch_union_count(counters),
             _ => {
