@@ -19,7 +19,7 @@ FUZZ_SECONDS ?= 60
 FUZZ_TARGETS := bf_value bf_loadchunk lc_value lc_loadchunk rb_value rb_loadchunk bf_any_loadchunk bf_window_value
 
 .PHONY: all build run test unit-test integration-test py-test test-redis-versions deps deps-system deps-python clean
-.PHONY: build-fault-injection valkey test-valkey valkey-jemalloc test-valkey-defrag redisbloom bench bench-memory bench-peer floors layout-sweep fuzz
+.PHONY: build-fault-injection valkey test-valkey valkey-jemalloc test-valkey-defrag redisbloom bench bench-memory bench-peer bench-cpu floors layout-sweep fuzz
 
 all: build
 
@@ -160,6 +160,12 @@ $(DRAM_FLOOR): bench/floor/dram_floor.c
 
 bench-peer: deps-python
 	$(MAKE) bench PEER_MODULE=$$(realpath "$$(scripts/fetch-tool.sh redisbloom)")
+
+## The timings docs/BENCHMARKS.md gives for each CPU (bench/per_cpu.sh: the server benchmark
+## against RedisBloom, persistence, LC.ADD against its floor, many-key LC.COUNT on Redis and
+## Valkey), each table saved in bench/results/ under the CPU's name; about 45 minutes.
+bench-cpu: deps build floors
+	PY=$(PY) sh bench/per_cpu.sh
 
 ## The long fuzzing pass (`make test` runs a short one: 5,000 mutations per decoder). Every
 ## decoder for FUZZ_SECONDS each: cargo fuzz (libFuzzer) on a nightly toolchain, installing
