@@ -476,18 +476,22 @@ fn large_arrays_save_each_allocation_whole_and_load_any_cut() {
         strings.extend(data_bytes.chunks(piece));
         dump_payload(&module_value(&value[..MODULE_FRAME], &strings), version)
     };
-    // Cut in 16 MiB strings, in 64 MiB ones, or in one: loads the same (copying where a
-    // string is not one allocation).
-    let older = cut(16 << 20);
-    for (key, payload) in [("in-64-mib", cut(64 << 20)), ("in-one", cut(data))] {
+    // Restored, the same filter at the same cost.
+    let restores = |c: &mut redis::Connection, key: &str, payload: &[u8]| {
         redis::cmd("RESTORE")
             .arg(key)
             .arg(0)
             .arg(payload)
-            .exec(&mut c)
+            .exec(c)
             .unwrap();
-        assert_eq!(digest(&mut c, key), d, "{key}");
-        assert_eq!(size(&mut c, key), original, "{key}");
+        assert_eq!(digest(c, key), d, "{key}");
+        assert_eq!(size(c, key), original, "{key}");
+    };
+    // Cut in 16 MiB strings, in 64 MiB ones, or in one: loads the same (copying where a
+    // string is not one allocation).
+    let older = cut(16 << 20);
+    for (key, payload) in [("in-64-mib", cut(64 << 20)), ("in-one", cut(data))] {
+        restores(&mut c, key, &payload);
         ok(&mut c, &["DEL", key]);
     }
     // A string past the end of the data is refused: nothing is created.
@@ -499,14 +503,7 @@ fn large_arrays_save_each_allocation_whole_and_load_any_cut() {
     let ours = dump_payload(&value, version);
     drop((value, data_bytes));
     for (key, payload) in [("restored", &ours), ("older", &older)] {
-        redis::cmd("RESTORE")
-            .arg(key)
-            .arg(0)
-            .arg(payload)
-            .exec(&mut c)
-            .unwrap();
-        assert_eq!(digest(&mut c, key), d, "{key}");
-        assert_eq!(size(&mut c, key), original, "{key}");
+        restores(&mut c, key, payload);
     }
     let refused = redis::cmd("RESTORE")
         .arg("past")
