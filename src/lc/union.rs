@@ -414,7 +414,11 @@ impl Counter {
     /// Exact counters of the same geometry: exact while the union fits, else its sketch with
     /// the union's exact size as running estimate.
     fn absorb_exact(&mut self, others: &[&Counter], limit: u64) -> Result<bool, LcError> {
-        let mut all: Vec<u64> = self.fingerprints().into_iter().flatten().collect();
+        let listed: u64 = others.iter().map(|c| c.header().count).sum();
+        let mut all: Vec<u64> = Vec::new();
+        all.try_reserve_exact((self.header().count + listed) as usize)
+            .map_err(|_| LcError::OutOfMemory)?;
+        all.extend(self.fingerprints().into_iter().flatten());
         let before = all.len();
         for other in others {
             all.extend(other.fingerprints().into_iter().flatten());
