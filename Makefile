@@ -163,7 +163,7 @@ bench-peer: deps-python
 
 ## The timings docs/BENCHMARKS.md gives for each CPU (bench/per_cpu.sh: the server benchmark
 ## against RedisBloom, persistence, LC.ADD against its floor, many-key LC.COUNT on Redis and
-## Valkey), each table saved in bench/results/ under the CPU's name; about 45 minutes.
+## Valkey), each table saved in bench/results/ under the CPU's name; about half an hour.
 bench-cpu: deps build floors
 	PY=$(PY) sh bench/per_cpu.sh
 

@@ -9,8 +9,8 @@
 #   lc-add-floor  LC.ADD by counter size against the module-API floor
 #   lc-union      many-key LC.COUNT against PFCOUNT, on redis-server and on Valkey
 #
-# About 45 minutes and 3 GB of memory; run it on a quiet machine (`make bench-cpu` builds what
-# it needs first). Each script's own knobs (BENCH_ROUNDS, PERSIST_FILLS, ADD_ROUNDS,
+# About half an hour (19 minutes on AMD EPYC) and 3 GB of memory; run it on a quiet machine
+# (`make bench-cpu` builds what it needs first). Each script's own knobs (BENCH_ROUNDS, PERSIST_FILLS, ADD_ROUNDS,
 # UNION_SHAPES, ...) pass through, so a short trial run is `BENCH_ROUNDS=1 PERSIST_FILLS=0 ...`.
 set -eu
 
