@@ -10,8 +10,9 @@
 #   lc-union      many-key LC.COUNT against PFCOUNT, on redis-server and on Valkey
 #
 # About half an hour (19 minutes on AMD EPYC) and 3 GB of memory; run it on a quiet machine
-# (`make bench-cpu` builds what it needs first). Each script's own knobs (BENCH_ROUNDS, PERSIST_FILLS, ADD_ROUNDS,
-# UNION_SHAPES, ...) pass through, so a short trial run is `BENCH_ROUNDS=1 PERSIST_FILLS=0 ...`.
+# (`make bench-cpu` builds what it needs first). Each script's own knobs (BENCH_ROUNDS,
+# PERSIST_FILLS, ADD_ROUNDS, UNION_SHAPES, ...) pass through, so a short trial run is
+# `BENCH_ROUNDS=1 PERSIST_FILLS=0 ...`.
 set -eu
 
 cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//; s/[^A-Za-z0-9]\{1,\}/-/g; s/-$//')
