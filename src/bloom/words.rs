@@ -69,6 +69,8 @@ pub const SERVER_SEGMENT_WORDS: usize = 2 << 20;
 /// Words of a segment: the server's, 512 bytes in unit tests so that their arrays (every one
 /// above 64 words) cross many segment ends.
 const SEGMENT_WORDS: usize = if cfg!(test) { 64 } else { SERVER_SEGMENT_WORDS };
+/// `SEGMENT_WORDS` is `2^SEGMENT_SHIFT`: a word's segment is its index shifted.
+const SEGMENT_SHIFT: u32 = SEGMENT_WORDS.trailing_zeros();
 /// Bytes of a segment.
 pub const SEGMENT_BYTES: usize = SEGMENT_WORDS * 8;
 
@@ -338,7 +340,6 @@ impl Words {
             Storage::Segments(s) => View::Segments(Segments {
                 table: &s.table,
                 len: self.len,
-                shift: SEGMENT_WORDS.trailing_zeros(),
                 _words: PhantomData,
             }),
         }
@@ -352,7 +353,6 @@ impl Words {
             Storage::Segments(s) => ViewMut::Segments(SegmentsMut(Segments {
                 table: &s.table,
                 len: self.len,
-                shift: SEGMENT_WORDS.trailing_zeros(),
                 _words: PhantomData,
             })),
         }
@@ -584,12 +584,12 @@ pub enum ViewMut<'a> {
     Segments(SegmentsMut<'a>),
 }
 
-/// The words of a segmented array: word i is word `i % S` of segment `i / S`, S = 2^shift.
+/// The words of a segmented array: word i is word `i % S` of segment `i / S`, S =
+/// `SEGMENT_WORDS`.
 #[derive(Clone, Copy)]
 pub struct Segments<'a> {
     table: &'a [*mut u64],
     len: usize,
-    shift: u32,
     _words: PhantomData<&'a [u64]>,
 }
 
@@ -675,12 +675,12 @@ impl Segments<'_> {
     #[inline(always)]
     unsafe fn at(&self, i: usize) -> *mut u64 {
         debug_assert!(i < self.len);
-        // SAFETY: i < len, and the table has ⌈len / S⌉ entries (S = 2^shift), so i / S
+        // SAFETY: i < len, and the table has ⌈len / S⌉ entries (S = 2^SEGMENT_SHIFT), so i / S
         // indexes one. Entry s is segment s's first word moved back by s·S words (wrapping,
         // with its provenance); word i lies in segment s = i / S, at its word i − s·S < its
         // length (S, or len − s·S for the last), so the pointer moved forward by i is back
         // inside that segment.
-        unsafe { self.table.get_unchecked(i >> self.shift).wrapping_add(i) }
+        unsafe { self.table.get_unchecked(i >> SEGMENT_SHIFT).wrapping_add(i) }
     }
 }
 
