@@ -44,6 +44,21 @@ fn spread(f: u64) -> u64 {
     f ^ (f >> 31)
 }
 
+/// The distinct fingerprints of exact counters of one geometry, in order; `OutOfMemory` if
+/// the list of all they hold cannot be made.
+fn distinct_fingerprints(counters: &[&Counter]) -> Result<Vec<u64>, LcError> {
+    let listed: u64 = counters.iter().map(|c| c.header().count).sum();
+    let mut all: Vec<u64> = Vec::new();
+    all.try_reserve_exact(listed as usize)
+        .map_err(|_| LcError::OutOfMemory)?;
+    for c in counters {
+        all.extend(c.fingerprints().into_iter().flatten());
+    }
+    all.sort_unstable();
+    all.dedup();
+    Ok(all)
+}
+
 /// Calls `f` on each of `counters` in turn, each next one's block asked for while `f` reads
 /// the one before (`Block::prefetch`); stops at the first error.
 #[inline(always)]
@@ -308,15 +323,7 @@ impl Counter {
         let p = first.geometry.precision;
         let listed: u64 = counters.iter().map(|c| c.header().count).sum();
         if listed <= SORTED_UNION * token_limit(p) {
-            let mut all: Vec<u64> = Vec::new();
-            all.try_reserve_exact(listed as usize)
-                .map_err(|_| LcError::OutOfMemory)?;
-            for c in counters {
-                all.extend(c.fingerprints().into_iter().flatten());
-            }
-            all.sort_unstable();
-            all.dedup();
-            return Ok(all.len() as u64);
+            return Ok(distinct_fingerprints(counters)?.len() as u64);
         }
         let mut levels = LevelBits::new(p)?;
         for_each_ahead(counters, |c| {
@@ -414,18 +421,12 @@ impl Counter {
     /// Exact counters of the same geometry: exact while the union fits, else its sketch with
     /// the union's exact size as running estimate.
     fn absorb_exact(&mut self, others: &[&Counter], limit: u64) -> Result<bool, LcError> {
-        let listed: u64 = others.iter().map(|c| c.header().count).sum();
-        let mut all: Vec<u64> = Vec::new();
-        all.try_reserve_exact((self.header().count + listed) as usize)
-            .map_err(|_| LcError::OutOfMemory)?;
-        all.extend(self.fingerprints().into_iter().flatten());
-        let before = all.len();
-        for other in others {
-            all.extend(other.fingerprints().into_iter().flatten());
-        }
-        all.sort_unstable();
-        all.dedup();
-        if all.len() == before {
+        let mut sources: Vec<&Counter> = Vec::with_capacity(others.len() + 1);
+        sources.push(self);
+        sources.extend(others);
+        let all = distinct_fingerprints(&sources)?;
+        // Its own fingerprints are distinct: as many in the union, no other brought one.
+        if all.len() as u64 == self.header().count {
             return Ok(false);
         }
         let k = all.len() as u64;
