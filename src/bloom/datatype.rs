@@ -4,13 +4,13 @@
 //! filters.
 //!
 //! * RDB (encoding version 1): the codec's header as one string (sparse sub-filters included,
-//!   `codec.rs`), then the bit arrays' data as strings of at most `codec::CHUNK_BYTES` each,
-//!   but for arrays over 16 MiB, which save each of their allocations (a head of up to the
-//!   whole array, then 16 MiB segments, `words.rs`) as one string (`codec::saved_chunk`).
-//!   Loads take strings of any length within the data, however the saving array was cut.
-//!   Neither save nor load needs a second copy of a large filter. Loading validates the header before
-//!   allocating, then requires the strings to fill the data exactly; any error (or an I/O error, see `HANDLE_IO_ERRORS` in lib.rs)
-//!   returns null and Redis reports "Bad data format". `max-memory-per-key` applies to
+//!   `codec.rs`), then the bit arrays' data as strings of at most `codec::CHUNK_BYTES` each, but
+//!   for arrays over 16 MiB, which save each of their allocations (a head of up to the whole array,
+//!   then 16 MiB segments, `words.rs`) as one string (`codec::saved_chunk`). Loads take strings of
+//!   any length within the data, however the saving array was cut. Neither save nor load needs a
+//!   second copy of a large filter. Loading validates the header before allocating, then requires
+//!   the strings to fill the data exactly; any error (or an I/O error, see `HANDLE_IO_ERRORS` in
+//!   lib.rs) returns null and Redis reports "Bad data format". `max-memory-per-key` applies to
 //!   `RESTORE` only, not while the server loads its own files or a replica syncs
 //!   (`limits::memory_limit`): a value saved under a higher limit still loads, with a warning.
 //! * AOF rewrite (used when `aof-use-rdb-preamble no`): `BF.LOADCHUNK key 1 <header>` then one

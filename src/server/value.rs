@@ -408,7 +408,8 @@ impl Mover for ServerMover {
 /// 4 MB with the default 1000) in steps with a time budget and a cursor: the call then stops
 /// when `DefragShouldStop` says so, stores how many blocks it visited, and returns 1 for "call
 /// again"; the next call resumes there. The heads and 16 MiB segments of large bit arrays are
-/// never moved by jemalloc (only slab-sized blocks are), so a 400 MB filter's step is short anyway.
+/// never moved by jemalloc (only slab-sized blocks are), so a 400 MB filter's step is short
+/// anyway.
 /// The API exists from Redis 6.2 and in Valkey; on a server without it this does nothing.
 unsafe extern "C" fn defrag<T: StoredValue>(
     ctx: *mut raw::RedisModuleDefragCtx,
