@@ -450,6 +450,99 @@ pub fn iter(words: &[u64], base: u64, shape: Shape) -> Iter<'_> {
     }
 }
 
+/// Writes the values of the stream of `shape` at bit `base` of `words` to the start of `out`,
+/// in order, and returns how many: those `iter` gives, up to `out.len()`. The high parts come
+/// first, a word of upper bits at a time where the CPU has AVX2 (ef_chunks.rs), and the low
+/// parts are then read over them: a many-key count of exact counters (of any universe, where
+/// `ef_chunks::for_each_chunk` takes 2^31 at most) decodes each of them whole.
+pub fn decode(words: &[u64], base: u64, shape: Shape, out: &mut [u64]) -> usize {
+    let want = out.len().min(shape.k as usize);
+    let (upper, len) = (base + shape.upper(), shape.k + shape.buckets);
+    #[cfg(target_arch = "x86_64")]
+    let n = if len < 1 << 32 && super::ef_chunks::usable() {
+        // SAFETY: the CPU has the instructions (checked above).
+        unsafe { super::ef_chunks::wide_high_parts(words, upper, len, &mut out[..want]) }
+    } else {
+        high_parts(words, upper, len, &mut out[..want])
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let n = high_parts(words, upper, len, &mut out[..want]);
+    if n > 0 {
+        let (l, mut lows) = (shape.l, Lows::new(words, base, shape.l));
+        for v in &mut out[..n] {
+            *v = *v << l | lows.take();
+        }
+    }
+    n
+}
+
+/// Low parts of `l` bits read in order from bit `at` on: `have` bits of word `next − 1` left
+/// in `buffer`, low first.
+struct Lows<'a> {
+    words: &'a [u64],
+    next: usize,
+    buffer: u64,
+    have: u32,
+    l: u32,
+    mask: u64,
+}
+
+impl<'a> Lows<'a> {
+    #[inline(always)]
+    fn new(words: &'a [u64], at: u64, l: u32) -> Lows<'a> {
+        let mut lows = Lows {
+            words,
+            next: (at / 64) as usize,
+            buffer: 0,
+            have: 0,
+            l,
+            mask: low_mask(l),
+        };
+        if !at.is_multiple_of(64) {
+            lows.buffer = words[lows.next] >> (at % 64);
+            lows.have = 64 - (at % 64) as u32;
+            lows.next += 1;
+        }
+        lows
+    }
+
+    /// The next low part.
+    #[inline(always)]
+    fn take(&mut self) -> u64 {
+        let l = self.l;
+        if self.have >= l {
+            let lo = self.buffer & self.mask;
+            self.buffer >>= l;
+            self.have -= l;
+            lo
+        } else {
+            let word = self.words[self.next];
+            self.next += 1;
+            let lo = (self.buffer | word << self.have) & self.mask;
+            self.buffer = word >> (l - self.have);
+            self.have += 64 - l;
+            lo
+        }
+    }
+}
+
+/// `decode`'s high parts (each upper bit's position minus its rank; the upper bits are the
+/// `len` bits at bit `upper`), one at a time; how many, at most `out.len()`.
+fn high_parts(words: &[u64], upper: u64, len: u64, out: &mut [u64]) -> usize {
+    let mut n = 0;
+    let mut pos = 0;
+    while n < out.len() && pos < len {
+        let mut bits = read_bits(words, upper + pos, (len - pos).min(64) as u32);
+        while bits != 0 && n < out.len() {
+            out[n] = (pos + u64::from(bits.trailing_zeros())).wrapping_sub(n as u64);
+            bits &= bits - 1;
+            n += 1;
+        }
+        pos += 64;
+    }
+    n
+}
+
 #[derive(Clone)]
 pub struct Iter<'a> {
     words: &'a [u64],
@@ -514,17 +607,7 @@ impl Iterator for Iter<'_> {
         if left == 0 && pending == 0 {
             return init;
         }
-        let mask = low_mask(l);
-        // The low bits are read in order from a buffer: `have` bits of word `next − 1` left
-        // in `buffer`, low first.
-        let at = lower + rank * l as u64;
-        let mut next = (at / 64) as usize;
-        let (mut buffer, mut have) = (0u64, 0u32);
-        if !at.is_multiple_of(64) {
-            buffer = words[next] >> (at % 64);
-            have = 64 - (at % 64) as u32;
-            next += 1;
-        }
+        let mut lows = Lows::new(words, lower + rank * l as u64, l);
         // A value's high part: its upper bit's position minus its rank, `top` plus the bit's
         // place in `pending`.
         let mut top = pos.wrapping_sub(64).wrapping_sub(rank);
@@ -532,21 +615,8 @@ impl Iterator for Iter<'_> {
         loop {
             // `pending` holds at most `left` ones (see below).
             while pending != 0 {
-                let lo = if have >= l {
-                    let lo = buffer & mask;
-                    buffer >>= l;
-                    have -= l;
-                    lo
-                } else {
-                    let word = words[next];
-                    next += 1;
-                    let lo = (buffer | word << have) & mask;
-                    buffer = word >> (l - have);
-                    have += 64 - l;
-                    lo
-                };
                 let hi = top.wrapping_add(pending.trailing_zeros() as u64);
-                acc = f(acc, hi << l | lo);
+                acc = f(acc, hi << l | lows.take());
                 pending &= pending - 1;
                 top = top.wrapping_sub(1);
             }
@@ -765,6 +835,20 @@ mod tests {
         assert_eq!(select_in_word(0b1010_0000, 1), 7);
     }
 
+    /// The stream of `set` at bit `base`, in a universe `universe_above` past its last value,
+    /// in words that end with the stream's last.
+    fn stream_ending_its_words(
+        set: &BTreeSet<u64>,
+        universe_above: u64,
+        base: u64,
+    ) -> (Vec<u64>, Shape) {
+        let universe = set.last().unwrap().saturating_add(universe_above);
+        let shape = Shape::new(set.len() as u64, universe);
+        let mut words = vec![0u64; (base + shape.bits()).div_ceil(64) as usize];
+        write(&mut words, base, shape, set.iter().copied());
+        (words, shape)
+    }
+
     proptest! {
         /// `fold` (the whole-stream loop) gives the values `next` gives, from wherever the
         /// iterator stands, in a slice that ends with the stream's last word.
@@ -775,10 +859,7 @@ mod tests {
             base in 0u64..200,
             skip in 0usize..400,
         ) {
-            let universe = set.last().unwrap().saturating_add(universe_above);
-            let shape = Shape::new(set.len() as u64, universe);
-            let mut words = vec![0u64; (base + shape.bits()).div_ceil(64) as usize];
-            write(&mut words, base, shape, set.iter().copied());
+            let (words, shape) = stream_ending_its_words(&set, universe_above, base);
             let mut it = iter(&words, base, shape);
             let head: Vec<u64> = it.by_ref().take(skip).collect();
             let mut tail = Vec::new();
@@ -786,6 +867,28 @@ mod tests {
             let all: Vec<u64> = set.iter().copied().collect();
             prop_assert_eq!(&all[..head.len()], &head[..]);
             prop_assert_eq!(&all[head.len()..], &tail[..]);
+        }
+
+        /// `decode` gives the values `iter` gives, into a slice of any length, in words that end
+        /// with the stream's last.
+        #[test]
+        fn decode_gives_the_values_in_order(
+            set in proptest::collection::btree_set(any::<u64>(), 1..400),
+            universe_above in 1u64..1 << 40,
+            base in 0u64..200,
+            room in 0usize..450,
+        ) {
+            let (words, shape) = stream_ending_its_words(&set, universe_above, base);
+            let mut out = vec![0u64; room];
+            let n = decode(&words, base, shape, &mut out);
+            let all: Vec<u64> = set.iter().copied().take(room).collect();
+            prop_assert_eq!(&out[..n], &all[..]);
+            // The baseline build's high parts, whichever way `decode` took them on this CPU.
+            let (upper, len) = (base + shape.upper(), shape.k + shape.buckets);
+            let mut high = vec![0u64; room];
+            let got = high_parts(&words, upper, len, &mut high);
+            let want: Vec<u64> = all.iter().map(|v| v >> shape.l).collect();
+            prop_assert_eq!(&high[..got], &want[..]);
         }
 
         #[test]

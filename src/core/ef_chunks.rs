@@ -8,7 +8,8 @@
 //!   next byte's lanes start after its ones. No branch depends on the bits. Where the CPU
 //!   has AVX-512 VBMI2 (Intel since 2019, AMD since 2022), a word of upper bits at a time
 //!   instead: `vpcompressb` packs the positions of its ones into bytes, which are widened
-//!   16 at a time (about 50 instructions a word against 8 times 10).
+//!   16 at a time (about 50 instructions a word against 8 times 10). `wide_high_parts` gives
+//!   the high parts alone, widened to 64 bits, for streams of any universe (`ef::decode`).
 //! - **Low parts** of 8 values with consecutive ranks from a multiple of 8 start on a bit
 //!   that depends only on where the stream starts (`8·l` bits further each time), so for
 //!   `l ≤ 15` they lie in 16 bytes from which one byte shuffle and one per-lane shift take
@@ -89,6 +90,67 @@ fn for_each_chunk_by_bytes(words: &[u64], base: u64, shape: Shape, f: impl FnMut
 fn for_each_chunk_vbmi2(words: &[u64], base: u64, shape: Shape, f: impl FnMut(&[u32])) {
     // SAFETY: compiled for the instructions.
     unsafe { chunks::<true>(words, base, shape, f) }
+}
+
+/// Writes the high parts of a stream's values (each one's upper bit's position minus its
+/// rank) to `out`, in order, as many as it has room for; how many. The stream's upper bits
+/// are the `len` bits at bit `upper` of `words`, fewer than 2^32 (so the high parts fit the
+/// lanes), whatever its universe: they are taken a word at a time as `for_each_chunk` takes
+/// them, and only widened to 64 bits.
+///
+/// # Safety
+///
+/// The CPU has AVX2, BMI1, BMI2 and POPCNT (callers without them enabled must check).
+#[target_feature(enable = "avx2,bmi1,bmi2,popcnt")]
+pub fn wide_high_parts(words: &[u64], upper: u64, len: u64, out: &mut [u64]) -> usize {
+    debug_assert!(len < 1 << 32);
+    if vbmi2_usable() {
+        // SAFETY: the CPU has the instructions (checked above).
+        unsafe { wide_high_parts_vbmi2(words, upper, len, out) }
+    } else {
+        // SAFETY: compiled for the instructions.
+        unsafe { wide_high_parts_in::<false>(words, upper, len, out) }
+    }
+}
+
+/// `wide_high_parts` taking upper bits a word at a time, compiled for AVX-512 VBMI2.
+#[target_feature(enable = "avx2,bmi1,bmi2,popcnt,avx512f,avx512bw,avx512vbmi2")]
+fn wide_high_parts_vbmi2(words: &[u64], upper: u64, len: u64, out: &mut [u64]) -> usize {
+    // SAFETY: compiled for the instructions.
+    unsafe { wide_high_parts_in::<true>(words, upper, len, out) }
+}
+
+/// `wide_high_parts`' body; with `VBMI2`, a word's high parts at once (`word_high_parts`).
+///
+/// # Safety
+///
+/// As `chunks`'.
+#[inline(always)]
+unsafe fn wide_high_parts_in<const VBMI2: bool>(
+    words: &[u64],
+    upper: u64,
+    len: u64,
+    out: &mut [u64],
+) -> usize {
+    let mut lanes = [0u32; 64];
+    let (mut n, mut pos) = (0usize, 0u64);
+    while pos < len && n < out.len() {
+        let bits = read_bits(words, upper + pos, (len - pos).min(64) as u32);
+        let at = (pos as u32).wrapping_sub(n as u32);
+        let got = if VBMI2 {
+            // SAFETY: only `wide_high_parts_vbmi2` sets `VBMI2`.
+            unsafe { word_high_parts(bits, at, &mut lanes) }
+        } else {
+            byte_high_parts(bits, at, &mut lanes)
+        };
+        let take = got.min(out.len() - n);
+        for (o, &h) in out[n..n + take].iter_mut().zip(&lanes[..take]) {
+            *o = u64::from(h);
+        }
+        n += take;
+        pos += 64;
+    }
+    n
 }
 
 /// `for_each_chunk`'s body; with `VBMI2`, high parts a word at a time (`word_high_parts`).
