@@ -235,6 +235,20 @@ fn bench_lc_union(c: &mut Criterion) {
     group.finish();
 }
 
+/// A many-key count over 100,000 exact counters of 100 items (38 MB of blocks, beyond the
+/// caches, as in the server), per counter: their fingerprints spread into level bits.
+fn bench_lc_union_exact(c: &mut Criterion) {
+    let mut group = c.benchmark_group("lc_union_exact_100000_counters");
+    group.sample_size(10);
+    let counters = default_counters(100_000, 100);
+    let refs: Vec<&Counter> = counters.iter().collect();
+    group.throughput(Throughput::Elements(refs.len() as u64));
+    group.bench_function("100", |b| {
+        b.iter(|| black_box(Counter::union_count(&refs).unwrap()))
+    });
+    group.finish();
+}
+
 /// Few-key counts (`LC.COUNT k1 … kN`, N = 2 and 8) over default counters whose union is
 /// registers: the fixed part of a call (the union's registers, their tallies and the
 /// maximum-likelihood solve) outweighs the reading of the keys here.
@@ -331,7 +345,7 @@ criterion_group! {
         .warm_up_time(std::time::Duration::from_millis(500))
         .measurement_time(std::time::Duration::from_secs(2))
         .sample_size(20);
-    targets = bench_hash, bench_filter, bench_chain, bench_lc, bench_lc_add_cold, bench_lc_union, bench_lc_union_few, bench_codec,
+    targets = bench_hash, bench_filter, bench_chain, bench_lc, bench_lc_add_cold, bench_lc_union, bench_lc_union_exact, bench_lc_union_few, bench_codec,
         bench_large_batches
 }
 criterion_main!(benches);

@@ -31,8 +31,11 @@ pub struct LevelBits {
     next_look: u64,
     /// Where `set_chunk` packs the tokens it keeps (made once, not zeroed at each chunk).
     kept: Vec<u32>,
-    /// Whether the CPU has AVX-512 F, with which `set_chunk` filters 16 tokens at a time,
-    /// and POPCNT, with which `tokens_within` counts the set bits before listing them.
+    /// Whether the CPU has AVX2, BMI2 and POPCNT, which `set_chunk` needs; AVX-512 F, with
+    /// which it filters 16 tokens at a time; and POPCNT, with which `tokens_within` counts
+    /// the set bits before listing them.
+    #[cfg(target_arch = "x86_64")]
+    avx2: bool,
     #[cfg(target_arch = "x86_64")]
     avx512: bool,
     #[cfg(target_arch = "x86_64")]
@@ -60,6 +63,10 @@ impl LevelBits {
             given: 0,
             next_look: len as u64,
             kept,
+            #[cfg(target_arch = "x86_64")]
+            avx2: std::is_x86_feature_detected!("avx2")
+                && std::is_x86_feature_detected!("bmi2")
+                && std::is_x86_feature_detected!("popcnt"),
             #[cfg(target_arch = "x86_64")]
             avx512: std::is_x86_feature_detected!("avx512f"),
             #[cfg(target_arch = "x86_64")]
@@ -118,6 +125,16 @@ impl LevelBits {
     pub fn set(&mut self, token: u64) {
         let (word, mask) = word_and_mask(token);
         self.bits[word] |= mask;
+    }
+
+    /// Sets the indicators of `tokens` (`set_chunk` where the CPU has AVX2).
+    pub fn set_tokens(&mut self, tokens: &[u32]) {
+        #[cfg(target_arch = "x86_64")]
+        if self.avx2 {
+            // SAFETY: the CPU has AVX2, BMI2 and POPCNT (`avx2` says so).
+            return unsafe { self.set_chunk(tokens) };
+        }
+        self.set_all(tokens)
     }
 
     /// Sets the indicators of `tokens`, as `set` does one.

@@ -17,6 +17,15 @@ impl Counter {
             .then(|| ef::iter(self.block.words(), STREAM, self.shape()))
     }
 
+    /// Writes the fingerprints, in order, to the start of `out` (those past its end dropped);
+    /// how many it wrote (none unless exact).
+    pub(super) fn decode_fingerprints(&self, out: &mut [u64]) -> usize {
+        if !self.is_exact() {
+            return 0;
+        }
+        ef::decode(self.block.words(), STREAM, self.shape(), out)
+    }
+
     /// The bit positions the fingerprints stand for, each once, in order (exact mode).
     pub(super) fn fingerprint_positions(&self) -> impl Iterator<Item = u64> + '_ {
         let q = self.geometry.q;
