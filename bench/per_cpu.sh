@@ -8,6 +8,7 @@
 #                 empty, with 2M items and full, against RedisBloom
 #   lc-add-floor  LC.ADD by counter size against the module-API floor
 #   lc-union      many-key LC.COUNT against PFCOUNT, on redis-server and on Valkey
+#   cpu           the CPU's model, caches and the instructions the module's paths depend on
 #
 # About half an hour (19 minutes on AMD EPYC) and 3 GB of memory; run it on a quiet machine
 # (`make bench-cpu` builds what it needs first). Each script's own knobs (BENCH_ROUNDS,
@@ -31,6 +32,17 @@ saved() {
     echo "== $kind ($cpu)"
     "$@" | tee "bench/results/$kind-$cpu-$stamp.md"
 }
+
+# What the figures depend on: the CPU's caches and the instructions the module picks its
+# paths by (POPCNT, BMI, LZCNT as `abm`, AVX2, AVX-512 and its VBMI2).
+{
+    echo "# CPU ($cpu, $stamp)"
+    echo
+    lscpu | grep -E '^(Model name|CPU family|Model|CPU\(s\)|L1d|L2|L3)' | sed 's/^/    /'
+    echo
+    echo "Instructions:" $(grep -m1 '^flags' /proc/cpuinfo | tr ' ' '\n' |
+        grep -xE 'popcnt|bmi1|bmi2|abm|avx2|avx512f|avx512dq|avx512cd|avx512bw|avx512vl|avx512_vbmi2')
+} | tee "bench/results/cpu-$cpu-$stamp.md"
 
 PEER_MODULE=$peer BENCH_OUT="bench/results/server-$cpu-$stamp.md" "$py" bench/server_bench.py
 saved persistence env PEER_MODULE="$peer" \
