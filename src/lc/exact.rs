@@ -7,6 +7,7 @@ use super::header::{Mode, STREAM};
 use super::levels::weight;
 use super::running::Running;
 use super::tokens::token_value;
+use crate::core::block::Block;
 use crate::core::ef;
 use crate::core::hashing::reduce;
 
@@ -54,11 +55,13 @@ impl Counter {
     /// fingerprint `f` stands for the hashes `[f·2^64/U, (f+1)·2^64/U)`, whose start gives the
     /// item's token unless a token boundary falls inside (about `2^(p+24)/U` per item).
     pub(super) fn exact_tokens(&self, p: u32) -> Vec<u64> {
+        self.tokens_of(self.fingerprints().into_iter().flatten(), p)
+    }
+
+    /// `exact_tokens` of `fingerprints` of this counter's universe, whatever its mode.
+    fn tokens_of(&self, fingerprints: impl Iterator<Item = u64>, p: u32) -> Vec<u64> {
         let u = u128::from(self.geometry.universe());
-        let mut tokens: Vec<u64> = self
-            .fingerprints()
-            .into_iter()
-            .flatten()
+        let mut tokens: Vec<u64> = fingerprints
             .map(|f| token_value(((u128::from(f) << 64).div_ceil(u)) as u64, p))
             .collect();
         tokens.sort_unstable();
@@ -69,19 +72,38 @@ impl Counter {
     /// Turns an exact counter into the sketch of its items, its running estimate their exact
     /// number; registers refused beyond `limit` bytes.
     pub(super) fn leave_exact(&mut self, limit: u64) -> Result<(), LcError> {
+        let tokens = self.exact_tokens(self.geometry.precision);
+        self.block = self.sketch_of(tokens, self.header().count, limit)?;
+        Ok(())
+    }
+
+    /// Turns this counter into the sketch of the items of `fingerprints` (of its universe,
+    /// distinct), their exact number its running estimate; registers refused beyond `limit`
+    /// bytes. More than an exact block counts (16 bits) may come: a merge of exact counters.
+    pub(super) fn become_sketch_of(
+        &mut self,
+        fingerprints: &[u64],
+        limit: u64,
+    ) -> Result<(), LcError> {
+        let tokens = self.tokens_of(fingerprints.iter().copied(), self.geometry.precision);
+        self.block = self.sketch_of(tokens, fingerprints.len() as u64, limit)?;
+        Ok(())
+    }
+
+    /// A sketch block of `count` distinct items whose tokens are `tokens` (sorted, distinct):
+    /// its running estimate `count`, with no variance.
+    fn sketch_of(&self, tokens: Vec<u64>, count: u64, limit: u64) -> Result<Block, LcError> {
         let p = self.geometry.precision;
-        let tokens = self.exact_tokens(p);
         let set: u128 = tokens
             .iter()
             .map(|&t| u128::from(weight(t & 0xff, p)))
             .sum();
         let running = Running {
-            estimate: self.header().count as f64,
+            estimate: count as f64,
             variance: 0.0,
             mu: (1u128 << 64) - set,
         };
-        self.block = self.sketch_block(p, tokens, running, limit)?;
-        Ok(())
+        self.sketch_block(p, tokens, running, limit)
     }
 
     /// A counter in exact mode holding these fingerprints (sorted, distinct, below `U`, at most

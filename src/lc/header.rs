@@ -125,6 +125,7 @@ impl Header {
             Mode::Tokens => self.count << (COUNT_SHIFT + 1),
             Mode::Registers => 0,
             Mode::Exact | Mode::Sparse => {
+                debug_assert!(self.count << COUNT_SHIFT <= STREAM_COUNT_MASK, "{self:?}");
                 (block.head() & !STREAM_COUNT_MASK) | (self.count << COUNT_SHIFT)
             }
         };

@@ -511,11 +511,7 @@ impl Counter {
             all.iter().copied().take(g.exact_limit as usize),
         )?;
         if k > g.exact_limit {
-            // Every fingerprint, past the limit: the exact set only serves to list them.
-            let mut listed = union.try_clone()?;
-            listed.block = Counter::stream_block(Mode::Exact, g.universe(), k, all.into_iter())?;
-            listed.leave_exact(limit)?;
-            union = listed;
+            union.become_sketch_of(&all, limit)?;
         }
         *self = union;
         Ok(true)
@@ -655,6 +651,38 @@ mod tests {
             return;
         }
         eprintln!("no AVX2 here: nothing compared");
+    }
+
+    /// A merge of exact counters whose union holds more fingerprints than an exact block can
+    /// count (16 bits) takes their exact number as its estimate and every item's token. It
+    /// once kept the number modulo 2^16 and the tokens of that many.
+    #[test]
+    fn merged_exact_counters_past_an_exact_blocks_count_stay_exact() {
+        let each = 250;
+        let all: Vec<Counter> = (0..300u64)
+            .map(|k| {
+                let mut c = Counter::reserve(0.01, 50_000, u64::MAX).unwrap();
+                for i in 0..each {
+                    c.add(&(k * each + i).to_le_bytes()).unwrap();
+                }
+                assert!(c.is_exact());
+                c
+            })
+            .collect();
+        let refs: Vec<&Counter> = all.iter().collect();
+        let distinct = distinct_fingerprints(&refs).unwrap().len() as u64;
+        assert!(distinct > 1 << 16);
+        let mut merged = all[0].try_clone().unwrap();
+        assert!(merged.absorb_sketches(&refs[1..], u64::MAX).unwrap());
+        assert_eq!(merged.count(), distinct);
+        // Its tokens are every item's: one more item changes it as it would any sketch of them.
+        let mut one_by_one = Counter::reserve(0.01, 50_000, u64::MAX).unwrap();
+        for i in 0..300 * each {
+            one_by_one.add(&i.to_le_bytes()).unwrap();
+        }
+        let union_of = |c: &Counter| Counter::union_count(&[c, &one_by_one]).unwrap();
+        let error = union_of(&merged) as f64 / union_of(&one_by_one) as f64 - 1.0;
+        assert!(error.abs() < 0.001, "{error}");
     }
 
     /// Every build of the spreading gives the tokens of one by one, at every precision, so

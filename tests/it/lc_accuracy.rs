@@ -289,6 +289,50 @@ fn many_exact_counters_count_right() {
     assert_eq!(few as usize, truth.len());
 }
 
+/// LC.MERGE of exact counters whose union holds more items than an exact block counts
+/// (2^16): 300 counters of 250 distinct items, 75,000 in all, merged into a new key and into
+/// one of them. The merge counts them (to within fingerprint collisions), and the merged
+/// counter takes new items as a sketch of all of them would. It once answered 9,464: the
+/// number modulo 2^16.
+#[test]
+fn merged_exact_counters_count_right() {
+    let server = Server::start();
+    let mut c = server.conn();
+    let mut pipe = redis::pipe();
+    for k in 0..300 {
+        let items: Vec<String> = (0..250).map(|i| format!("r{}", k * 250 + i)).collect();
+        pipe.cmd("LC.ADD")
+            .arg(format!("lc:{k}"))
+            .arg(&items)
+            .ignore();
+    }
+    pipe.query::<()>(&mut c).unwrap();
+    let keys: Vec<String> = (0..300).map(|k| format!("lc:{k}")).collect();
+    let _: () = redis::cmd("LC.MERGE")
+        .arg("all")
+        .arg(&keys)
+        .query(&mut c)
+        .unwrap();
+    let _: () = redis::cmd("LC.MERGE")
+        .arg("lc:0")
+        .arg(&keys)
+        .query(&mut c)
+        .unwrap();
+    for dest in ["all", "lc:0"] {
+        let n: i64 = redis::cmd("LC.COUNT").arg(dest).query(&mut c).unwrap();
+        assert!((n - 75_000).abs() <= 5, "{dest}: {n}");
+        let more: Vec<String> = (0..5_000).map(|i| format!("r{}", 75_000 + i)).collect();
+        let _: i64 = redis::cmd("LC.ADD")
+            .arg(dest)
+            .arg(&more)
+            .query(&mut c)
+            .unwrap();
+        let n: i64 = redis::cmd("LC.COUNT").arg(dest).query(&mut c).unwrap();
+        let error = n as f64 / 80_000.0 - 1.0;
+        assert!(error.abs() < 0.01, "{dest} after adds: {n}");
+    }
+}
+
 /// `keys` counters and HyperLogLogs of `sets` random sets of `per_set` items (copied to
 /// `keys`), counted together three times: LC within 2% of the truth, PFCOUNT within 3%. The
 /// server, a connection and the sets, for more checks.
