@@ -60,13 +60,23 @@ impl Counter {
 
     /// `exact_tokens` of `fingerprints` of this counter's universe, whatever its mode.
     fn tokens_of(&self, fingerprints: impl Iterator<Item = u64>, p: u32) -> Vec<u64> {
-        let u = u128::from(self.geometry.universe());
-        let mut tokens: Vec<u64> = fingerprints
-            .map(|f| token_value(((u128::from(f) << 64).div_ceil(u)) as u64, p))
-            .collect();
+        let u = self.geometry.universe();
+        let mut tokens: Vec<u64> = fingerprints.map(|f| fingerprint_token(f, u, p)).collect();
         tokens.sort_unstable();
         tokens.dedup();
         tokens
+    }
+
+    /// Appends the tokens at precision `p` of `fingerprints` (of this counter's universe), in
+    /// their order, repeats kept.
+    pub(super) fn append_tokens(&self, fingerprints: &[u64], p: u32, tokens: &mut Vec<u32>) {
+        let u = self.geometry.universe();
+        // Within `MAX_PRECISION`, a token takes 28 bits.
+        tokens.extend(
+            fingerprints
+                .iter()
+                .map(|&f| fingerprint_token(f, u, p) as u32),
+        );
     }
 
     /// Turns an exact counter into the sketch of its items, its running estimate their exact
@@ -123,6 +133,13 @@ impl Counter {
         }
         Ok(counter)
     }
+}
+
+/// The token at precision `p` of the item fingerprint `f` (of universe `u`) stands for
+/// (`Counter::exact_tokens`).
+#[inline]
+fn fingerprint_token(f: u64, u: u64, p: u32) -> u64 {
+    token_value(((u128::from(f) << 64).div_ceil(u128::from(u))) as u64, p)
 }
 
 /// `values` (sorted) without repeats.

@@ -130,6 +130,14 @@ fn for_each_ahead(
     Ok(())
 }
 
+/// Where a sketch union takes exact counters' fingerprints to tokens (`add_to_levels`): made
+/// once for the union, not once a counter.
+#[derive(Default)]
+struct ExactScratch {
+    fingerprints: Vec<u64>,
+    tokens: Vec<u32>,
+}
+
 /// The indicators of a union being built at one precision.
 #[derive(Debug, PartialEq)]
 enum Indicators {
@@ -182,7 +190,12 @@ impl Counter {
     /// it for registers), in one pass over its bytes: tokens decoded straight into their bits,
     /// no list, no sort; with `AVX2`, a chunk at a time (core/ef_chunks.rs).
     #[inline(always)]
-    fn add_to_levels<const AVX2: bool>(&self, p: u32, levels: &mut LevelBits) {
+    fn add_to_levels<const AVX2: bool>(
+        &self,
+        p: u32,
+        levels: &mut LevelBits,
+        exact: &mut ExactScratch,
+    ) {
         let own = self.geometry.precision;
         match self.mode() {
             #[cfg(target_arch = "x86_64")]
@@ -215,8 +228,18 @@ impl Counter {
                     }
                 }
             }
-            // Exact (bitmaps saved by earlier versions never reach a sketch union).
-            _ => self.tokens_at(p).into_iter().for_each(|t| levels.set(t)),
+            // Exact (bitmaps saved by earlier versions never reach a sketch union): decoded
+            // whole, each fingerprint's token taken, the tokens set, without a sort.
+            _ => {
+                let count = self.header().count as usize;
+                if exact.fingerprints.len() < count {
+                    exact.fingerprints.resize(count, 0);
+                }
+                let n = self.decode_fingerprints(&mut exact.fingerprints[..count]);
+                exact.tokens.clear();
+                self.append_tokens(&exact.fingerprints[..n], p, &mut exact.tokens);
+                levels.set_tokens(&exact.tokens);
+            }
         }
     }
 
@@ -280,9 +303,9 @@ impl Counter {
         counters: &[&Counter],
         p: u32,
     ) -> Result<LevelBits, LcError> {
-        let mut levels = LevelBits::new(p)?;
+        let (mut levels, mut exact) = (LevelBits::new(p)?, ExactScratch::default());
         for_each_ahead(counters, |c| {
-            c.add_to_levels::<AVX2>(p, &mut levels);
+            c.add_to_levels::<AVX2>(p, &mut levels, &mut exact);
             Ok(())
         })?;
         Ok(levels)
@@ -320,7 +343,7 @@ impl Counter {
             .try_reserve_exact(1 << p)
             .map_err(|_| LcError::OutOfMemory)?;
         registers.resize(1 << p, 0u32);
-        let mut levels = None;
+        let (mut levels, mut exact) = (None, ExactScratch::default());
         for_each_ahead(counters, |c| {
             if c.mode() == Mode::Registers && c.geometry.precision == p {
                 union_packed(&mut registers, &c.block.words()[SKETCH_REGISTERS..]);
@@ -329,7 +352,7 @@ impl Counter {
                     Some(levels) => levels,
                     None => levels.insert(LevelBits::new(p)?),
                 };
-                c.add_to_levels::<AVX2>(p, levels);
+                c.add_to_levels::<AVX2>(p, levels, &mut exact);
             }
             Ok(())
         })?;
@@ -651,6 +674,41 @@ mod tests {
             return;
         }
         eprintln!("no AVX2 here: nothing compared");
+    }
+
+    /// Exact counters of other sizes than their union's (other capacities, other error rates)
+    /// set in its level bits the tokens `tokens_at` lists, whichever build collects them.
+    #[test]
+    fn exact_counters_of_other_sizes_set_the_tokens_they_list() {
+        let mut x = 5u64;
+        let all: Vec<Counter> = (0..120)
+            .map(|i| {
+                let (rate, capacity) = [(0.01, 50_000), (0.01, 10_000), (0.02, 1_000_000)][i % 3];
+                let mut c = Counter::reserve(rate, capacity, u64::MAX).unwrap();
+                for _ in 0..80 {
+                    x = x
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
+                    c.add(&(x >> 20).to_le_bytes()).unwrap();
+                }
+                assert!(c.is_exact());
+                c
+            })
+            .collect();
+        let refs: Vec<&Counter> = all.iter().collect();
+        let p = refs.iter().map(|c| c.geometry.precision).min().unwrap();
+        let mut want = LevelBits::new(p).unwrap();
+        for c in &refs {
+            c.tokens_at(p).into_iter().for_each(|t| want.set(t));
+        }
+        let want = Indicators::Registers(want.registers().collect());
+        assert_eq!(Counter::collect_registers::<false>(&refs, p).unwrap(), want);
+        #[cfg(target_arch = "x86_64")]
+        if ef_chunks::usable() {
+            // SAFETY: the CPU has the instructions.
+            let avx2 = unsafe { Counter::union_registers_avx2(&refs, p) };
+            assert_eq!(avx2.unwrap(), want);
+        }
     }
 
     /// A merge of exact counters whose union holds more fingerprints than an exact block can
