@@ -12,7 +12,9 @@ each (median of the rounds, min–max) and the ratio.
 
 Environment: LCBLOOM_MODULE (default target/release/liblcbloom.so), UNION_SHAPES
 ("keys:items,..."; default 10000:2000,100000:2000), UNION_ROUNDS (default 5), UNION_BASES
-(default 200; 350 bases of 2,000 give about 500,000 distinct items).
+(default 200; 350 bases of 2,000 give about 500,000 distinct items). A shape
+"keys:items:2" makes every other base a counter of another size (`OTHER_SIZE`), whose union
+with the others is a sketch union.
 """
 import os
 import random
@@ -26,6 +28,9 @@ from server_bench import OUR_MODULE, Server, log, machine  # noqa: E402
 
 SHAPES = [tuple(int(x) for x in s.split(":"))
           for s in os.environ.get("UNION_SHAPES", "10000:2000,100000:2000").split(",")]
+# Counters of another capacity, as made before `CONFIG SET lcbloom.lc-capacity`: every other
+# base of a shape "keys:items:2" is reserved at this error rate and capacity.
+OTHER_SIZE = ("0.01", "10000")
 ROUNDS = int(os.environ.get("UNION_ROUNDS", "5"))
 BASES = int(os.environ.get("UNION_BASES", "200"))
 UNIVERSE = 1_000_000
@@ -37,13 +42,15 @@ def usec_per_call(client, command):
     return stats["usec_per_call"] if stats else None
 
 
-def build(server, keys, items_per_key):
+def build(server, keys, items_per_key, sizes=1):
     rng = random.Random(SEED + keys + items_per_key)
     truth = set()
     pipe = server.client.pipeline(transaction=False)
     for b in range(BASES):
         items = [str(rng.randrange(UNIVERSE)) for _ in range(items_per_key)]
         truth.update(items)
+        if sizes == 2 and b % 2:
+            pipe.execute_command("LC.RESERVE", f"lc:{b}", *OTHER_SIZE)
         for start in range(0, len(items), 1000):
             pipe.execute_command("LC.ADD", f"lc:{b}", *items[start:start + 1000])
             pipe.execute_command("PFADD", f"hll:{b}", *items[start:start + 1000])
@@ -70,11 +77,11 @@ def main():
     try:
         info = server.client.info("server")
         version = f"{info.get('server_name', 'redis')} {info.get('valkey_version', info['redis_version'])}"
-        for keys, per_key in SHAPES:
+        for keys, per_key, *sizes in SHAPES:
             server.client.flushall()
             server.client.config_set("lcbloom.max-items-per-command", max(keys, 100_000))
             log(f"== {keys} keys of {per_key} items")
-            truth = build(server, keys, per_key)
+            truth = build(server, keys, per_key, *sizes)
             lc_names = [f"lc:{k}" for k in range(keys)]
             hll_names = [f"hll:{k}" for k in range(keys)]
             lc_times, hll_times = [], []
@@ -85,6 +92,8 @@ def main():
                 hll_times.append(t)
             mode = server.client.execute_command("LC.INFO", "lc:0")
             mode = dict(zip(mode[::2], mode[1::2]))[b"Mode"].decode()
+            if sizes == [2]:
+                mode += ", two sizes"
             rows.append((keys, per_key, mode, truth, lc, hll, lc_times, hll_times))
     finally:
         server.close()
