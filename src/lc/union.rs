@@ -524,19 +524,14 @@ impl Counter {
         if all.len() as u64 == self.header().count {
             return Ok(false);
         }
-        let k = all.len() as u64;
-        let g = &self.geometry;
-        let mut union = Counter::from_fingerprints(
-            g.capacity,
-            g.error_rate(),
-            g.m,
-            k.min(g.exact_limit),
-            all.iter().copied().take(g.exact_limit as usize),
-        )?;
-        if k > g.exact_limit {
+        let (k, g) = (all.len() as u64, &self.geometry);
+        *self = if k <= g.exact_limit {
+            Counter::from_fingerprints(g.capacity, g.error_rate(), g.m, k, all.into_iter())?
+        } else {
+            let mut union = Counter::empty(g.capacity, g.error_rate(), g.m);
             union.become_sketch_of(&all, limit)?;
-        }
-        *self = union;
+            union
+        };
         Ok(true)
     }
 }
