@@ -27,6 +27,21 @@ impl Counter {
         ef::decode(self.block.words(), STREAM, self.shape(), out)
     }
 
+    /// The fingerprints, in order, decoded into `buffer` (grown to hold them; none unless
+    /// exact).
+    pub(super) fn fingerprints_in<'b>(&self, buffer: &'b mut Vec<u64>) -> &'b [u64] {
+        let count = if self.is_exact() {
+            self.header().count as usize
+        } else {
+            0
+        };
+        if buffer.len() < count {
+            buffer.resize(count, 0);
+        }
+        let n = self.decode_fingerprints(&mut buffer[..count]);
+        &buffer[..n]
+    }
+
     /// The bit positions the fingerprints stand for, each once, in order (exact mode).
     pub(super) fn fingerprint_positions(&self) -> impl Iterator<Item = u64> + '_ {
         let q = self.geometry.q;

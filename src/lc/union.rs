@@ -127,9 +127,7 @@ fn distinct_fingerprints(counters: &[&Counter]) -> Result<Vec<u64>, LcError> {
 fn distinct_within(counters: &[&Counter], bound: u64) -> Option<Vec<u64>> {
     let (mut distinct, mut decoded) = (Vec::new(), Vec::new());
     for c in counters {
-        decoded.resize(c.header().count as usize, 0);
-        let n = c.decode_fingerprints(&mut decoded);
-        for &f in &decoded[..n] {
+        for &f in c.fingerprints_in(&mut decoded) {
             if let Err(at) = distinct.binary_search(&f) {
                 if distinct.len() as u64 == bound {
                     return None;
@@ -258,13 +256,9 @@ impl Counter {
             // Exact (bitmaps saved by earlier versions never reach a sketch union): decoded
             // whole, each fingerprint's token taken, the tokens set, without a sort.
             _ => {
-                let count = self.header().count as usize;
-                if exact.fingerprints.len() < count {
-                    exact.fingerprints.resize(count, 0);
-                }
-                let n = self.decode_fingerprints(&mut exact.fingerprints[..count]);
                 exact.tokens.clear();
-                self.append_tokens(&exact.fingerprints[..n], p, &mut exact.tokens);
+                let fingerprints = self.fingerprints_in(&mut exact.fingerprints);
+                self.append_tokens(fingerprints, p, &mut exact.tokens);
                 levels.set_tokens(&exact.tokens);
             }
         }
