@@ -410,11 +410,12 @@ impl Counter {
 
     /// The number of distinct items in the union of exact counters of one geometry: their
     /// distinct fingerprints, counted exactly (sorted together) while they list at most
-    /// `SORTED_UNION` token lists' worth in all. More are estimated from level bits at the
-    /// counters' precision, as a sketch union is (its standard error), each fingerprint
-    /// taken as the hash `spread(f)`: a union of many small counters then costs a pass over
-    /// their bytes, not a sort of all they list, and a bounded table, not a list as long as
-    /// theirs.
+    /// `SORTED_UNION` token lists' worth in all, or (gathered up to the exact limit) while
+    /// the union is within what one of them holds exactly. More are estimated from level
+    /// bits at the counters' precision, as a sketch union is (its standard error), each
+    /// fingerprint taken as the hash `spread(f)`: a union of many small counters then costs
+    /// a pass over their bytes, not a sort of all they list, and a bounded table, not a list
+    /// as long as theirs.
     pub(super) fn exact_union_count(counters: &[&Counter]) -> Result<u64, LcError> {
         let Some(first) = counters.first() else {
             return Ok(0);
@@ -423,6 +424,10 @@ impl Counter {
         let listed: u64 = counters.iter().map(|c| c.header().count).sum();
         if listed <= SORTED_UNION * token_limit(p) {
             return Ok(distinct_fingerprints(counters)?.len() as u64);
+        }
+        // Many copies of a few small sets (a large union stops this after a few counters).
+        if let Some(distinct) = distinct_within(counters, first.geometry.exact_limit) {
+            return Ok(distinct.len() as u64);
         }
         let mut levels = LevelBits::new(p)?;
         // Decoded a counter at a time into a batch, then spread and set a batch at a time:
@@ -868,16 +873,20 @@ mod tests {
     }
 
     /// Exact counters of one geometry: counted exactly while they list few fingerprints in
-    /// all; past that, estimated within the sketch's error (`ml_relative_error(11)`, 0.8%;
-    /// 4σ allowed), whether their union is small or large.
+    /// all or their union is within one's exact limit (many copies of few items); past that,
+    /// estimated within the sketch's error (`ml_relative_error(11)`, 0.8%; 4σ allowed),
+    /// whether their union is middling or large.
     #[test]
     fn many_exact_counters_count_exactly_while_few_then_estimate() {
         let limit = SORTED_UNION * token_limit(11);
-        // (counters, items each, drawn from, seed): few in all; many whose union is small
-        // (listed as tokens), middling and large (registers).
+        // (counters, items each, drawn from, seed): few in all; many whose union is within
+        // the exact limit (267), a token list's worth (listed as tokens), middling and large
+        // (registers).
         for (n, each, universe, seed) in [
             (100, 100, 1_000_000u64, 1u64),
             (3_000, 100, 150, 2),
+            (3_000, 100, 265, 6),
+            (3_000, 100, 2_000, 7),
             (3_000, 100, 40_000, 3),
             (3_000, 100, 10_000_000, 4),
             (1_500, 200, 10_000_000, 5),
@@ -902,8 +911,9 @@ mod tests {
             let refs: Vec<&Counter> = all.iter().collect();
             let listed: u64 = refs.iter().map(|c| c.header().count).sum();
             let count = Counter::union_count(&refs).unwrap();
+            let within_one = truth.len() as u64 <= refs[0].geometry.exact_limit;
             let truth = truth.len() as f64;
-            if listed <= limit {
+            if listed <= limit || within_one {
                 assert_eq!(count as f64, truth);
             } else {
                 let error = count as f64 / truth - 1.0;

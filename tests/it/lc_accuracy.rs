@@ -289,6 +289,29 @@ fn many_exact_counters_count_right() {
     assert_eq!(few as usize, truth.len());
 }
 
+/// Many exact counters whose union is within one's exact limit (3,000 message summaries of
+/// 100 recipients among 260, listing 300,000 in all): LC.COUNT over all of them is exact.
+#[test]
+fn many_exact_counters_of_few_items_count_exactly() {
+    let server = Server::start();
+    let mut c = server.conn();
+    let mut rng = Rng(5);
+    let mut truth = std::collections::HashSet::new();
+    let mut pipe = redis::pipe();
+    for k in 0..3_000 {
+        let items: Vec<String> = (0..100).map(|_| format!("r{}", rng.next() % 260)).collect();
+        truth.extend(items.iter().cloned());
+        pipe.cmd("LC.ADD")
+            .arg(format!("lc:{k}"))
+            .arg(&items)
+            .ignore();
+    }
+    pipe.query::<()>(&mut c).unwrap();
+    let keys: Vec<String> = (0..3_000).map(|k| format!("lc:{k}")).collect();
+    let n: i64 = redis::cmd("LC.COUNT").arg(&keys).query(&mut c).unwrap();
+    assert_eq!(n as usize, truth.len());
+}
+
 /// LC.MERGE of exact counters whose union holds more items than an exact block counts
 /// (2^16): 300 counters of 250 distinct items, 75,000 in all, merged into a new key and into
 /// one of them. The merge counts them (to within fingerprint collisions), and the merged
