@@ -30,15 +30,19 @@ impl Counter {
     /// The fingerprints, in order, decoded into `buffer` (grown to hold them; none unless
     /// exact).
     pub(super) fn fingerprints_in<'b>(&self, buffer: &'b mut Vec<u64>) -> &'b [u64] {
-        let count = if self.is_exact() {
-            self.header().count as usize
-        } else {
-            0
-        };
+        if !self.is_exact() {
+            return &[];
+        }
+        let count = self.header().count as usize;
         if buffer.len() < count {
             buffer.resize(count, 0);
         }
-        let n = self.decode_fingerprints(&mut buffer[..count]);
+        let n = ef::decode(
+            self.block.words(),
+            STREAM,
+            self.shape(),
+            &mut buffer[..count],
+        );
         &buffer[..n]
     }
 

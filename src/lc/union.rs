@@ -504,11 +504,11 @@ impl Counter {
         let mut all: Vec<&Counter> = Vec::with_capacity(others.len() + 1);
         all.push(self);
         all.extend(others);
+        let listed: u64 = all.iter().map(|c| c.header().count).sum();
         if all
             .iter()
             .all(|c| c.is_exact() && *c.geometry == *self.geometry)
         {
-            let listed: u64 = all.iter().map(|c| c.header().count).sum();
             let distinct = if listed <= sorted {
                 Some(distinct_fingerprints(&all)?)
             } else {
@@ -526,7 +526,6 @@ impl Counter {
             .min_by_key(|c| c.geometry.precision)
             .map_or_else(|| self.geometry.clone(), |c| c.geometry.clone());
         let p = geometry.precision;
-        let listed: u64 = all.iter().map(|c| c.header().count).sum();
         let indicators = if others.len() > 1 && listed > SORTED_UNION * token_limit(p) {
             Counter::union_registers(&all, p)?
         } else {
