@@ -14,14 +14,14 @@ use super::codec;
 use super::config;
 use super::counter::{Counter, LcError};
 use super::errors::{
-    bad_counter_chunk, bad_counter_encoding, union_refused, LC_CAPACITY, LC_CHUNK_ITERATOR,
-    LC_ERROR_RATE,
+    bad_counter_chunk, bad_counter_encoding, union_refused, union_too_large, LC_CAPACITY,
+    LC_CHUNK_ITERATOR, LC_ERROR_RATE,
 };
 use super::stored::{CounterRef, StoredCounter};
 use crate::core::chunks::chunk_start;
 use crate::server::args::{parse_in_range, parse_rate};
 use crate::server::errors::{CHUNK_LENGTH, ITEM_EXISTS, NOT_FOUND};
-use crate::server::limits::{check_item_count, memory_limit, MAX_CAPACITY};
+use crate::server::limits::{check_item_count, memory_limit, rebuilding, MAX_CAPACITY};
 use crate::server::reply::{flag, ordered_map};
 use crate::server::value::{
     modify, read_word, read_words_closing, store_word, write_word, write_word_or_store, Key, Lent,
@@ -204,8 +204,24 @@ pub fn count(ctx: &Context, args: &[RedisString]) -> RedisResult {
     let stored = unsafe { read_counters(ctx, &names) }?;
     let views = views(&stored);
     let (named, counters) = borrow(&views);
+    check_union_bytes(ctx, "LC.COUNT", counters.iter().copied())?;
     let n = Counter::union_count(&counters).map_err(|e| union_refused(e, &named))?;
     Ok(RedisValue::Integer(n as i64))
+}
+
+/// Refuses a union that would read more than `lc-max-union-bytes` of `counters`; no limit
+/// while rebuilding (a replica or a replay applies what its master accepted).
+fn check_union_bytes<'a>(
+    ctx: &Context,
+    command: &str,
+    counters: impl IntoIterator<Item = &'a Counter>,
+) -> Result<(), RedisError> {
+    let bytes = counters.into_iter().map(Counter::union_bytes).sum();
+    let limit = config::max_union_bytes();
+    if bytes > limit && !rebuilding(ctx) {
+        return Err(union_too_large(command, bytes, limit));
+    }
+    Ok(())
 }
 
 /// `LC.MERGE destkey sourcekey [sourcekey ...]`
@@ -231,6 +247,14 @@ pub fn merge(ctx: &Context, args: &[RedisString]) -> RedisResult {
     let stored = unsafe { read_counters(ctx, &source_names) }?;
     let views = views(&stored);
     let (named, sources) = borrow(&views);
+    {
+        let dest = dest.as_ref().map(|d| d.view());
+        check_union_bytes(
+            ctx,
+            "LC.MERGE",
+            sources.iter().copied().chain(dest.as_deref()),
+        )?;
+    }
     let mut dest = match dest {
         Some(dest) => dest,
         None => {

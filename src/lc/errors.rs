@@ -19,6 +19,14 @@ pub fn bad_counter_chunk(e: DecodeError) -> RedisError {
     RedisError::String(format!("ERR invalid chunk: {e}"))
 }
 
+/// A union refused because it would read more than `lc-max-union-bytes`.
+pub fn union_too_large(command: &str, bytes: u64, limit: u64) -> RedisError {
+    RedisError::String(format!(
+        "ERR {command} would read {bytes} bytes of counters, more than lc-max-union-bytes \
+         ({limit}): name fewer keys at a time"
+    ))
+}
+
 /// A union refused because bitmaps saved by earlier versions take part (`LcError::SavedBitmap`:
 /// with a sketch; `IncompatibleSizes`: with a bitmap whose size does not divide theirs), named
 /// by key with how to rebuild them; any other error as it is. `named`: the counters of the

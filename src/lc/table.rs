@@ -33,7 +33,7 @@ pub static COMMANDS: &[CommandInfo] = &[
             key_at(1, ADD),
             keys_from(2, READ),
         ], &[key(c"destkey", 0), key(c"sourcekey", 1).multiple()])
-.docs(c"Merges linear counters into a destination counter", c"O(n), n = the total size of the counters; O(n log n) when all are exact counters of one size listing at most 2^25 fingerprints"),
+.docs(c"Merges linear counters into a destination counter", c"O(n), n = the total size of the counters; O(n log n) when all are exact counters of one size listing at most 2^24 fingerprints"),
     CommandInfo::new(c"lc.info", callback!(lc::info), "readonly fast", &[key_at(1, READ)], &[key(c"key", 0)])
 .docs(c"Returns the geometry, mode, count and standard error of a linear counter", c"O(1)"),
     CommandInfo::new(c"lc.loadchunk", callback!(lc::loadchunk), "write deny-oom", &[key_at(1, RESTORE)], &[

@@ -216,6 +216,58 @@ fn item_limit_per_command_except_when_replaying() {
     );
 }
 
+/// `lc-max-union-bytes` bounds what one LC.COUNT or LC.MERGE reads: an exact counter counts 8
+/// bytes per item it lists. A refused union changes nothing; a merge replayed from the AOF is
+/// applied under any limit; one key's count is O(1) and never refused.
+#[test]
+fn union_byte_limit_except_when_replaying() {
+    let mut server = Server::builder().arg("appendonly", "yes").start();
+    let mut c = server.conn();
+    for (key, prefix) in [("a", "x"), ("b", "y")] {
+        let _: Value = redis::cmd("LC.ADD")
+            .arg(key)
+            .arg(items(prefix, 100))
+            .query(&mut c)
+            .unwrap();
+    }
+    ok(&mut c, &["LC.MERGE", "ab", "a", "b"]);
+    let merged = digest(&mut c, "ab");
+
+    server.restart_with_module_args(&[("lc-max-union-bytes", "1024")]);
+    let mut c = server.conn();
+    assert_eq!(
+        digest(&mut c, "ab"),
+        merged,
+        "the replayed merge was refused"
+    );
+    let before = (digest(&mut c, "a"), digest(&mut c, "b"));
+    let count = redis::cmd("LC.COUNT")
+        .arg(&["a", "b"])
+        .query::<Value>(&mut c);
+    let refused = err_text(count);
+    assert!(
+        refused.contains("LC.COUNT would read 1600 bytes")
+            && refused.contains("lc-max-union-bytes (1024)"),
+        "{refused}"
+    );
+    for merge in [&["LC.MERGE", "d", "a", "b"][..], &["LC.MERGE", "a", "b"]] {
+        assert!(err_text(cmd(&mut c, merge)).contains("LC.MERGE would read 1600 bytes"));
+    }
+    assert_eq!(ok(&mut c, &["EXISTS", "d"]), Value::Int(0));
+    assert_eq!((digest(&mut c, "a"), digest(&mut c, "b")), before);
+    // One key alone, and a repeated key read once, stay within the limit.
+    assert_eq!(ok(&mut c, &["LC.COUNT", "ab"]), Value::Int(200));
+    assert_eq!(ok(&mut c, &["LC.COUNT", "a", "a"]), Value::Int(100));
+
+    ok(
+        &mut c,
+        &["CONFIG", "SET", "lcbloom.lc-max-union-bytes", "1600"],
+    );
+    assert_eq!(ok(&mut c, &["LC.COUNT", "a", "b"]), Value::Int(200));
+    ok(&mut c, &["LC.MERGE", "d", "a", "b"]);
+    assert_eq!(digest(&mut c, "d"), merged);
+}
+
 const WRITES: [&[&str]; 10] = [
     &["BF.RESERVE", "new", "0.01", "100"],
     &["BF.ADD", "bf", "a"],

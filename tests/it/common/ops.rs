@@ -69,7 +69,8 @@ pub fn empty_bitmap_encoding(capacity: u64, rate: f64, m: u64) -> Vec<u8> {
     out
 }
 
-/// Module defaults unlike the built-in ones, and a much lower per-key limit (256 KiB).
+/// Module defaults unlike the built-in ones, and much lower limits: 256 KiB per key, 1 KiB read
+/// by a union (the workload's merges read more).
 pub const OTHER_DEFAULTS: &[(&str, &str)] = &[
     ("bf-error-rate", "0.2"),
     ("bf-initial-size", "7"),
@@ -79,6 +80,7 @@ pub const OTHER_DEFAULTS: &[(&str, &str)] = &[
     ("lc-error-rate", "0.1"),
     ("lc-capacity", "99"),
     ("max-memory-per-key", "262144"),
+    ("lc-max-union-bytes", "1024"),
 ];
 
 /// Writes of every kind, most relying on the module defaults, some making values of several
