@@ -14,7 +14,8 @@ Environment: LCBLOOM_MODULE (default target/release/liblcbloom.so), UNION_SHAPES
 ("keys:items,..."; default 10000:2000,100000:2000), UNION_ROUNDS (default 5), UNION_BASES
 (default 200; 350 bases of 2,000 give about 500,000 distinct items). A shape
 "keys:items:2" makes every other base a counter of another size (`OTHER_SIZE`), whose union
-with the others is a sketch union.
+with the others is a sketch union; "keys:items:1:E" makes every E-th base hold `LARGE` times
+the items (message summaries: most small and exact, a few large sketches among them).
 """
 import os
 import random
@@ -31,6 +32,8 @@ SHAPES = [tuple(int(x) for x in s.split(":"))
 # Counters of another capacity, as made before `CONFIG SET lcbloom.lc-capacity`: every other
 # base of a shape "keys:items:2" is reserved at this error rate and capacity.
 OTHER_SIZE = ("0.01", "10000")
+# Items of a large base of a shape "keys:items:1:E", as a multiple of the others'.
+LARGE = 50
 ROUNDS = int(os.environ.get("UNION_ROUNDS", "5"))
 BASES = int(os.environ.get("UNION_BASES", "200"))
 UNIVERSE = 1_000_000
@@ -42,12 +45,13 @@ def usec_per_call(client, command):
     return stats["usec_per_call"] if stats else None
 
 
-def build(server, keys, items_per_key, sizes=1):
+def build(server, keys, items_per_key, sizes=1, large_every=0):
     rng = random.Random(SEED + keys + items_per_key)
     truth = set()
     pipe = server.client.pipeline(transaction=False)
     for b in range(BASES):
-        items = [str(rng.randrange(UNIVERSE)) for _ in range(items_per_key)]
+        large = large_every and b % large_every == 0
+        items = [str(rng.randrange(UNIVERSE)) for _ in range(items_per_key * (LARGE if large else 1))]
         truth.update(items)
         if sizes == 2 and b % 2:
             pipe.execute_command("LC.RESERVE", f"lc:{b}", *OTHER_SIZE)
@@ -92,8 +96,10 @@ def main():
                 hll_times.append(t)
             mode = server.client.execute_command("LC.INFO", "lc:0")
             mode = dict(zip(mode[::2], mode[1::2]))[b"Mode"].decode()
-            if sizes == [2]:
+            if sizes[:1] == [2]:
                 mode += ", two sizes"
+            if sizes[1:]:
+                mode += f", one in {sizes[1]} bases {LARGE}× as large"
             rows.append((keys, per_key, mode, truth, lc, hll, lc_times, hll_times))
     finally:
         server.close()

@@ -67,6 +67,54 @@ pub fn reduce(x: u64, m: u64) -> u64 {
     ((x as u128 * m as u128) >> 64) as u64
 }
 
+/// The first value that `reduce(·, m)` maps to each `r < m`: `⌈r·2^64/m⌉`, without a division
+/// per value (a 128-by-64-bit division takes several times as long as the three
+/// multiplications). With `M = ⌊(2^128 − 1)/m⌋`, `⌊r·M/2^64⌋` falls short of `⌊r·2^64/m⌋` by
+/// at most one (`r·2^64/m − r·M/2^64 < r/2^64 < 1`); the remainder tells which, and whether
+/// the ceiling is one more.
+#[derive(Clone, Copy)]
+pub struct FirstOfReduced {
+    m: u64,
+    /// `M`'s upper and lower 64 bits.
+    upper: u64,
+    lower: u64,
+}
+
+impl FirstOfReduced {
+    /// For `m ≥ 1`.
+    pub fn new(m: u64) -> Self {
+        let inverse = u128::MAX / u128::from(m.max(1));
+        FirstOfReduced {
+            m,
+            upper: (inverse >> 64) as u64,
+            lower: inverse as u64,
+        }
+    }
+
+    /// `⌈r·2^64/m⌉`, for `r < m`.
+    #[inline(always)]
+    pub fn of(&self, r: u64) -> u64 {
+        // `r·upper < m·2^64/m`: no overflow for r < m.
+        let floor = r * self.upper + ((u128::from(r) * u128::from(self.lower)) >> 64) as u64;
+        // The remainder `r·2^64 − floor·m` is below 2m: within 64 bits, which hold it whole,
+        // for m ≤ 2^63 (every counter's universe).
+        if self.m <= 1 << 63 {
+            let rest = floor.wrapping_mul(self.m).wrapping_neg();
+            let over = rest >= self.m;
+            let rest = if over { rest - self.m } else { rest };
+            return floor + u64::from(over) + u64::from(rest != 0);
+        }
+        let (r, m) = (u128::from(r), u128::from(self.m));
+        let rest = (r << 64) - u128::from(floor) * m;
+        let (floor, rest) = if rest >= m {
+            (floor + 1, rest - m)
+        } else {
+            (floor, rest)
+        };
+        floor + u64::from(rest != 0)
+    }
+}
+
 #[inline(always)]
 fn mix(mut x: u64) -> u64 {
     x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
@@ -77,6 +125,55 @@ fn mix(mut x: u64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `⌈r·2^64/m⌉` by a division.
+    fn first_by_division(r: u64, m: u64) -> u64 {
+        (u128::from(r) << 64).div_ceil(u128::from(m)) as u64
+    }
+
+    proptest::proptest! {
+        /// The first value reduced to `r` is that of the division, for any `m`.
+        #[test]
+        fn first_of_reduced_is_the_division(m in 1u64.., r in proptest::num::u64::ANY) {
+            let r = r % m;
+            let first = FirstOfReduced::new(m).of(r);
+            proptest::prop_assert_eq!(first, first_by_division(r, m));
+            proptest::prop_assert_eq!(reduce(first, m), r);
+            if first > 0 {
+                proptest::prop_assert!(reduce(first - 1, m) < r);
+            }
+        }
+    }
+
+    /// Where the remainder is 0, 1 or m − 1, at small and large `m` and powers of two.
+    #[test]
+    fn first_of_reduced_at_the_edges() {
+        let ms = [
+            1,
+            2,
+            3,
+            7,
+            1 << 20,
+            (1 << 35) + 1,
+            35_514_567_036,
+            (1 << 63) - 1,
+            1 << 63,
+            (1 << 63) + 1,
+            u64::MAX - 1,
+            u64::MAX,
+        ];
+        for m in ms {
+            let first = FirstOfReduced::new(m);
+            let near = |r: u64| [r.saturating_sub(1), r, r.saturating_add(1)];
+            // r·2^64 ≡ 0 (mod m) where m divides r·2^64: r = m / gcd(m, 2^64) multiples.
+            let step = m >> m.trailing_zeros();
+            let twice = (u128::from(step) * 2 % u128::from(m)) as u64;
+            let rs = [0, 1, m / 2, m - 1, step, twice, m - step];
+            for r in rs.into_iter().flat_map(near).filter(|&r| r < m) {
+                assert_eq!(first.of(r), first_by_division(r, m), "m {m} r {r}");
+            }
+        }
+    }
 
     #[test]
     fn scheme_one_is_stable() {

@@ -9,7 +9,7 @@ use super::running::Running;
 use super::tokens::token_value;
 use crate::core::block::Block;
 use crate::core::ef;
-use crate::core::hashing::reduce;
+use crate::core::hashing::{reduce, FirstOfReduced};
 
 impl Counter {
     /// The exact mode's fingerprints, in order.
@@ -79,8 +79,10 @@ impl Counter {
 
     /// `exact_tokens` of `fingerprints` of this counter's universe, whatever its mode.
     fn tokens_of(&self, fingerprints: impl Iterator<Item = u64>, p: u32) -> Vec<u64> {
-        let u = self.geometry.universe();
-        let mut tokens: Vec<u64> = fingerprints.map(|f| fingerprint_token(f, u, p)).collect();
+        let first = FirstOfReduced::new(self.geometry.universe());
+        let mut tokens: Vec<u64> = fingerprints
+            .map(|f| fingerprint_token(f, &first, p))
+            .collect();
         tokens.sort_unstable();
         tokens.dedup();
         tokens
@@ -89,12 +91,12 @@ impl Counter {
     /// Appends the tokens at precision `p` of `fingerprints` (of this counter's universe), in
     /// their order, repeats kept.
     pub(super) fn append_tokens(&self, fingerprints: &[u64], p: u32, tokens: &mut Vec<u32>) {
-        let u = self.geometry.universe();
+        let first = FirstOfReduced::new(self.geometry.universe());
         // Within `MAX_PRECISION`, a token takes 28 bits.
         tokens.extend(
             fingerprints
                 .iter()
-                .map(|&f| fingerprint_token(f, u, p) as u32),
+                .map(|&f| fingerprint_token(f, &first, p) as u32),
         );
     }
 
@@ -154,11 +156,11 @@ impl Counter {
     }
 }
 
-/// The token at precision `p` of the item fingerprint `f` (of universe `u`) stands for
-/// (`Counter::exact_tokens`).
+/// The token at precision `p` of the item fingerprint `f` stands for (`Counter::exact_tokens`):
+/// that of the first hash `reduce` maps to `f` in the fingerprints' universe.
 #[inline]
-fn fingerprint_token(f: u64, u: u64, p: u32) -> u64 {
-    token_value(((u128::from(f) << 64).div_ceil(u128::from(u))) as u64, p)
+fn fingerprint_token(f: u64, first: &FirstOfReduced, p: u32) -> u64 {
+    token_value(first.of(f), p)
 }
 
 /// `values` (sorted) without repeats.
