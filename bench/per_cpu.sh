@@ -48,7 +48,7 @@ PEER_MODULE=$peer BENCH_OUT="bench/results/server-$cpu-$stamp.md" "$py" bench/se
 saved persistence env PEER_MODULE="$peer" \
     PERSIST_FILLS="${PERSIST_FILLS:-0,2000000,199000000}" "$py" bench/persistence_bench.py
 saved lc-add-floor env ADD_ROUNDS="${ADD_ROUNDS:-15}" "$py" bench/lc_add_floor_bench.py
-shapes=${UNION_SHAPES:-10000:100,10000:250,10000:100:2,10000:2000,10000:3400,10000:5000,100000:100,100000:250,100000:100:2,100000:2000,100000:3400,100000:5000}
+shapes=${UNION_SHAPES:-10000:100,10000:250,10000:100:2,10000:100:1:100,10000:2000,10000:3400,10000:5000,100000:100,100000:250,100000:100:2,100000:100:1:100,100000:2000,100000:3400,100000:5000}
 bases=${UNION_BASES:-350}
 saved lc-union env UNION_SHAPES="$shapes" UNION_BASES="$bases" "$py" bench/lc_union_bench.py
 saved lc-union-valkey env UNION_SHAPES="$shapes" UNION_BASES="$bases" REDIS_SERVER="$valkey" \
