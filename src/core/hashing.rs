@@ -94,10 +94,10 @@ impl FirstOfReduced {
     /// `⌈r·2^64/m⌉`, for `r < m`.
     #[inline(always)]
     pub fn of(&self, r: u64) -> u64 {
-        // `r·upper < m·2^64/m`: no overflow for r < m.
+        // `upper ≤ 2^64/m`, so `r·upper < 2^64` for r < m: no overflow.
         let floor = r * self.upper + ((u128::from(r) * u128::from(self.lower)) >> 64) as u64;
         // The remainder `r·2^64 − floor·m` is below 2m: within 64 bits, which hold it whole,
-        // for m ≤ 2^63 (every counter's universe).
+        // for m ≤ 2^63 (every counter's universe: at most 2^53).
         if self.m <= 1 << 63 {
             let rest = floor.wrapping_mul(self.m).wrapping_neg();
             let over = rest >= self.m;
