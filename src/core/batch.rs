@@ -26,7 +26,7 @@
 /// 20), and 8 KiB, a quarter of the smallest first-level data cache of x86 server cores, so
 /// that a window's lines are still there when touched; a 100-item batch of one line an item
 /// goes in one window. Measured on AMD EPYC in process (`cargo bench --bench core --
-/// batch_100_on`), against 64 and 256 lines: the best, or within 5% of it, in every layout.
+/// batch_100_on`), against 64 and 256 lines: the best, or within 6% of it, in every layout.
 pub const WINDOW_LINES: usize = 128;
 
 /// Arrays smaller than this are likely in the CPU's caches: batches over them do not prefetch,
