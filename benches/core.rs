@@ -236,7 +236,8 @@ fn bench_lc_union(c: &mut Criterion) {
 }
 
 /// A many-key count over 100,000 exact counters of 100 items (38 MB of blocks, beyond the
-/// caches, as in the server), per counter: their fingerprints spread into level bits.
+/// caches, as in the server), per counter: their fingerprints spread into level bits; then
+/// the same with a sketch among every hundred.
 fn bench_lc_union_exact(c: &mut Criterion) {
     let mut group = c.benchmark_group("lc_union_exact_100000_counters");
     group.sample_size(10);
@@ -244,6 +245,16 @@ fn bench_lc_union_exact(c: &mut Criterion) {
     let refs: Vec<&Counter> = counters.iter().collect();
     group.throughput(Throughput::Elements(refs.len() as u64));
     group.bench_function("100", |b| {
+        b.iter(|| black_box(Counter::union_count(&refs).unwrap()))
+    });
+    // Message summaries as they come: one in a hundred of 5,000 items (registers), so that
+    // every exact counter's fingerprints are taken to their items' tokens.
+    let mut mixed = counters;
+    for (k, large) in default_counters(1_000, 5_000).into_iter().enumerate() {
+        mixed[k * 100] = large;
+    }
+    let refs: Vec<&Counter> = mixed.iter().collect();
+    group.bench_function("100_with_sketches", |b| {
         b.iter(|| black_box(Counter::union_count(&refs).unwrap()))
     });
     group.finish();

@@ -96,13 +96,8 @@ impl FirstOfReduced {
     pub fn of(&self, r: u64) -> u64 {
         // `upper ≤ 2^64/m`, so `r·upper < 2^64` for r < m: no overflow.
         let floor = r * self.upper + ((u128::from(r) * u128::from(self.lower)) >> 64) as u64;
-        // The remainder `r·2^64 − floor·m` is below 2m: within 64 bits, which hold it whole,
-        // for m ≤ 2^63 (every counter's universe: at most 2^53).
         if self.m <= 1 << 63 {
-            let rest = floor.wrapping_mul(self.m).wrapping_neg();
-            let over = rest >= self.m;
-            let rest = if over { rest - self.m } else { rest };
-            return floor + u64::from(over) + u64::from(rest != 0);
+            return self.ceiling(floor);
         }
         let (r, m) = (u128::from(r), u128::from(self.m));
         let rest = (r << 64) - u128::from(floor) * m;
@@ -113,6 +108,43 @@ impl FirstOfReduced {
         };
         floor + u64::from(rest != 0)
     }
+
+    /// Whether [`FirstOfReduced::of_in_halves`] applies: `m ≤ 2^63` (every counter's
+    /// universe is at most 2^53).
+    #[inline(always)]
+    pub fn halves_apply(&self) -> bool {
+        self.m <= 1 << 63
+    }
+
+    /// [`FirstOfReduced::of`] with the upper half of `r·lower` from 32-bit halves, where
+    /// [`FirstOfReduced::halves_apply`]: only 64-bit operations, which a loop compiled for
+    /// AVX-512 DQ does eight lanes at a time (a `u128` product keeps it one by one).
+    #[inline(always)]
+    pub fn of_in_halves(&self, r: u64) -> u64 {
+        self.ceiling(r * self.upper + mul_high(r, self.lower))
+    }
+
+    /// `⌈r·2^64/m⌉` from `floor`, which falls short of `⌊r·2^64/m⌋` by at most one, for
+    /// `m ≤ 2^63`: the remainder `r·2^64 − floor·m` is then below 2m, within 64 bits, which
+    /// hold it whole.
+    #[inline(always)]
+    fn ceiling(&self, floor: u64) -> u64 {
+        let rest = floor.wrapping_mul(self.m).wrapping_neg();
+        let over = rest >= self.m;
+        let rest = if over { rest - self.m } else { rest };
+        floor + u64::from(over) + u64::from(rest != 0)
+    }
+}
+
+/// The upper 64 bits of `a·b`, from the four products of their 32-bit halves.
+#[inline(always)]
+fn mul_high(a: u64, b: u64) -> u64 {
+    const LOW: u64 = 0xffff_ffff;
+    let (a0, a1, b0, b1) = (a & LOW, a >> 32, b & LOW, b >> 32);
+    let (p00, p01, p10, p11) = (a0 * b0, a0 * b1, a1 * b0, a1 * b1);
+    // The middle column's carry: at most three 32-bit values.
+    let middle = (p00 >> 32) + (p01 & LOW) + (p10 & LOW);
+    p11 + (p01 >> 32) + (p10 >> 32) + (middle >> 32)
 }
 
 #[inline(always)]
@@ -145,6 +177,44 @@ mod tests {
         }
     }
 
+    proptest::proptest! {
+        /// The halves' product is the `u128` one.
+        #[test]
+        fn mul_high_is_the_wide_product(a in proptest::num::u64::ANY, b in proptest::num::u64::ANY) {
+            proptest::prop_assert_eq!(mul_high(a, b), ((u128::from(a) * u128::from(b)) >> 64) as u64);
+        }
+
+        /// `of_in_halves` is `of` wherever it applies.
+        #[test]
+        fn first_of_reduced_in_halves(m in 1u64..=1 << 63, r in proptest::num::u64::ANY) {
+            let (first, r) = (FirstOfReduced::new(m), r % m);
+            proptest::prop_assert!(first.halves_apply());
+            proptest::prop_assert_eq!(first.of_in_halves(r), first.of(r));
+        }
+    }
+
+    #[test]
+    fn mul_high_at_the_edges() {
+        let edges = [
+            0,
+            1,
+            0xffff_ffff,
+            1 << 32,
+            (1 << 63) + 1,
+            u64::MAX - 1,
+            u64::MAX,
+        ];
+        for a in edges {
+            for b in edges {
+                assert_eq!(
+                    mul_high(a, b),
+                    ((u128::from(a) * u128::from(b)) >> 64) as u64
+                );
+            }
+        }
+        assert!(!FirstOfReduced::new((1 << 63) + 1).halves_apply());
+    }
+
     /// Where the remainder is 0, 1 or m − 1, at small and large `m` and powers of two.
     #[test]
     fn first_of_reduced_at_the_edges() {
@@ -171,6 +241,9 @@ mod tests {
             let rs = [0, 1, m / 2, m - 1, step, twice, m - step];
             for r in rs.into_iter().flat_map(near).filter(|&r| r < m) {
                 assert_eq!(first.of(r), first_by_division(r, m), "m {m} r {r}");
+                if first.halves_apply() {
+                    assert_eq!(first.of_in_halves(r), first.of(r), "m {m} r {r}");
+                }
             }
         }
     }
