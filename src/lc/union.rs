@@ -16,6 +16,7 @@ use super::levels::{
 use super::registers::registers_block_with;
 use super::running::Running;
 use super::tokens::{registers_from_tokens, token_value, tokens_block};
+use crate::core::alloc::zeroed;
 use crate::core::block::Block;
 #[cfg(target_arch = "x86_64")]
 use crate::core::ef_chunks;
@@ -107,10 +108,8 @@ fn spread_tokens_lzcnt(fingerprints: &[u64], tokens: &mut Vec<u32>, p: u32) {
 /// the list of all they hold cannot be made.
 fn distinct_fingerprints(counters: &[&Counter]) -> Result<Vec<u64>, LcError> {
     let listed: u64 = counters.iter().map(|c| c.header().count).sum();
-    let mut all: Vec<u64> = Vec::new();
-    all.try_reserve_exact(listed as usize)
-        .map_err(|_| LcError::OutOfMemory)?;
-    all.resize(listed as usize, 0);
+    // Zeroed by the allocator: fresh pages are not written twice (a list can be 128 MB).
+    let mut all: Vec<u64> = zeroed(listed as usize).ok_or(LcError::OutOfMemory)?;
     let mut filled = 0;
     for c in counters {
         filled += c.decode_fingerprints(&mut all[filled..]);
