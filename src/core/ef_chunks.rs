@@ -120,6 +120,68 @@ fn wide_high_parts_vbmi2(words: &[u64], upper: u64, len: u64, out: &mut [u64]) -
     unsafe { wide_high_parts_in::<true>(words, upper, len, out) }
 }
 
+/// Sets `out[i] = out[i] << l | low_i` for the first values of `out`, `low_i` the `l` bits
+/// (`0 < l < 64`) at bit `at + i·l` of `words`, 8 at a time: 8 parts from any bit lie in 9
+/// words (`63 + 8·63 < 9·64`), each value's one or two picked from two 8-word loads
+/// (`vpermt2q`) and shifted into place lane by lane. Returns how many it did, a multiple of
+/// 8: it stops where 16 words from the next value's word would pass the end of `words`, and
+/// the caller reads the rest one by one. The one-by-one reader carries its place from value
+/// to value, so each waits for the one before; here the 8 lanes do not.
+///
+/// # Safety
+///
+/// The CPU has AVX-512 F (`ef::vbmi2_usable`, whose 512-bit instructions run at full clock).
+#[target_feature(enable = "avx512f")]
+pub fn wide_low_parts(words: &[u64], at: u64, l: u32, out: &mut [u64]) -> usize {
+    debug_assert!(l > 0 && l < 64);
+    let step = i64::from(l);
+    let ranks = _mm512_setr_epi64(
+        0,
+        step,
+        2 * step,
+        3 * step,
+        4 * step,
+        5 * step,
+        6 * step,
+        7 * step,
+    );
+    let mask = _mm512_set1_epi64(super::ef::low_mask(l) as i64);
+    let (width, sixty_four, one, bit) = (
+        _mm512_set1_epi64(step),
+        _mm512_set1_epi64(64),
+        _mm512_set1_epi64(1),
+        _mm512_set1_epi64(63),
+    );
+    let mut done = 0;
+    while done + 8 <= out.len() {
+        let from = at + done as u64 * u64::from(l);
+        let first = (from / 64) as usize;
+        if first + 16 > words.len() {
+            break;
+        }
+        let place = _mm512_add_epi64(_mm512_set1_epi64((from % 64) as i64), ranks);
+        let (word, shift) = (_mm512_srli_epi64::<6>(place), _mm512_and_si512(place, bit));
+        // SAFETY: words `first..first + 16` are in the slice (checked above) and values
+        // `done..done + 8` in `out`; the CPU has AVX-512 F (the caller's promise).
+        unsafe {
+            let a = _mm512_loadu_si512(words.as_ptr().add(first).cast());
+            let b = _mm512_loadu_si512(words.as_ptr().add(first + 8).cast());
+            let low = _mm512_permutex2var_epi64(a, word, b);
+            let high = _mm512_permutex2var_epi64(a, _mm512_add_epi64(word, one), b);
+            // A shift by 64 gives 0: the part's high word counts only when it straddles.
+            let part = _mm512_or_si512(
+                _mm512_srlv_epi64(low, shift),
+                _mm512_sllv_epi64(high, _mm512_sub_epi64(sixty_four, shift)),
+            );
+            let values: *mut __m512i = out.as_mut_ptr().add(done).cast();
+            let highs = _mm512_sllv_epi64(_mm512_loadu_si512(values), width);
+            _mm512_storeu_si512(values, _mm512_or_si512(highs, _mm512_and_si512(part, mask)));
+        }
+        done += 8;
+    }
+    done
+}
+
 /// `wide_high_parts`' body; with `VBMI2`, a word's high parts at once (`word_high_parts`).
 ///
 /// # Safety
