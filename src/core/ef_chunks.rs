@@ -14,6 +14,9 @@
 //!   that depends only on where the stream starts (`8·l` bits further each time), so for
 //!   `l ≤ 15` they lie in 16 bytes from which one byte shuffle and one per-lane shift take
 //!   all 8. Larger `l` (streams of a few values in a large universe) are read one by one.
+//!   `wide_low_parts` reads them 8 at a time for streams of any universe where the CPU has
+//!   AVX-512 (`ef::decode`: exact counters' fingerprints), each lane's words picked from two
+//!   8-word loads.
 //!
 //! The values are those `ef::iter` gives, in order, ending as it ends on a stream that is
 //! not a set (more ones than `k`, or fewer), whichever way the high parts come. A third of
