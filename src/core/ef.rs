@@ -451,7 +451,8 @@ pub fn iter(words: &[u64], base: u64, shape: Shape) -> Iter<'_> {
 }
 
 /// Writes the values of the stream of `shape` at bit `base` of `words` to the start of `out`,
-/// in order, and returns how many: those `iter` gives, up to `out.len()`. The high parts come
+/// in order, and returns how many: those `iter` gives, up to `out.len()` (the rest of `out`
+/// may be overwritten). The high parts come
 /// first, a word of upper bits at a time where the CPU has AVX2 (ef_chunks.rs), and the low
 /// parts are then read over them, 8 at a time where it has AVX-512 (`wide_low_parts`): a many-key count of exact counters (of any universe, where
 /// `ef_chunks::for_each_chunk` takes 2^31 at most) decodes each of them whole.
@@ -461,7 +462,7 @@ pub fn decode(words: &[u64], base: u64, shape: Shape, out: &mut [u64]) -> usize 
     #[cfg(target_arch = "x86_64")]
     let n = if len < 1 << 32 && super::ef_chunks::usable() {
         // SAFETY: the CPU has the instructions (checked above).
-        unsafe { super::ef_chunks::wide_high_parts(words, upper, len, &mut out[..want]) }
+        unsafe { super::ef_chunks::wide_high_parts(words, upper, len, out, want) }
     } else {
         high_parts(words, upper, len, &mut out[..want])
     };

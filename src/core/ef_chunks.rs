@@ -96,31 +96,38 @@ fn for_each_chunk_vbmi2(words: &[u64], base: u64, shape: Shape, f: impl FnMut(&[
 }
 
 /// Writes the high parts of a stream's values (each one's upper bit's position minus its
-/// rank) to `out`, in order, as many as it has room for; how many. The stream's upper bits
+/// rank) to `out`, in order, at most `want` (≤ `out.len()`); how many. The stream's upper bits
 /// are the `len` bits at bit `upper` of `words`, fewer than 2^32 (so the high parts fit the
 /// lanes), whatever its universe: they are taken a word at a time as `for_each_chunk` takes
-/// them, and only widened to 64 bits.
+/// them, and only widened to 64 bits; with VBMI2, a word's straight into `out` where 64
+/// values from the next fit in it (values past the count, up to 63, may be overwritten).
 ///
 /// # Safety
 ///
 /// The CPU has AVX2, BMI1, BMI2 and POPCNT (callers without them enabled must check).
 #[target_feature(enable = "avx2,bmi1,bmi2,popcnt")]
-pub fn wide_high_parts(words: &[u64], upper: u64, len: u64, out: &mut [u64]) -> usize {
-    debug_assert!(len < 1 << 32);
+pub fn wide_high_parts(words: &[u64], upper: u64, len: u64, out: &mut [u64], want: usize) -> usize {
+    debug_assert!(len < 1 << 32 && want <= out.len());
     if vbmi2_usable() {
         // SAFETY: the CPU has the instructions (checked above).
-        unsafe { wide_high_parts_vbmi2(words, upper, len, out) }
+        unsafe { wide_high_parts_vbmi2(words, upper, len, out, want) }
     } else {
         // SAFETY: compiled for the instructions.
-        unsafe { wide_high_parts_in::<false>(words, upper, len, out) }
+        unsafe { wide_high_parts_in::<false>(words, upper, len, out, want) }
     }
 }
 
 /// `wide_high_parts` taking upper bits a word at a time, compiled for AVX-512 VBMI2.
 #[target_feature(enable = "avx2,bmi1,bmi2,popcnt,avx512f,avx512bw,avx512vbmi2")]
-fn wide_high_parts_vbmi2(words: &[u64], upper: u64, len: u64, out: &mut [u64]) -> usize {
+fn wide_high_parts_vbmi2(
+    words: &[u64],
+    upper: u64,
+    len: u64,
+    out: &mut [u64],
+    want: usize,
+) -> usize {
     // SAFETY: compiled for the instructions.
-    unsafe { wide_high_parts_in::<true>(words, upper, len, out) }
+    unsafe { wide_high_parts_in::<true>(words, upper, len, out, want) }
 }
 
 /// Sets `out[i] = out[i] << l | low_i` for the first values of `out`, `low_i` the `l` bits
@@ -196,11 +203,20 @@ unsafe fn wide_high_parts_in<const VBMI2: bool>(
     upper: u64,
     len: u64,
     out: &mut [u64],
+    want: usize,
 ) -> usize {
     let mut lanes = [0u32; 64];
     let (mut n, mut pos) = (0usize, 0u64);
-    while pos < len && n < out.len() {
+    while pos < len && n < want {
         let bits = read_bits(words, upper + pos, (len - pos).min(64) as u32);
+        if VBMI2 && n + 64 <= out.len() {
+            // SAFETY: only `wide_high_parts_vbmi2` sets `VBMI2`; 64 values from `n` are in
+            // `out` (checked above).
+            let got = unsafe { word_high_parts_wide(bits, pos - n as u64, &mut out[n..n + 64]) };
+            n += got.min(want - n);
+            pos += 64;
+            continue;
+        }
         let at = (pos as u32).wrapping_sub(n as u32);
         let got = if VBMI2 {
             // SAFETY: only `wide_high_parts_vbmi2` sets `VBMI2`.
@@ -208,7 +224,7 @@ unsafe fn wide_high_parts_in<const VBMI2: bool>(
         } else {
             byte_high_parts(bits, at, &mut lanes)
         };
-        let take = got.min(out.len() - n);
+        let take = got.min(want - n);
         for (o, &h) in out[n..n + take].iter_mut().zip(&lanes[..take]) {
             *o = u64::from(h);
         }
@@ -294,19 +310,21 @@ fn byte_high_parts(mut bits: u64, mut at: u32, lanes: &mut [u32; 64]) -> usize {
     have
 }
 
+/// Byte `i` holds `i`: the ranks of a word's ones, and the positions `vpcompressb` packs.
+const RANKS: [u8; 64] = {
+    let mut ranks = [0u8; 64];
+    let mut i = 0;
+    while i < 64 {
+        ranks[i] = i as u8;
+        i += 1;
+    }
+    ranks
+};
+
 /// `byte_high_parts` of a whole word at once: the positions of its ones compressed into
 /// bytes (`vpcompressb`), minus their ranks, widened to 32 bits 16 at a time.
 #[inline(always)]
 unsafe fn word_high_parts(bits: u64, at: u32, lanes: &mut [u32; 64]) -> usize {
-    const RANKS: [u8; 64] = {
-        let mut ranks = [0u8; 64];
-        let mut i = 0;
-        while i < 64 {
-            ranks[i] = i as u8;
-            i += 1;
-        }
-        ranks
-    };
     // SAFETY: 64 bytes read from `RANKS`, 4 × 64 bytes written to `lanes`; the CPU has
     // AVX-512 F, BW and VBMI2 (the caller's promise).
     unsafe {
@@ -322,6 +340,33 @@ unsafe fn word_high_parts(bits: u64, at: u32, lanes: &mut [u32; 64]) -> usize {
         _mm512_storeu_si512(out.add(3), sixteen(_mm512_extracti32x4_epi32::<3>(parts)));
     }
     bits.count_ones() as usize
+}
+
+/// `word_high_parts` straight into 64-bit values: the positions of the word's ones minus
+/// their ranks, plus `at` (the word's place less the ones before it), 8 a store, as many
+/// stores as its ones need (values past them: anything). How many ones.
+#[inline(always)]
+unsafe fn word_high_parts_wide(bits: u64, at: u64, out: &mut [u64]) -> usize {
+    debug_assert!(out.len() >= 64);
+    let count = bits.count_ones() as usize;
+    let mut parts = [0u8; 64];
+    // SAFETY: 64 bytes read from `RANKS` and written to `parts`, 8 read from `parts` and 8
+    // values written to `out` per group, the last group ending by byte and value 64; the CPU
+    // has AVX-512 F, BW and VBMI2 (the caller's promise).
+    unsafe {
+        let ranks = _mm512_loadu_si512(RANKS.as_ptr().cast());
+        let positions = _mm512_maskz_compress_epi8(bits, ranks);
+        _mm512_storeu_si512(parts.as_mut_ptr().cast(), _mm512_sub_epi8(positions, ranks));
+        let at = _mm512_set1_epi64(at as i64);
+        let mut group = 0;
+        while group < count {
+            let eight = _mm_loadl_epi64(parts.as_ptr().add(group).cast());
+            let values = _mm512_add_epi64(_mm512_cvtepu8_epi64(eight), at);
+            _mm512_storeu_si512(out.as_mut_ptr().add(group).cast(), values);
+            group += 8;
+        }
+    }
+    count
 }
 
 /// Where the low parts are and how 8 of them are taken at once.

@@ -33,16 +33,12 @@ impl Counter {
         if !self.is_exact() {
             return &[];
         }
-        let count = self.header().count as usize;
-        if buffer.len() < count {
-            buffer.resize(count, 0);
+        // Room past the count: `ef::decode` writes a word's values 8 at a time, whole.
+        let room = self.header().count as usize + 63;
+        if buffer.len() < room {
+            buffer.resize(room, 0);
         }
-        let n = ef::decode(
-            self.block.words(),
-            STREAM,
-            self.shape(),
-            &mut buffer[..count],
-        );
+        let n = ef::decode(self.block.words(), STREAM, self.shape(), buffer);
         &buffer[..n]
     }
 
