@@ -209,26 +209,25 @@ unsafe fn wide_high_parts_in<const VBMI2: bool>(
     let (mut n, mut pos) = (0usize, 0u64);
     while pos < len && n < want {
         let bits = read_bits(words, upper + pos, (len - pos).min(64) as u32);
-        if VBMI2 && n + 64 <= out.len() {
+        let got = if VBMI2 && n + 64 <= out.len() {
             // SAFETY: only `wide_high_parts_vbmi2` sets `VBMI2`; 64 values from `n` are in
             // `out` (checked above).
-            let got = unsafe { word_high_parts_wide(bits, pos - n as u64, &mut out[n..n + 64]) };
-            n += got.min(want - n);
-            pos += 64;
-            continue;
-        }
-        let at = (pos as u32).wrapping_sub(n as u32);
-        let got = if VBMI2 {
-            // SAFETY: only `wide_high_parts_vbmi2` sets `VBMI2`.
-            unsafe { word_high_parts(bits, at, &mut lanes) }
+            unsafe { word_high_parts_wide(bits, pos - n as u64, &mut out[n..n + 64]) }
         } else {
-            byte_high_parts(bits, at, &mut lanes)
+            let at = (pos as u32).wrapping_sub(n as u32);
+            let got = if VBMI2 {
+                // SAFETY: only `wide_high_parts_vbmi2` sets `VBMI2`.
+                unsafe { word_high_parts(bits, at, &mut lanes) }
+            } else {
+                byte_high_parts(bits, at, &mut lanes)
+            };
+            let take = got.min(want - n);
+            for (o, &h) in out[n..n + take].iter_mut().zip(&lanes[..take]) {
+                *o = u64::from(h);
+            }
+            take
         };
-        let take = got.min(want - n);
-        for (o, &h) in out[n..n + take].iter_mut().zip(&lanes[..take]) {
-            *o = u64::from(h);
-        }
-        n += take;
+        n += got.min(want - n);
         pos += 64;
     }
     n
@@ -321,16 +320,29 @@ const RANKS: [u8; 64] = {
     ranks
 };
 
+/// The positions of the ones of `bits`, each minus its rank, in bytes from the lowest
+/// (`vpcompressb`; bytes past the ones: zero minus their index).
+///
+/// # Safety
+///
+/// The CPU has AVX-512 F, BW and VBMI2.
+#[inline(always)]
+unsafe fn word_parts(bits: u64) -> __m512i {
+    // SAFETY: 64 bytes read from `RANKS`; the CPU has the instructions (the caller's promise).
+    unsafe {
+        let ranks = _mm512_loadu_si512(RANKS.as_ptr().cast());
+        _mm512_sub_epi8(_mm512_maskz_compress_epi8(bits, ranks), ranks)
+    }
+}
+
 /// `byte_high_parts` of a whole word at once: the positions of its ones compressed into
 /// bytes (`vpcompressb`), minus their ranks, widened to 32 bits 16 at a time.
 #[inline(always)]
 unsafe fn word_high_parts(bits: u64, at: u32, lanes: &mut [u32; 64]) -> usize {
-    // SAFETY: 64 bytes read from `RANKS`, 4 × 64 bytes written to `lanes`; the CPU has
-    // AVX-512 F, BW and VBMI2 (the caller's promise).
+    // SAFETY: 4 × 64 bytes written to `lanes`; the CPU has AVX-512 F, BW and VBMI2 (the
+    // caller's promise).
     unsafe {
-        let ranks = _mm512_loadu_si512(RANKS.as_ptr().cast());
-        let positions = _mm512_maskz_compress_epi8(bits, ranks);
-        let parts = _mm512_sub_epi8(positions, ranks);
+        let parts = word_parts(bits);
         let at = _mm512_set1_epi32(at as i32);
         let out: *mut __m512i = lanes.as_mut_ptr().cast();
         let sixteen = |q: __m128i| _mm512_add_epi32(_mm512_cvtepu8_epi32(q), at);
@@ -350,13 +362,11 @@ unsafe fn word_high_parts_wide(bits: u64, at: u64, out: &mut [u64]) -> usize {
     debug_assert!(out.len() >= 64);
     let count = bits.count_ones() as usize;
     let mut parts = [0u8; 64];
-    // SAFETY: 64 bytes read from `RANKS` and written to `parts`, 8 read from `parts` and 8
-    // values written to `out` per group, the last group ending by byte and value 64; the CPU
-    // has AVX-512 F, BW and VBMI2 (the caller's promise).
+    // SAFETY: 64 bytes written to `parts`, 8 read from `parts` and 8 values written to `out`
+    // per group, the last group ending by byte and value 64; the CPU has AVX-512 F, BW and
+    // VBMI2 (the caller's promise).
     unsafe {
-        let ranks = _mm512_loadu_si512(RANKS.as_ptr().cast());
-        let positions = _mm512_maskz_compress_epi8(bits, ranks);
-        _mm512_storeu_si512(parts.as_mut_ptr().cast(), _mm512_sub_epi8(positions, ranks));
+        _mm512_storeu_si512(parts.as_mut_ptr().cast(), word_parts(bits));
         let at = _mm512_set1_epi64(at as i64);
         let mut group = 0;
         while group < count {
