@@ -96,7 +96,7 @@ impl FirstOfReduced {
     pub fn of(&self, r: u64) -> u64 {
         // `upper ≤ 2^64/m`, so `r·upper < 2^64` for r < m: no overflow.
         let floor = r * self.upper + ((u128::from(r) * u128::from(self.lower)) >> 64) as u64;
-        if self.m <= 1 << 63 {
+        if self.halves_apply() {
             return self.ceiling(floor);
         }
         let (r, m) = (u128::from(r), u128::from(self.m));
@@ -109,8 +109,8 @@ impl FirstOfReduced {
         floor + u64::from(rest != 0)
     }
 
-    /// Whether [`FirstOfReduced::of_in_halves`] applies: `m ≤ 2^63` (every counter's
-    /// universe is at most 2^53).
+    /// Whether [`FirstOfReduced::of_in_halves`] applies, and `of`'s remainder fits 64 bits:
+    /// `m ≤ 2^63` (every counter's universe is at most 2^53).
     #[inline(always)]
     pub fn halves_apply(&self) -> bool {
         self.m <= 1 << 63
