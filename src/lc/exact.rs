@@ -89,11 +89,7 @@ impl Counter {
     pub(super) fn append_tokens(&self, fingerprints: &[u64], p: u32, tokens: &mut Vec<u32>) {
         let first = FirstOfReduced::new(self.geometry.universe());
         #[cfg(target_arch = "x86_64")]
-        if first.halves_apply()
-            && std::is_x86_feature_detected!("avx512dq")
-            && std::is_x86_feature_detected!("avx512cd")
-            && std::is_x86_feature_detected!("avx512vl")
-        {
+        if first.halves_apply() && super::tokens::wide_tokens_usable() {
             // SAFETY: the CPU has the instructions (checked above; AVX-512 DQ implies F).
             return unsafe { tokens_in_halves_avx512(fingerprints, &first, p, tokens) };
         }

@@ -18,6 +18,16 @@ pub fn token_value(h: u64, p: u32) -> u64 {
     index << 8 | level
 }
 
+/// Whether this CPU has AVX-512 DQ, CD and VL (and so F): the eight-lane copies of the loops
+/// that take fingerprints to tokens (`spread_tokens_avx512`, `tokens_in_halves_avx512`)
+/// multiply 64-bit lanes and count their leading zeros with them.
+#[cfg(target_arch = "x86_64")]
+pub fn wide_tokens_usable() -> bool {
+    std::is_x86_feature_detected!("avx512dq")
+        && std::is_x86_feature_detected!("avx512cd")
+        && std::is_x86_feature_detected!("avx512vl")
+}
+
 impl Counter {
     pub(super) fn tokens_shape(&self) -> Shape {
         let p = self.geometry.precision;

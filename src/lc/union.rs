@@ -60,10 +60,7 @@ const SPREAD_BATCH: usize = 1024;
 fn set_spread(levels: &mut LevelBits, fingerprints: &[u64], tokens: &mut Vec<u32>, p: u32) {
     tokens.clear();
     #[cfg(target_arch = "x86_64")]
-    if std::is_x86_feature_detected!("avx512dq")
-        && std::is_x86_feature_detected!("avx512cd")
-        && std::is_x86_feature_detected!("avx512vl")
-    {
+    if super::tokens::wide_tokens_usable() {
         // SAFETY: the CPU has the instructions (checked above; AVX-512 DQ implies F).
         unsafe { spread_tokens_avx512(fingerprints, tokens, p) };
     } else if std::is_x86_feature_detected!("lzcnt") {
@@ -904,10 +901,7 @@ mod tests {
                     unsafe { spread_tokens_lzcnt(&fingerprints, &mut got, p) };
                     assert_eq!(got, want, "lzcnt, p {p}");
                 }
-                if std::is_x86_feature_detected!("avx512dq")
-                    && std::is_x86_feature_detected!("avx512cd")
-                    && std::is_x86_feature_detected!("avx512vl")
-                {
+                if crate::lc::tokens::wide_tokens_usable() {
                     got.clear();
                     // SAFETY: the CPU has the instructions.
                     unsafe { spread_tokens_avx512(&fingerprints, &mut got, p) };
