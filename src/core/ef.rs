@@ -477,15 +477,45 @@ pub fn decode(words: &[u64], base: u64, shape: Shape, out: &mut [u64]) -> usize 
         // SAFETY: the CPU has AVX-512 F (checked above).
         unsafe { super::ef_chunks::wide_low_parts(words, base, l, &mut out[..n]) }
     } else {
-        0
+        low_parts_by_loads(words, base, l, &mut out[..n])
     };
     #[cfg(not(target_arch = "x86_64"))]
-    let done = 0;
+    let done = low_parts_by_loads(words, base, l, &mut out[..n]);
     let mut lows = Lows::new(words, base + done as u64 * l as u64, l);
     for v in &mut out[done..n] {
         *v = *v << l | lows.take();
     }
     n
+}
+
+/// Adds to the high parts in `out` (`v` becomes `v·2^l` plus its low part) the low parts of
+/// `l` bits, value `i`'s at bit `at + i·l` of `words`, each read by an 8-byte load of its own
+/// from its first byte: no read waits for the one before, as `Lows`'s do, so they overlap.
+/// Only for `l ≤ 57` (its bits then lie within the 8 bytes) on a little-endian CPU, and only
+/// while the 8 bytes lie within `words`; how many values it took (from the first).
+#[inline(always)]
+fn low_parts_by_loads(words: &[u64], at: u64, l: u32, out: &mut [u64]) -> usize {
+    if cfg!(target_endian = "big") || l > 57 || words.is_empty() {
+        return 0;
+    }
+    // SAFETY: any bytes are valid `u8`s, and they span exactly the words' memory.
+    let bytes = unsafe { std::slice::from_raw_parts(words.as_ptr().cast::<u8>(), words.len() * 8) };
+    // Values whose 8 bytes from their first lie within the words: `(at + i·l)/8 + 8 ≤ len`.
+    let last_start = (bytes.len() as u64 - 8) * 8 + 7;
+    let readable = if at > last_start {
+        0
+    } else {
+        ((last_start - at) / u64::from(l) + 1).min(out.len() as u64) as usize
+    };
+    let mask = low_mask(l);
+    let mut bit = at;
+    for v in &mut out[..readable] {
+        let start = (bit / 8) as usize;
+        let eight: [u8; 8] = bytes[start..start + 8].try_into().expect("8 bytes");
+        *v = *v << l | (u64::from_le_bytes(eight) >> (bit % 8)) & mask;
+        bit += u64::from(l);
+    }
+    readable
 }
 
 /// Low parts of `l` bits read in order from bit `at` on: `have` bits of word `next − 1` left
@@ -923,6 +953,29 @@ mod tests {
             let all: Vec<u64> = iter(&words, base, shape).collect();
             prop_assert_eq!(&out[..set.len()], &all[..]);
             prop_assert!(set.iter().eq(all.iter()));
+        }
+
+        /// `low_parts_by_loads` adds to each high part the low part `Lows` reads in order, for
+        /// every width up to 57 bits from any bit, as far as 8 bytes from each value's first
+        /// lie within the words (and no further), and takes none of wider ones.
+        #[test]
+        fn low_parts_by_loads_are_those_read_in_order(
+            l in 1u32..=64,
+            words in proptest::collection::vec(any::<u64>(), 1..40),
+            at in 0u64..2_600,
+            highs in proptest::collection::vec(0u64..64, 0..120),
+        ) {
+            let at = at.min(words.len() as u64 * 64);
+            let mut out = highs.clone();
+            let n = low_parts_by_loads(&words, at, l, &mut out);
+            let fits = |i: u64| (at + i * u64::from(l)) / 8 + 8 <= words.len() as u64 * 8;
+            let readable = (0..highs.len() as u64).take_while(|&i| fits(i)).count();
+            prop_assert_eq!(n, if l > 57 { 0 } else { readable });
+            let mut lows = Lows::new(&words, at, l);
+            for (i, &high) in highs.iter().enumerate() {
+                let want = if i < n { high << l | lows.take() } else { high };
+                prop_assert_eq!(out[i], want, "value {}", i);
+            }
         }
 
         #[test]
