@@ -109,6 +109,11 @@ impl FirstOfReduced {
         floor + u64::from(rest != 0)
     }
 
+    /// `m` and `M`'s upper and lower 64 bits, for loops that spell `of_in_halves` out.
+    pub fn parts(&self) -> (u64, u64, u64) {
+        (self.m, self.upper, self.lower)
+    }
+
     /// Whether [`FirstOfReduced::of_in_halves`] applies, and `of`'s remainder fits 64 bits:
     /// `m ≤ 2^63` (every counter's universe is at most 2^53).
     #[inline(always)]

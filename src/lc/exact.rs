@@ -93,6 +93,11 @@ impl Counter {
             // SAFETY: the CPU has the instructions (checked above; AVX-512 DQ implies F).
             return unsafe { tokens_in_halves_avx512(fingerprints, &first, p, tokens) };
         }
+        #[cfg(target_arch = "x86_64")]
+        if first.halves_apply() && super::token_lanes::usable(p) {
+            // SAFETY: the CPU has AVX2 (`usable` says so).
+            return unsafe { tokens_in_halves_avx2(fingerprints, &first, p, tokens) };
+        }
         // Within `MAX_PRECISION`, a token takes 28 bits.
         tokens.extend(
             fingerprints
@@ -181,6 +186,21 @@ fn tokens_in_halves_avx512(
     );
 }
 
+/// `Counter::append_tokens` by `FirstOfReduced::of_in_halves`, four lanes at a time with AVX2
+/// (lc/token_lanes.rs), at precisions it takes.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn tokens_in_halves_avx2(
+    fingerprints: &[u64],
+    first: &FirstOfReduced,
+    p: u32,
+    tokens: &mut Vec<u32>,
+) {
+    super::token_lanes::first_tokens(fingerprints, first, p, tokens, |rest, out| {
+        out.extend(rest.iter().map(|&f| fingerprint_token(f, first, p) as u32))
+    });
+}
+
 /// `values` (sorted) without repeats.
 fn dedup(values: impl Iterator<Item = u64>) -> impl Iterator<Item = u64> {
     let mut last = None;
@@ -197,7 +217,7 @@ mod tests {
     use crate::lc::levels::{MAX_PRECISION, MIN_PRECISION};
 
     /// `append_tokens` lists each fingerprint's token as `fingerprint_token` gives it, in
-    /// order, whichever copy the CPU runs, for counters of several universes, their smallest
+    /// order, whichever copy the CPU runs (and the AVX2 copy where the CPU has AVX2), for counters of several universes, their smallest
     /// and largest fingerprints included.
     #[test]
     fn appended_tokens_are_each_fingerprints_token() {
@@ -224,6 +244,13 @@ mod tests {
                 counter.append_tokens(&fingerprints, p, &mut got);
                 assert_eq!(got[0], 7, "appended after what was there");
                 assert_eq!(got[1..], want, "universe {universe}, p {p}");
+                #[cfg(target_arch = "x86_64")]
+                if crate::lc::token_lanes::usable(p) {
+                    got.truncate(1);
+                    // SAFETY: the CPU has AVX2 (`usable` says so).
+                    unsafe { tokens_in_halves_avx2(&fingerprints, &first, p, &mut got) };
+                    assert_eq!(got[1..], want, "avx2, universe {universe}, p {p}");
+                }
             }
         }
     }

@@ -22,5 +22,7 @@ mod sparse;
 pub mod stats;
 pub mod stored;
 pub mod table;
+#[cfg(target_arch = "x86_64")]
+mod token_lanes;
 mod tokens;
 mod union;

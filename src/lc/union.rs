@@ -36,12 +36,15 @@ fn reduce_indicator(mut index: u64, mut level: u64, from: u32, to: u32) -> (u64,
 /// `exact_union_count`).
 const SORTED_UNION: u64 = 8;
 
+/// `spread`'s two multipliers.
+const SPREAD_MULTIPLIERS: [u64; 2] = [0xbf58_476d_1ce4_e5b9, 0x94d0_49bb_1331_11eb];
+
 /// A fingerprint spread over 64 bits (splitmix64's finalizer, a bijection): fingerprints are
 /// uniform below the universe, their spread uniform over all 64 bits, as a hash is.
 #[inline(always)]
 fn spread(f: u64) -> u64 {
-    let f = (f ^ (f >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    let f = (f ^ (f >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    let f = (f ^ (f >> 30)).wrapping_mul(SPREAD_MULTIPLIERS[0]);
+    let f = (f ^ (f >> 27)).wrapping_mul(SPREAD_MULTIPLIERS[1]);
     f ^ (f >> 31)
 }
 
@@ -63,6 +66,9 @@ fn set_spread(levels: &mut LevelBits, fingerprints: &[u64], tokens: &mut Vec<u32
     if super::tokens::wide_tokens_usable() {
         // SAFETY: the CPU has the instructions (checked above; AVX-512 DQ implies F).
         unsafe { spread_tokens_avx512(fingerprints, tokens, p) };
+    } else if super::token_lanes::usable(p) {
+        // SAFETY: the CPU has AVX2 (`usable` says so).
+        unsafe { spread_tokens_avx2(fingerprints, tokens, p) };
     } else if std::is_x86_feature_detected!("lzcnt") {
         // SAFETY: the CPU has the instruction (checked above).
         unsafe { spread_tokens_lzcnt(fingerprints, tokens, p) };
@@ -91,6 +97,16 @@ fn spread_tokens(fingerprints: &[u64], tokens: &mut Vec<u32>, p: u32) {
 #[target_feature(enable = "avx512f,avx512dq,avx512cd,avx512vl,lzcnt")]
 fn spread_tokens_avx512(fingerprints: &[u64], tokens: &mut Vec<u32>, p: u32) {
     spread_tokens(fingerprints, tokens, p)
+}
+
+/// `spread_tokens` four lanes at a time with AVX2 (lc/token_lanes.rs), at precisions it takes:
+/// about half the time of one by one with LZCNT.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn spread_tokens_avx2(fingerprints: &[u64], tokens: &mut Vec<u32>, p: u32) {
+    super::token_lanes::spread_tokens(fingerprints, tokens, p, SPREAD_MULTIPLIERS, |rest, out| {
+        spread_tokens(rest, out, p)
+    });
 }
 
 /// `spread_tokens` compiled for LZCNT: a leading-zero count in one instruction, where the
@@ -906,6 +922,12 @@ mod tests {
                     // SAFETY: the CPU has the instructions.
                     unsafe { spread_tokens_avx512(&fingerprints, &mut got, p) };
                     assert_eq!(got, want, "avx512, p {p}");
+                }
+                if crate::lc::token_lanes::usable(p) {
+                    got.clear();
+                    // SAFETY: the CPU has AVX2 (`usable` says so).
+                    unsafe { spread_tokens_avx2(&fingerprints, &mut got, p) };
+                    assert_eq!(got, want, "avx2, p {p}");
                 }
             }
         }
