@@ -167,7 +167,8 @@ fn push_lower_halves(a: __m256i, b: __m256i, out: &mut Vec<u32>) {
 
 /// Runs `token` over `values` 8 at a time, the tokens appended to `out`; the last few (fewer
 /// than 8) to `rest`.
-#[inline(always)]
+#[inline]
+#[target_feature(enable = "avx2")]
 fn eight_at_a_time(
     values: &[u64],
     out: &mut Vec<u32>,
@@ -184,8 +185,7 @@ fn eight_at_a_time(
                 _mm256_loadu_si256(eight.as_ptr().add(4).cast()),
             )
         };
-        // SAFETY: callers are compiled for AVX2.
-        unsafe { push_lower_halves(token(a), token(b), out) };
+        push_lower_halves(token(a), token(b), out);
     }
     rest(eights.remainder(), out);
 }
