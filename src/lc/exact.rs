@@ -89,14 +89,15 @@ impl Counter {
     pub(super) fn append_tokens(&self, fingerprints: &[u64], p: u32, tokens: &mut Vec<u32>) {
         let first = FirstOfReduced::new(self.geometry.universe());
         #[cfg(target_arch = "x86_64")]
-        if first.halves_apply() && super::tokens::wide_tokens_usable() {
-            // SAFETY: the CPU has the instructions (checked above; AVX-512 DQ implies F).
-            return unsafe { tokens_in_halves_avx512(fingerprints, &first, p, tokens) };
-        }
-        #[cfg(target_arch = "x86_64")]
-        if first.halves_apply() && super::token_lanes::usable(p) {
-            // SAFETY: the CPU has AVX2 (`usable` says so).
-            return unsafe { tokens_in_halves_avx2(fingerprints, &first, p, tokens) };
+        if first.halves_apply() {
+            if super::tokens::wide_tokens_usable() {
+                // SAFETY: the CPU has the instructions (checked above; AVX-512 DQ implies F).
+                return unsafe { tokens_in_halves_avx512(fingerprints, &first, p, tokens) };
+            }
+            if super::token_lanes::usable(p) {
+                // SAFETY: the CPU has AVX2 (`usable` says so).
+                return unsafe { tokens_in_halves_avx2(fingerprints, &first, p, tokens) };
+            }
         }
         // Within `MAX_PRECISION`, a token takes 28 bits.
         tokens.extend(
@@ -217,8 +218,8 @@ mod tests {
     use crate::lc::levels::{MAX_PRECISION, MIN_PRECISION};
 
     /// `append_tokens` lists each fingerprint's token as `fingerprint_token` gives it, in
-    /// order, whichever copy the CPU runs (and the AVX2 copy where the CPU has AVX2), for counters of several universes, their smallest
-    /// and largest fingerprints included.
+    /// order, whichever copy the CPU runs (and the AVX2 copy where the CPU has AVX2), for
+    /// counters of several universes, their smallest and largest fingerprints included.
     #[test]
     fn appended_tokens_are_each_fingerprints_token() {
         for (rate, capacity) in [(0.01, 50_000), (0.01, 10_000), (0.001, 1_000_000)] {

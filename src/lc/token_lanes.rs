@@ -95,8 +95,7 @@ fn at_least(a: __m256i, b: __m256i) -> __m256i {
 /// `tokens::token_value` of each lane's hash at precision `p` (at least `MIN_LANE_PRECISION`).
 #[derive(Clone, Copy)]
 struct Tokens {
-    /// Shifts taking a hash's index to bits 8 and up: left by 2, right by `64 − p`, left by 8.
-    to_top: __m128i,
+    /// The shift right by `64 − p` that takes a hash's index, shifted left by 2, to bit 0.
     from_top: __m128i,
     /// The `c = 62 − p` bits after the index.
     rest: __m256i,
@@ -113,7 +112,6 @@ impl Tokens {
         debug_assert!(p >= MIN_LANE_PRECISION);
         let c = 62 - i64::from(p);
         Tokens {
-            to_top: _mm_cvtsi64_si128(2),
             from_top: _mm_cvtsi64_si128(64 - i64::from(p)),
             rest: _mm256_set1_epi64x((1 << c) - 1),
             two_to_52: _mm256_set1_epi64x(TWO_TO_52),
@@ -127,7 +125,7 @@ impl Tokens {
     #[target_feature(enable = "avx2")]
     fn of(&self, h: __m256i) -> __m256i {
         let s = _mm256_srli_epi64::<62>(h);
-        let index = _mm256_srl_epi64(_mm256_sll_epi64(h, self.to_top), self.from_top);
+        let index = _mm256_srl_epi64(_mm256_slli_epi64::<2>(h), self.from_top);
         let rest = _mm256_and_si256(h, self.rest);
         let as_double = _mm256_sub_pd(
             _mm256_castsi256_pd(_mm256_or_si256(rest, self.two_to_52)),
