@@ -12,7 +12,8 @@ each (median of the rounds, min–max) and the ratio.
 
 Environment: LCBLOOM_MODULE (default target/release/liblcbloom.so), UNION_SHAPES
 ("keys:items,..."; default 10000:2000,100000:2000), UNION_ROUNDS (default 5), UNION_BASES
-(default 200; 350 bases of 2,000 give about 500,000 distinct items). A shape
+(default 200; 350 bases of 2,000 give about 500,000 distinct items), UNION_UNIVERSE (default
+10⁶; 10⁴ bases of 2,000 from 2⁴⁰ are counters of items nearly all their own). A shape
 "keys:items:2" makes every other base a counter of another size (`OTHER_SIZE`), whose union
 with the others is a sketch union; "keys:items:1:E" makes every E-th base hold `LARGE` times
 the items (message summaries: most small and exact, a few large sketches among them).
@@ -36,7 +37,7 @@ OTHER_SIZE = ("0.01", "10000")
 LARGE = 50
 ROUNDS = int(os.environ.get("UNION_ROUNDS", "5"))
 BASES = int(os.environ.get("UNION_BASES", "200"))
-UNIVERSE = 1_000_000
+UNIVERSE = int(os.environ.get("UNION_UNIVERSE", 1_000_000))
 SEED = 20261123
 
 
