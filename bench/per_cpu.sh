@@ -1,7 +1,8 @@
 #!/bin/sh
 # The timings docs/BENCHMARKS.md gives for each CPU (a speed claim must hold on AMD EPYC and on
 # Intel Xeon alike), run one after the other, each table saved as
-# bench/results/KIND-CPU-YYYYmmdd-HHMMSS.md:
+# bench/results/KIND-CPU-YYYYmmdd-HHMMSS.md (CPU: model name, family, model and widest vector
+# instructions, e.g. AMD-EPYC-f25m17-avx2):
 #
 #   server        every BF.* and LC.* row against RedisBloom 2.8.2 and the floors (bench/floor)
 #   persistence   DUMP, RESTORE, BGSAVE, DEBUG RELOAD and full sync of a 0.001 / 200M filter,
@@ -16,7 +17,18 @@
 # `BENCH_ROUNDS=1 PERSIST_FILLS=0 ...`.
 set -eu
 
-cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//; s/[^A-Za-z0-9]\{1,\}/-/g; s/-$//')
+# The model name alone ("AMD EPYC" in some VMs) does not tell CPUs apart whose paths differ:
+# the family, the model and the widest vector instructions the module uses go in the name.
+info() { grep -m1 "^$1[[:space:]]*:" /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'; }
+flags=" $(info flags) "
+case $flags in
+    *" avx512_vbmi2 "*) widest=avx512-vbmi2 ;;
+    *" avx512f "*) widest=avx512 ;;
+    *" avx2 "*) widest=avx2 ;;
+    *) widest=sse ;;
+esac
+cpu=$(printf '%s-f%sm%s-%s' "$(info 'model name')" "$(info 'cpu family')" "$(info model)" "$widest" |
+    sed 's/[^A-Za-z0-9]\{1,\}/-/g; s/-$//')
 stamp=$(date -u +%Y%m%d-%H%M%S)
 py=${PY:-.venv/bin/python}
 peer=$(realpath "$(scripts/fetch-tool.sh redisbloom)")
