@@ -169,11 +169,13 @@ bench-cpu: deps build floors
 
 ## The long fuzzing pass (`make test` runs a short one: 5,000 mutations per decoder). Every
 ## decoder for FUZZ_SECONDS each: cargo fuzz (libFuzzer) on a nightly toolchain, installing
-## cargo-fuzz if needed; without nightly, the stable mutation driver (tests/it/fuzz_stable.rs).
+## cargo-fuzz if needed, from corpora seeded with valid encodings of every shape (fuzz/corpus,
+## written by the stable driver); without nightly, the stable mutation driver (tests/it/fuzz_stable.rs).
 fuzz:
 	@if rustup toolchain list 2>/dev/null | grep -q '^nightly' || \
 	    rustup toolchain install nightly --profile minimal >/dev/null 2>&1; then \
 	  command -v cargo-fuzz >/dev/null || cargo install -q --locked cargo-fuzz || exit 1; \
+	  FUZZ_WRITE_SEEDS=$(CURDIR)/fuzz/corpus FUZZ_ITERATIONS=1 $(CARGO_TEST) --test it fuzz_stable:: -q || exit 1; \
 	  for t in $(FUZZ_TARGETS); do \
 	    cargo +nightly fuzz run $$t -- -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=4096 || exit 1; \
 	  done; \

@@ -5,8 +5,10 @@
 //! in all). `make fuzz` is the long pass: `cargo fuzz`, or this driver for `FUZZ_SECONDS` per
 //! decoder when no nightly toolchain can run `cargo fuzz`.
 //! Environment: `FUZZ_ITERATIONS` (mutations per decoder, default 5,000), `FUZZ_SECONDS` (time
-//! per decoder, instead of a count), `FUZZ_SEED` (default 1). A failure prints the input as
-//! hex.
+//! per decoder, instead of a count), `FUZZ_SEED` (default 1), `FUZZ_WRITE_SEEDS` (a folder:
+//! each decoder's valid encodings are written to `<folder>/<target>/`, where `cargo fuzz` looks
+//! for its corpus, so that libFuzzer starts from inputs that pass the headers). A failure prints
+//! the input as hex.
 
 #[path = "../../fuzz/targets.rs"]
 mod targets;
@@ -120,6 +122,13 @@ fn fuzz(name: &str, seeds: Vec<Vec<u8>>, target: fn(&[u8])) -> u64 {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(5_000);
+    if let Some(folder) = std::env::var_os("FUZZ_WRITE_SEEDS") {
+        let folder = std::path::Path::new(&folder).join(name);
+        std::fs::create_dir_all(&folder).unwrap();
+        for (i, s) in seeds.iter().enumerate() {
+            std::fs::write(folder.join(format!("seed-{i}")), s).unwrap();
+        }
+    }
     let mut rng = Rng::seeded(seed);
     let start = Instant::now();
     let mut corpus = seeds;
