@@ -9,6 +9,19 @@ impl Rng {
         Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1)
     }
 
+    /// Seeded from the environment variable `var` when it holds a number, else from `fixed`:
+    /// the tests run with their fixed seeds, and other seeds can be explored by hand.
+    pub fn seeded_from_env(var: &str, fixed: u64) -> Self {
+        let seed = std::env::var(var)
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(fixed);
+        if seed != fixed {
+            println!("{var}={seed}");
+        }
+        Rng::seeded(seed)
+    }
+
     pub fn next(&mut self) -> u64 {
         self.0 ^= self.0 >> 12;
         self.0 ^= self.0 << 25;
