@@ -80,7 +80,7 @@ pub fn add(ctx: &Context, args: &[RedisString]) -> RedisResult {
         Ok(StoredCounter::new(counter))
     })?;
     let created = created.then_some(defaults);
-    // The limit binds only the switch to the dense bitmap; reading it costs a
+    // The limit binds only the switch to the larger form; reading it costs a
     // RedisModule_GetContextFlags call, so skip that for adds that cannot switch.
     let limit = if items.len() as u64 <= counter.view().room_before_dense() {
         u64::MAX

@@ -367,9 +367,10 @@ impl Counter {
         self.add_hash_within(hash_item(item).h1, u64::MAX)
     }
 
-    /// Adds one item; the switch to the dense bitmap, if this item needs it, is refused
-    /// (`TooLarge`, nothing changed) when the bitmap would take more than `limit` bytes: a
-    /// counter reserved under a higher `max-memory-per-key` stops growing, as a filter does.
+    /// Adds one item; the switch to the larger form (registers, or the dense bitmap of one
+    /// saved by an earlier version), if this item needs it, is refused (`TooLarge`, nothing
+    /// changed) when that form would take more than `limit` bytes: a counter reserved under a
+    /// higher `max-memory-per-key` stops growing, as a filter does.
     pub fn add_within(&mut self, item: &[u8], limit: u64) -> Result<bool, LcError> {
         self.add_hash_within(hash_item(item).h1, limit)
     }
@@ -392,9 +393,9 @@ impl Counter {
             .prefetch_from(((base + shape.upper()) / 64) as usize);
     }
 
-    /// How many more items can be added before the switch to the dense bitmap becomes possible
-    /// (`u64::MAX` in dense mode, where no add allocates): adds of at most this many items
-    /// never need a memory limit.
+    /// How many more items can be added before the switch to the larger form (registers, or a
+    /// saved bitmap's dense form) becomes possible (`u64::MAX` in those forms, where no add
+    /// allocates): adds of at most this many items never need a memory limit.
     pub fn room_before_dense(&self) -> u64 {
         let g = &self.geometry;
         let header = self.header();
@@ -494,7 +495,7 @@ impl Counter {
     }
 
     /// [`Counter::absorb`], refused with nothing changed (`TooLarge`) when it could need the
-    /// switch to a dense bitmap of more than `limit` bytes: each source is absorbed whole or not
+    /// switch to a larger form of more than `limit` bytes: each source is absorbed whole or not
     /// at all, so a merge that stops part-way has absorbed exactly the sources before.
     pub fn absorb_within(&mut self, other: &Counter, limit: u64) -> Result<bool, LcError> {
         self.check_absorbable(other)?;
