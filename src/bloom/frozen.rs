@@ -295,9 +295,7 @@ mod tests {
             let mut set = BTreeSet::new();
             let mut x = 0x9e37_79b9_7f4a_7c15u64;
             while set.len() < count {
-                x = x
-                    .wrapping_mul(6364136223846793005)
-                    .wrapping_add(1442695040888963407);
+                crate::core::test_rng::step(&mut x);
                 set.insert(crate::core::hashing::reduce(x, universe));
             }
             let (shape, region) = frozen(universe, &set);

@@ -463,9 +463,7 @@ mod tests {
             let mut model = BTreeSet::new();
             let mut x = 0x9e37_79b9_7f4a_7c15u64;
             while model.len() < MAX_CAPACITY as usize {
-                x = x
-                    .wrapping_mul(6364136223846793005)
-                    .wrapping_add(1442695040888963407);
+                crate::core::test_rng::step(&mut x);
                 let v = reduce(x, universe);
                 assert_eq!(set.add(v), model.insert(v));
             }

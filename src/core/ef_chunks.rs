@@ -546,9 +546,7 @@ mod tests {
                 let universe = k << l;
                 let mut set = std::collections::BTreeSet::new();
                 while set.len() < k as usize {
-                    x = x
-                        .wrapping_mul(6364136223846793005)
-                        .wrapping_add(1442695040888963407);
+                    crate::core::test_rng::step(&mut x);
                     set.insert((x >> 20) % universe);
                 }
                 let shape = Shape::new(k, universe);

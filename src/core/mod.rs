@@ -4,7 +4,8 @@
 //! `ef_chunks`), the little-endian byte reader and
 //! writer and the chunked byte forms (`chunks`), shared parameters (`intern`) and small ids for them (`registry`), the allocator
 //! and its size classes (`alloc`), the size-class block (`block`), moving a value's blocks
-//! when the server defragments (`defrag`), and the decoders' error (`decode`).
+//! when the server defragments (`defrag`), and the decoders' error (`decode`); the unit tests'
+//! pseudo-random sequence (`test_rng`).
 pub mod alloc;
 pub mod batch;
 pub mod block;
@@ -17,3 +18,5 @@ pub mod ef_chunks;
 pub mod hashing;
 pub mod intern;
 pub mod registry;
+#[cfg(test)]
+pub mod test_rng;

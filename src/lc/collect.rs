@@ -409,7 +409,7 @@ mod tests {
             let mut x = seed;
             let tokens: Vec<u32> = (0..count)
                 .map(|_| {
-                    x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                    crate::core::test_rng::step(&mut x);
                     let h = x ^ x >> 29;
                     let (index, level) = token(h, p);
                     (index << 8 | level) as u32

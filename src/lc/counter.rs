@@ -1186,9 +1186,7 @@ mod tests {
         for _ in 0..counters {
             let mut c = Counter::reserve(0.01, n, u64::MAX).unwrap();
             // Distinct strings: a random 64-bit prefix per counter, then the index.
-            rng = rng
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
+            crate::core::test_rng::step(&mut rng);
             for i in 0..n {
                 c.add(format!("{rng:016x}:{i}").as_bytes()).unwrap();
             }
@@ -1236,9 +1234,7 @@ mod accuracy_at_every_size {
         let mut sum_sq = 0.0;
         for _ in 0..counters {
             let mut c = Counter::reserve(rate, capacity, u64::MAX).unwrap();
-            rng = rng
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
+            crate::core::test_rng::step(&mut rng);
             for i in 0..n {
                 c.add(format!("{rng:016x}:{i}").as_bytes()).unwrap();
             }

@@ -229,9 +229,7 @@ mod tests {
             let mut x = 3u64;
             let mut fingerprints: Vec<u64> = (0..5_000)
                 .map(|_| {
-                    x = x
-                        .wrapping_mul(6364136223846793005)
-                        .wrapping_add(1442695040888963407);
+                    crate::core::test_rng::step(&mut x);
                     reduce(x, universe)
                 })
                 .collect();

@@ -531,9 +531,7 @@ mod tests {
         registers_of(
             p,
             (0..n).map(|_| {
-                *x = x
-                    .wrapping_mul(6364136223846793005)
-                    .wrapping_add(1442695040888963407);
+                crate::core::test_rng::step(x);
                 *x ^ *x >> 31
             }),
         )
@@ -574,9 +572,7 @@ mod tests {
         let (mut below, mut above) = (0, 0);
         for round in 0..3_000 {
             let p = [MIN_PRECISION, 11, MAX_PRECISION][round % 3];
-            x = x
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
+            crate::core::test_rng::step(&mut x);
             // Mostly the low levels items give, sometimes any level up to the highest.
             let range = if round % 5 == 0 { max_level(p) } else { 60 };
             let history = (0..x >> 59).map(|i| 1 + (x >> (i % 7 * 8)) % range);
@@ -645,9 +641,7 @@ mod tests {
         for top in [2u32, 20, 40] {
             let registers: Vec<u32> = (0..1u32 << p)
                 .map(|i| {
-                    x = x
-                        .wrapping_mul(6364136223846793005)
-                        .wrapping_add(1442695040888963407);
+                    crate::core::test_rng::step(&mut x);
                     // Every level the window can hold set in the first 600 registers (bit
                     // `i − 1` is level `top − i`, and levels start at 1), random after.
                     let known = WINDOW_MASK >> WINDOW.saturating_sub(u64::from(top) - 1);
@@ -792,9 +786,7 @@ mod tests {
             let regs = registers_of(
                 p,
                 (0..n).map(|_| {
-                    x = x
-                        .wrapping_mul(6364136223846793005)
-                        .wrapping_add(1442695040888963407);
+                    crate::core::test_rng::step(&mut x);
                     crate::core::hashing::hash_item(&x.to_le_bytes()).h1
                 }),
             );

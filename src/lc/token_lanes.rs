@@ -276,9 +276,7 @@ mod tests {
         let mut x = 11u64;
         let mut values: Vec<u64> = (0..4_000)
             .map(|i| {
-                x = x
-                    .wrapping_mul(6364136223846793005)
-                    .wrapping_add(1442695040888963407);
+                crate::core::test_rng::step(&mut x);
                 x >> (i % 64)
             })
             .collect();

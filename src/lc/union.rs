@@ -652,9 +652,7 @@ mod tests {
                 let rate = if i % 3 == 0 { 0.008 } else { 0.01 };
                 let mut c = Counter::reserve(rate, 50_000, u64::MAX).unwrap();
                 for _ in 0..1_000 + (i % 3) * 1_000 {
-                    x = x
-                        .wrapping_mul(6364136223846793005)
-                        .wrapping_add(1442695040888963407);
+                    crate::core::test_rng::step(&mut x);
                     c.add(&(x % 100_000).to_le_bytes()).unwrap();
                     truth.insert(x % 100_000);
                 }
@@ -830,9 +828,7 @@ mod tests {
                 let (rate, capacity) = [(0.01, 50_000), (0.01, 10_000), (0.02, 1_000_000)][i % 3];
                 let mut c = Counter::reserve(rate, capacity, u64::MAX).unwrap();
                 for _ in 0..80 {
-                    x = x
-                        .wrapping_mul(6364136223846793005)
-                        .wrapping_add(1442695040888963407);
+                    crate::core::test_rng::step(&mut x);
                     c.add(&(x >> 20).to_le_bytes()).unwrap();
                 }
                 assert!(c.is_exact());
@@ -894,9 +890,7 @@ mod tests {
         let mut x = 7u64;
         let fingerprints: Vec<u64> = (0..10_000)
             .map(|i| {
-                x = x
-                    .wrapping_mul(6364136223846793005)
-                    .wrapping_add(1442695040888963407);
+                crate::core::test_rng::step(&mut x);
                 // Small and large values, and the top of a 40-bit universe.
                 [x >> 24, x >> 60, (1 << 40) - 1 - (x >> 50)][i % 3]
             })
@@ -958,9 +952,7 @@ mod tests {
                 .map(|_| {
                     let mut c = Counter::reserve(0.01, 50_000, u64::MAX).unwrap();
                     for _ in 0..each {
-                        x = x
-                            .wrapping_mul(6364136223846793005)
-                            .wrapping_add(1442695040888963407);
+                        crate::core::test_rng::step(&mut x);
                         let item = (x >> 16) % universe;
                         c.add(&item.to_le_bytes()).unwrap();
                         truth.insert(item);
