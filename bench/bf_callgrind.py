@@ -14,12 +14,15 @@ Workloads (items are 12-digit random numbers, as redis-benchmark's __rand_int__)
 - madd100_2m_members, mexists100_2m_members: BF.MADD / BF.MEXISTS of 100 members of a cached
   0.001/2M filter holding the numbers 0 to 999,999 (the server benchmark's cached rows).
 
-Usage: bf_callgrind.py MODULE.so [OUTDIR]
+Usage: bf_callgrind.py MODULE.so [OUTDIR]. MODULE.so may be RedisBloom's: the blocked rows are
+left out, and its counts are in the first column only (the others name lcbloom's functions).
 """
 import os
 import random
 import sys
 import tempfile
+
+import redis
 
 from lc_callgrind import CALLS, connect, report, time_workloads, under_callgrind
 
@@ -42,6 +45,12 @@ def run(port, pid):
     r.execute_command("BF.RESERVE", "bf10m", "0.01", "10000000")
     r.execute_command("BF.RESERVE", "bf200m", "0.001", "200000000")
     r.execute_command("BF.RESERVE", "bfblk", "0.001", "200000000", "LAYOUT", "blocked")
+    try:
+        r.execute_command("BF.INFO", "bfblk", "LAYOUT")
+        blocked = True
+    except redis.ResponseError:  # RedisBloom: no layouts (it ignored LAYOUT), no blocked rows
+        blocked = False
+        r.delete("bfblk")
     fill("scaling", 1_000_000, "prefill:")
     r.execute_command("BF.RESERVE", "bf2m", "0.001", "2000000")
     fill("bf2m", 1_000_000, "")
@@ -51,7 +60,7 @@ def run(port, pid):
 
     for i in range(CALLS):
         fill(f"small:{i}", 30, f"s{i}:")
-    time_workloads(r, pid, {
+    workloads = {
         "add_10m": [("BF.ADD", "bf10m", item()) for _ in range(CALLS)],
         "exists_10m": [("BF.EXISTS", "bf10m", item()) for _ in range(CALLS)],
         "madd100_10m": [("BF.MADD", "bf10m", *[item() for _ in range(100)]) for _ in range(CALLS)],
@@ -60,14 +69,18 @@ def run(port, pid):
         "add_200m": [("BF.ADD", "bf200m", item()) for _ in range(CALLS)],
         "madd100_200m": [("BF.MADD", "bf200m", *[item() for _ in range(100)]) for _ in range(CALLS)],
         "mexists100_200m": [("BF.MEXISTS", "bf200m", *[item() for _ in range(100)]) for _ in range(CALLS)],
-        "add_200m_blocked": [("BF.ADD", "bfblk", item()) for _ in range(CALLS)],
-        "madd100_200m_blocked": [("BF.MADD", "bfblk", *[item() for _ in range(100)]) for _ in range(CALLS)],
-        "mexists100_200m_blocked": [("BF.MEXISTS", "bfblk", *[item() for _ in range(100)]) for _ in range(CALLS)],
         "madd30_new": [("BF.MADD", f"new:{i}", *[item() for _ in range(30)]) for i in range(CALLS)],
         "exists_small": [("BF.EXISTS", f"small:{rng.randrange(CALLS)}", item()) for _ in range(CALLS)],
         "madd100_2m_members": [("BF.MADD", "bf2m", *[member() for _ in range(100)]) for _ in range(CALLS)],
         "mexists100_2m_members": [("BF.MEXISTS", "bf2m", *[member() for _ in range(100)]) for _ in range(CALLS)],
-    })
+    }
+    if blocked:
+        workloads.update({
+            "add_200m_blocked": [("BF.ADD", "bfblk", item()) for _ in range(CALLS)],
+            "madd100_200m_blocked": [("BF.MADD", "bfblk", *[item() for _ in range(100)]) for _ in range(CALLS)],
+            "mexists100_200m_blocked": [("BF.MEXISTS", "bfblk", *[item() for _ in range(100)]) for _ in range(CALLS)],
+        })
+    time_workloads(r, pid, workloads)
 
 
 def main(workloads=run, prefix="bf-callgrind-"):
