@@ -216,7 +216,8 @@ fn check_union_bytes<'a>(
     command: &str,
     counters: impl IntoIterator<Item = &'a Counter>,
 ) -> Result<(), RedisError> {
-    let bytes = counters.into_iter().map(Counter::union_bytes).sum();
+    let counters: Vec<&Counter> = counters.into_iter().collect();
+    let bytes = Counter::union_bytes(&counters);
     let limit = config::max_union_bytes();
     if bytes > limit && !rebuilding(ctx) {
         return Err(union_too_large(command, bytes, limit));

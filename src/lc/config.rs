@@ -8,7 +8,7 @@ static ERROR_RATE: Rate = Rate::new(0.01);
 static CAPACITY: Integer = Integer::new(50_000, 1, MAX_CAPACITY);
 /// Bytes of counters one `LC.COUNT` or `LC.MERGE` may read (`Counter::union_bytes`): a union
 /// reads all it names, and a key count alone does not bound that (a counter reserved with a
-/// large capacity lists up to 8,192 items exactly). 1 GiB took at most 0.5 s on the slowest
+/// large capacity lists up to 8,192 items exactly). 1 GiB took at most 0.7 s on the slowest
 /// union measured (docs/BENCHMARKS.md, "Many keys").
 static MAX_UNION_BYTES: Integer = Integer::bytes(1 << 30, 1024, i64::MAX);
 

@@ -506,29 +506,60 @@ impl Counter {
             Mode::Dense => c.bits_set(),
             _ => c.header().count,
         };
+        let was_exact = self.is_exact();
         if self.mode() != Mode::Dense && entries(self) + entries(other) > self.geometry.sparse_limit
         {
             self.check_dense_within(limit)?;
+            // United in a bitmap of this size, then listed again if few bits are set: a list
+            // of every position of a large bitmap would take 8 bytes a bit.
+            let before = self.bits_set();
+            let mut union = self.dense_copy()?;
+            union.absorb_into_dense(other);
+            let after = union.bits_set();
+            self.block = match after <= self.geometry.sparse_limit {
+                true => union.bits_block(
+                    SetBits::Words(union.bitmap_words().unwrap_or_default()),
+                    limit,
+                )?,
+                false => union.block,
+            };
+            return Ok(after != before || was_exact);
         }
-        // A bitmap and an exact set, or two bitmaps: into positions: another size's fingerprints through their hash intervals (see
-        // "Unions"), bitmaps folded.
-        let m = self.bits();
-        let source: Box<dyn Iterator<Item = u64>> = match other.fingerprints() {
-            Some(fps) if other.bits() != self.bits() => {
-                let u = u128::from(other.geometry.universe());
+        let changed = match self.mode() {
+            Mode::Dense => self.absorb_into_dense(other),
+            _ => self.absorb_positions(other.positions_in(self.bits()))?,
+        };
+        Ok(changed || was_exact)
+    }
+
+    /// The positions `other`'s bits take in a bitmap of `m` bits (`m` dividing its size, or it
+    /// exact): another size's fingerprints through their hash intervals (see "Unions"),
+    /// bitmaps folded.
+    fn positions_in(&self, m: u64) -> Box<dyn Iterator<Item = u64> + '_> {
+        match self.fingerprints() {
+            Some(fps) if self.bits() != m => {
+                let u = u128::from(self.geometry.universe());
                 Box::new(fps.map(move |f| {
                     let start = ((u128::from(f) << 64).div_ceil(u)) as u64;
                     reduce(start, m)
                 }))
             }
             _ => {
-                let d = other.bits() / m;
-                Box::new(other.positions().map(move |p| p / d))
+                let d = self.bits() / m;
+                Box::new(self.positions().map(move |p| p / d))
             }
-        };
-        let was_exact = self.is_exact();
-        let changed = self.absorb_positions(source, limit)?;
-        Ok(changed || was_exact)
+        }
+    }
+
+    /// Absorbs `other` into this dense counter; true if a bit was set. A bitmap of the same
+    /// size is united word by word.
+    fn absorb_into_dense(&mut self, other: &Counter) -> bool {
+        let zeros = self.header().count;
+        match other.bitmap_words() {
+            Some(words) if other.bits() == self.bits() => self.or_words(words),
+            _ => self.set_bits(other.positions_in(self.bits())),
+        }
+        self.header().count != zeros
     }
 
     /// Absorbs `sources` in order, each whole or not at all (`absorb_within`): whether the
@@ -558,18 +589,10 @@ impl Counter {
         (changed, sources.len(), None)
     }
 
-    /// Adds bit positions (sorted, maybe repeated, below m) to this counter, leaving exact
-    /// mode; true if a bit was set.
-    fn absorb_positions(
-        &mut self,
-        positions: impl Iterator<Item = u64>,
-        limit: u64,
-    ) -> Result<bool, LcError> {
-        if self.mode() == Mode::Dense {
-            let zeros = self.header().count;
-            self.set_bits(positions);
-            return Ok(self.header().count != zeros);
-        }
+    /// Adds bit positions (sorted, maybe repeated, below m) to this exact or sparse counter,
+    /// leaving exact mode; true if a bit was set. The caller has checked that its positions
+    /// and these are within the sparse limit together: the union is a list.
+    fn absorb_positions(&mut self, positions: impl Iterator<Item = u64>) -> Result<bool, LcError> {
         let own: Vec<u64> = self.positions().collect();
         let mut merged = Vec::with_capacity(own.len());
         let mut mine = own.iter().copied().peekable();
@@ -589,7 +612,7 @@ impl Counter {
                 count: merged.len() as u64,
                 sorted: Box::new(merged.iter().copied()),
             };
-            self.block = self.bits_block(bits, limit)?;
+            self.block = self.bits_block(bits, u64::MAX)?;
         }
         Ok(changed)
     }
@@ -1120,6 +1143,54 @@ mod tests {
             })
         );
         assert_eq!(bb, b);
+    }
+
+    /// A bitmap of `m` bits with these positions (taken mod `m`).
+    fn bitmap_of(m: u64, positions: impl IntoIterator<Item = u64>) -> Counter {
+        let set: std::collections::BTreeSet<u64> = positions.into_iter().map(|p| p % m).collect();
+        let bits = SetBits::Positions {
+            count: set.len() as u64,
+            sorted: Box::new(set.into_iter()),
+        };
+        Counter::from_bits(1000, 0.01, m, bits, u64::MAX).unwrap()
+    }
+
+    proptest! {
+        /// A union with a saved bitmap holds both sides' positions, whatever their modes and
+        /// sizes, in the mode their number calls for: a large union is built in a bitmap and
+        /// listed again when few bits are set (copies, an exact side), as one built in a list.
+        #[test]
+        fn bitmap_unions_hold_both_sides_positions(
+            mine in proptest::collection::vec(any::<u64>(), 0..2_000),
+            theirs in proptest::collection::vec(any::<u64>(), 0..6_000),
+            fold in 1u64..4,
+            copy in any::<bool>(),
+            exact in any::<bool>(),
+        ) {
+            let m = 5_000;
+            let a = if exact {
+                let c = Counter::empty(1000, 0.01, m);
+                let (universe, limit) = (c.geometry.universe(), c.geometry.exact_limit);
+                let fps: std::collections::BTreeSet<u64> =
+                    mine.iter().take(limit as usize).map(|x| x % universe).collect();
+                Counter::from_fingerprints(1000, 0.01, m, fps.len() as u64, fps.into_iter())
+                    .unwrap()
+            } else {
+                bitmap_of(m, mine.iter().copied())
+            };
+            let b = match copy {
+                true => bitmap_of(m * fold, a.positions().map(|p| p * fold)),
+                false => bitmap_of(m * fold, theirs.iter().copied()),
+            };
+            let expected = bitmap_of(m, a.positions().chain(b.positions_in(m)));
+            let mut union = a.clone();
+            let changed = union.absorb(&b).unwrap();
+            prop_assert_eq!(&union, &expected);
+            prop_assert_eq!(changed, expected.bits_set() != a.bits_set() || a.is_exact());
+            if !exact {
+                prop_assert_eq!(Counter::union_count(&[&a, &b]).unwrap(), expected.count());
+            }
+        }
     }
 
     proptest! {

@@ -45,6 +45,33 @@ impl Counter {
         set_bits(&mut self.block, self.geometry.m, positions);
     }
 
+    /// Sets the bits set in `words` (a bitmap of this counter's size), taking the estimate once.
+    pub(super) fn or_words(&mut self, words: &[u64]) {
+        let m = self.geometry.m;
+        let mine = &mut self.block.words_mut()[DENSE_BITMAP..DENSE_BITMAP + words.len()];
+        let mut ones = 0;
+        for (w, &other) in mine.iter_mut().zip(words) {
+            *w |= other;
+            ones += u64::from(w.count_ones());
+        }
+        set_dense_count(&mut self.block, m, m - ones);
+    }
+
+    /// A dense counter of this one's size and set bits (exact, sparse or dense).
+    pub(super) fn dense_copy(&self) -> Result<Counter, LcError> {
+        let bits = match self.bitmap_words() {
+            Some(words) => SetBits::Words(words),
+            None => SetBits::Positions {
+                count: self.header().count,
+                sorted: self.positions(),
+            },
+        };
+        Ok(Counter {
+            geometry: self.geometry.clone(),
+            block: Counter::dense_block(self.geometry.m, bits)?,
+        })
+    }
+
     /// A dense block of `m` bits holding `bits`.
     pub(super) fn dense_block(m: u64, bits: SetBits) -> Result<Block, LcError> {
         let mut block = Block::zeroed(dense_words(m)).ok_or(LcError::OutOfMemory)?;

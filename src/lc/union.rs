@@ -223,14 +223,23 @@ enum Indicators {
 }
 
 impl Counter {
-    /// Bytes a union works through for this counter: a sketch's block, or the 8-byte values an
+    /// Bytes a union of `counters` works through: a sketch's block, or the 8-byte values an
     /// exact (or sparse) counter's list is decoded into, which is what the union's work
-    /// follows there (a search, a division or a spread for each).
-    pub fn union_bytes(&self) -> u64 {
-        match self.mode() {
-            Mode::Exact | Mode::Sparse => self.header().count * 8,
-            Mode::Dense | Mode::Tokens | Mode::Registers => self.memory_bytes(),
-        }
+    /// follows there (a search, a division or a spread for each). A dense bitmap of the
+    /// union's size is united word by word (its bytes); one folded into the smallest bitmap
+    /// among them is taken a bit at a time, so counts 8 bytes for each bit set.
+    pub fn union_bytes(counters: &[&Counter]) -> u64 {
+        let smallest = counters
+            .iter()
+            .filter(|c| c.is_bitmap())
+            .map(|c| c.bits())
+            .min();
+        let bytes = |c: &Counter| match c.mode() {
+            Mode::Exact | Mode::Sparse => c.header().count * 8,
+            Mode::Dense if Some(c.bits()) != smallest => c.bits_set() * 8,
+            Mode::Dense | Mode::Tokens | Mode::Registers => c.memory_bytes(),
+        };
+        counters.iter().map(|c| bytes(c)).sum()
     }
 
     /// A tokens block of `tokens` (sorted, distinct) at precision `p`, or registers past the

@@ -69,6 +69,13 @@ pub fn empty_bitmap_encoding(capacity: u64, rate: f64, m: u64) -> Vec<u8> {
     out
 }
 
+/// A bitmap counter with every bit set: kind 3 (zero positions) with no positions.
+pub fn full_bitmap_encoding(capacity: u64, rate: f64, m: u64) -> Vec<u8> {
+    let mut out = encoding_header(3, capacity, rate, m);
+    out.push(0);
+    out
+}
+
 /// Module defaults unlike the built-in ones, and much lower limits: 256 KiB per key, 1 KiB read
 /// by a union (the workload's merges read more).
 pub const OTHER_DEFAULTS: &[(&str, &str)] = &[
