@@ -178,11 +178,13 @@ fn views<'a>(stored: &'a [Named<'a, Lent<'a, StoredCounter>>]) -> Vec<Named<'a, 
     stored.iter().map(|(name, c)| (*name, c.view())).collect()
 }
 
-/// The counters of `views`, borrowed, with their names and alone.
+/// The counters of `views`, borrowed, with their names and alone, in the order a union takes
+/// them (`Counter::bitmaps_first`; a merge stopped part-way propagates its sources in it).
 fn borrow<'a>(
     named: &'a [Named<'a, CounterRef<'a>>],
 ) -> (Vec<Named<'a, &'a Counter>>, Vec<&'a Counter>) {
-    let named: Vec<Named<&Counter>> = named.iter().map(|(n, c)| (*n, &**c)).collect();
+    let mut named: Vec<Named<&Counter>> = named.iter().map(|(n, c)| (*n, &**c)).collect();
+    Counter::bitmaps_first(&mut named, |(_, c)| c);
     let counters = named.iter().map(|(_, c)| *c).collect();
     (named, counters)
 }

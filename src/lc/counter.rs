@@ -630,6 +630,14 @@ impl Counter {
         Some(model.empty_like())
     }
 
+    /// Orders the counters of a union with saved bitmaps first, keeping the order within
+    /// each side: a union takes a bitmap's form once it holds one, and absorbs exact counters
+    /// of any size into it; exact counters of two sizes united first would make a sketch,
+    /// which no saved bitmap joins. With bitmaps first, the union does not depend on the order.
+    pub fn bitmaps_first<T>(items: &mut [T], counter: impl Fn(&T) -> &Counter) {
+        items.sort_by_key(|item| !counter(item).is_bitmap());
+    }
+
     /// The number of distinct items in the union of `counters` (0 for none). When every
     /// counter is exact with the same size, exact while they list few items in all, else
     /// estimated from their fingerprints (`exact_union_count`); the sketch union's estimate
@@ -649,10 +657,12 @@ impl Counter {
             _ if !counters.iter().any(|c| c.is_bitmap()) => Counter::sketch_union_count(counters),
             _ => {
                 let mut union = Counter::empty_for_union(counters).ok_or(LcError::OutOfMemory)?;
-                for c in counters {
+                let mut counters = counters.to_vec();
+                Counter::bitmaps_first(&mut counters, |c| c);
+                for c in &counters {
                     union.check_absorbable(c)?;
                 }
-                for c in counters {
+                for c in &counters {
                     union.absorb(c)?;
                 }
                 Ok(union.count())
@@ -1143,6 +1153,22 @@ mod tests {
             })
         );
         assert_eq!(bb, b);
+    }
+
+    /// A union of saved bitmaps and exact counters of other sizes is the same in any order.
+    #[test]
+    fn unions_with_saved_bitmaps_do_not_depend_on_order() {
+        let bitmap = bitmap_m(15_000, 0..3_000);
+        let mut exact = Counter::reserve(0.01, 50_000, u64::MAX).unwrap();
+        let mut other = Counter::reserve(0.01, 20_000, u64::MAX).unwrap();
+        for i in 2_000..2_100 {
+            exact.add(&item(i)).unwrap();
+            other.add(&item(i + 50)).unwrap();
+        }
+        assert!(exact.is_exact() && other.is_exact() && exact.bits() != other.bits());
+        let first = Counter::union_count(&[&bitmap, &exact, &other]).unwrap();
+        assert_eq!(Counter::union_count(&[&exact, &other, &bitmap]), Ok(first));
+        assert_eq!(Counter::union_count(&[&exact, &bitmap, &other]), Ok(first));
     }
 
     /// A bitmap of `m` bits with these positions (taken mod `m`).
