@@ -14,7 +14,7 @@
 mod targets;
 
 use crate::common::fixtures::saved_counters;
-use crate::common::fuzz::{mutate, Rng};
+use crate::common::fuzz::{env_number, mutate, Rng};
 use lcbloom::bloom::chain::Chain;
 use lcbloom::bloom::codec as bf;
 use lcbloom::bloom::filter::Layout;
@@ -110,18 +110,9 @@ fn loadchunk_sessions() -> Vec<Vec<u8>> {
 
 /// Runs `target` on the seeds, then on mutations of them; returns how many inputs ran.
 fn fuzz(name: &str, seeds: Vec<Vec<u8>>, target: fn(&[u8])) -> u64 {
-    let seed: u64 = std::env::var("FUZZ_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(1);
-    let budget = std::env::var("FUZZ_SECONDS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .map(Duration::from_secs);
-    let iterations: u64 = std::env::var("FUZZ_ITERATIONS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(5_000);
+    let seed: u64 = env_number("FUZZ_SEED").unwrap_or(1);
+    let budget = env_number("FUZZ_SECONDS").map(Duration::from_secs);
+    let iterations: u64 = env_number("FUZZ_ITERATIONS").unwrap_or(5_000);
     if let Some(folder) = std::env::var_os("FUZZ_WRITE_SEEDS") {
         let folder = std::path::Path::new(&folder).join(name);
         std::fs::create_dir_all(&folder).unwrap();

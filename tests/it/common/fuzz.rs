@@ -1,6 +1,11 @@
 //! Randomness and payload helpers for the fuzzing tests: a seedable RNG, byte mutations
 //! and DUMP payload framing with its CRC-64.
 
+/// The number in the environment variable `var`, if it is set to one.
+pub fn env_number<T: std::str::FromStr>(var: &str) -> Option<T> {
+    std::env::var(var).ok().and_then(|s| s.parse().ok())
+}
+
 /// xorshift64*: tiny, seedable, good enough to pick mutations.
 pub struct Rng(pub u64);
 
@@ -12,10 +17,7 @@ impl Rng {
     /// Seeded from the environment variable `var` when it holds a number, else from `fixed`:
     /// the tests run with their fixed seeds, and other seeds can be explored by hand.
     pub fn seeded_from_env(var: &str, fixed: u64) -> Self {
-        let seed = std::env::var(var)
-            .ok()
-            .and_then(|s| s.parse().ok())
-            .unwrap_or(fixed);
+        let seed = env_number(var).unwrap_or(fixed);
         if seed != fixed {
             println!("{var}={seed}");
         }
