@@ -513,7 +513,10 @@ impl Counter {
             // United in a bitmap of this size, then listed again if few bits are set: a list
             // of every position of a large bitmap would take 8 bytes a bit.
             let before = self.bits_set();
-            let mut union = self.dense_copy()?;
+            let mut union = Counter {
+                geometry: self.geometry.clone(),
+                block: self.listed_as_dense()?,
+            };
             union.absorb_into_dense(other);
             let after = union.bits_set();
             self.block = match after <= self.geometry.sparse_limit {

@@ -57,19 +57,13 @@ impl Counter {
         set_dense_count(&mut self.block, m, m - ones);
     }
 
-    /// A dense counter of this one's size and set bits (exact, sparse or dense).
-    pub(super) fn dense_copy(&self) -> Result<Counter, LcError> {
-        let bits = match self.bitmap_words() {
-            Some(words) => SetBits::Words(words),
-            None => SetBits::Positions {
-                count: self.header().count,
-                sorted: self.positions(),
-            },
+    /// This exact or sparse counter's set bits in a dense block of its size.
+    pub(super) fn listed_as_dense(&self) -> Result<Block, LcError> {
+        let bits = SetBits::Positions {
+            count: self.header().count,
+            sorted: self.positions(),
         };
-        Ok(Counter {
-            geometry: self.geometry.clone(),
-            block: Counter::dense_block(self.geometry.m, bits)?,
-        })
+        Counter::dense_block(self.geometry.m, bits)
     }
 
     /// A dense block of `m` bits holding `bits`.
@@ -95,11 +89,7 @@ impl Counter {
         let header = self.header();
         if header.mode == Mode::Sparse {
             self.check_dense_within(limit)?;
-            let bits = SetBits::Positions {
-                count: header.count,
-                sorted: Box::new(self.sparse_positions()),
-            };
-            self.block = Counter::dense_block(self.geometry.m, bits)?;
+            self.block = self.listed_as_dense()?;
         }
         Ok(())
     }
