@@ -145,6 +145,8 @@ pub enum ChainError {
     CannotGrow,
     /// The allocator refused.
     OutOfMemory,
+    /// A windowed filter whose chunks are still arriving (`BF.LOADCHUNK`) takes no adds.
+    Loading,
 }
 
 /// The reply text without `ERR ` (`errors.rs` adds it).
@@ -169,6 +171,10 @@ impl std::fmt::Display for ChainError {
             ChainError::Overflow => write!(f, "filter too large (capacity overflows)"),
             ChainError::CannotGrow => write!(f, "problem inserting into filter"),
             ChainError::OutOfMemory => write!(f, "insufficient memory to create filter"),
+            ChainError::Loading => write!(
+                f,
+                "filter is still being loaded: send its remaining chunks (BF.LOADCHUNK) first"
+            ),
         }
     }
 }

@@ -575,3 +575,101 @@ fn copy_memory_usage_events_and_info() {
         .unwrap();
     assert!(format!("{docs:?}").contains("WINDOW"));
 }
+
+/// A windowed filter half-way through a `BF.LOADCHUNK` load keeps its load through every path
+/// that copies it: `COPY`, `DUMP`/`RESTORE`, `DEBUG RELOAD`, an AOF rewrite and restart, and a
+/// replica's full sync each hold a value that takes the remaining chunks and ends equal to
+/// the source. Until then it refuses adds, which the chunks would overwrite.
+#[test]
+fn a_load_in_progress_survives_saves_copies_and_replicas() {
+    for preamble in ["yes", "no"] {
+        let mut master = Server::builder()
+            .arg("appendonly", "yes")
+            .arg("appendfsync", "always")
+            .arg("aof-use-rdb-preamble", preamble)
+            .start();
+        let replica = Server::start();
+        let mut m = master.conn();
+        let mut insert = vec![
+            "BF.INSERT",
+            "src",
+            "CAPACITY",
+            "1000",
+            "WINDOW",
+            "100",
+            "ITEMS",
+        ];
+        let names = items("x", 800);
+        insert.extend(names.iter().map(String::as_str));
+        ok(&mut m, &insert);
+        let mut parts = Vec::new();
+        scandump_each(&mut m, "src", 0, |_, next, data| parts.push((next, data)));
+        let (header, data) = match &parts[..] {
+            [(1, header), (_, data)] => (header.clone(), data.clone()),
+            _ => panic!("expected a header and one data chunk: {parts:?}"),
+        };
+        // Three pieces, cut inside records: BF.LOADCHUNK names each by 1 + its end offset.
+        let cuts = [0, data.len() / 3 + 1, 2 * data.len() / 3 + 5, data.len()];
+        let piece = |i: usize| (cuts[i + 1] + 1, &data[cuts[i]..cuts[i + 1]]);
+        let load = |c: &mut Connection, key: &str, (iterator, bytes): (usize, &[u8])| {
+            redis::cmd("BF.LOADCHUNK")
+                .arg(key)
+                .arg(iterator)
+                .arg(bytes)
+                .exec(c)
+                .unwrap_or_else(|e| panic!("{key} at {iterator}: {e}"));
+        };
+        for key in ["dst", "bare"] {
+            load(&mut m, key, (1, &header));
+        }
+        load(&mut m, "dst", piece(0));
+        for add in [&["BF.ADD", "dst", "new"][..], &["BF.MADD", "dst", "a", "b"]] {
+            let refused = format!("{:?}", cmd(&mut m, add));
+            assert!(refused.contains("still being loaded"), "{refused}");
+        }
+        ok(&mut m, &["COPY", "dst", "copied"]);
+        let dumped: Vec<u8> = redis::cmd("DUMP").arg("dst").query(&mut m).unwrap();
+        redis::cmd("RESTORE")
+            .arg("restored")
+            .arg(0)
+            .arg(dumped)
+            .exec(&mut m)
+            .unwrap();
+        ok(&mut m, &["DEBUG", "RELOAD"]);
+        ok(&mut m, &["BGREWRITEAOF"]);
+        wait_aof_rewrite(&mut m);
+        master.restart();
+        let mut m = master.conn();
+        attach_replica(&master, &replica);
+        let keys = ["dst", "copied", "restored", "bare"];
+        for key in keys {
+            if key == "bare" {
+                load(&mut m, key, piece(0));
+            }
+            load(&mut m, key, piece(1));
+            load(&mut m, key, piece(2));
+        }
+        let digest = |c: &mut Connection, key: &str| -> String {
+            redis::cmd("DEBUG")
+                .arg("DIGEST-VALUE")
+                .arg(key)
+                .query::<Vec<String>>(c)
+                .unwrap()
+                .remove(0)
+        };
+        let source = digest(&mut m, "src");
+        let acked: i64 = redis::cmd("WAIT").arg(1).arg(5000).query(&mut m).unwrap();
+        assert_eq!(acked, 1);
+        let mut r = replica.conn();
+        for key in keys {
+            assert_eq!(digest(&mut m, key), source, "{key}, preamble {preamble}");
+            assert_eq!(
+                digest(&mut r, key),
+                source,
+                "replica {key}, preamble {preamble}"
+            );
+        }
+        assert!(mexists(&mut m, "dst", &names).iter().all(|&found| found));
+        ok(&mut m, &["BF.ADD", "dst", "new"]);
+    }
+}

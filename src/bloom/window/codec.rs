@@ -186,6 +186,9 @@ pub fn for_each_chunk(filter: &WindowFilter, mut emit: impl FnMut(u64, &[u8])) {
 /// arrive in order.
 #[derive(Debug, PartialEq)]
 pub struct Loading {
+    /// The header as it arrived: what a save in the middle of the load writes again, since
+    /// the filter's own header would leave out the layers whose records have not arrived.
+    header: Vec<u8>,
     total: u64,
     /// Bytes of data received, those in `pending` included.
     received: u64,
@@ -206,14 +209,73 @@ impl Loading {
         self.received
     }
 
-    pub fn memory_bytes(&self) -> u64 {
-        size_class(self.pending.capacity() as u64)
+    pub fn header(&self) -> &[u8] {
+        &self.header
     }
 
-    /// Visits its block: the pending bytes.
+    pub fn memory_bytes(&self) -> u64 {
+        size_class(self.header.capacity() as u64) + size_class(self.pending.capacity() as u64)
+    }
+
+    /// Visits its blocks: the header, then the pending bytes.
     pub fn defrag(&mut self, d: &mut Defrag) {
+        d.vec(&mut self.header);
         d.vec(&mut self.pending);
     }
+
+    /// A copy, or None if the memory could not be had.
+    pub fn try_clone(&self) -> Option<Self> {
+        let copy = |bytes: &[u8]| {
+            let mut out = Vec::new();
+            out.try_reserve_exact(bytes.len()).ok()?;
+            out.extend_from_slice(bytes);
+            Some(out)
+        };
+        Some(Self {
+            header: copy(&self.header)?,
+            pending: copy(&self.pending)?,
+            ..*self
+        })
+    }
+}
+
+/// The data a filter being loaded has received, in chunks (`emit(end_offset, chunk)`): the
+/// records of the partitions loaded (as they arrived: the filter's time does not move while
+/// it loads), then the bytes of the record still incomplete. With `Loading::header` first,
+/// it loads into the same state.
+pub fn for_each_received_chunk(
+    filter: &WindowFilter,
+    loading: &Loading,
+    mut emit: impl FnMut(u64, &[u8]),
+) {
+    let s = slot(filter);
+    let (mut offset, mut out) = (0u64, Vec::new());
+    let mut flush = |out: &mut Vec<u8>| {
+        if !out.is_empty() {
+            offset += out.len() as u64;
+            emit(offset, out);
+            out.clear();
+        }
+    };
+    let loaded = filter.layers().iter().enumerate().flat_map(|(i, l)| {
+        let parts = match i.cmp(&loading.layer) {
+            std::cmp::Ordering::Less => l.parts().len(),
+            std::cmp::Ordering::Equal => loading.part,
+            std::cmp::Ordering::Greater => 0,
+        };
+        l.parts()[..parts].iter().map(|p| (p, l.params().universe))
+    });
+    for (part, u) in loaded {
+        if out.len() as u64 + record_bytes(part, s, u) > CHUNK_BYTES {
+            flush(&mut out);
+        }
+        write_record(part, s, u, &mut out);
+    }
+    if out.len() + loading.pending.len() > CHUNK_BYTES as usize {
+        flush(&mut out);
+    }
+    out.extend_from_slice(&loading.pending);
+    flush(&mut out);
 }
 
 /// Decodes a header: the filter it describes (time and parameters, empty partitions) and
@@ -302,7 +364,13 @@ pub fn decode_header(bytes: &[u8], limit: u64) -> Result<(WindowFilter, Loading)
         });
         layers.push(Layer::from_parts(lp, s, refreshed, parts));
     }
+    let mut header = Vec::new();
+    header
+        .try_reserve_exact(bytes.len())
+        .map_err(|_| err("out of memory"))?;
+    header.extend_from_slice(bytes);
     let loading = Loading {
+        header,
         total,
         received: 0,
         layer: 0,

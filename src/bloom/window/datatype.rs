@@ -5,7 +5,9 @@
 //!
 //! * RDB (encoding version 1): the header (`codec.rs`) as one string, then the data chunks as
 //!   strings of at most `CHUNK_BYTES`, each applied as it is read (no second copy of a large
-//!   filter). Any error returns null and Redis reports "Bad data format". The filter's time
+//!   filter). A value saved in the middle of a `BF.LOADCHUNK` load is its header, the data
+//!   received and an empty string; it loads still waiting for the rest. Any error returns
+//!   null and Redis reports "Bad data format". The filter's time
 //!   travels in the header, so a value loaded after downtime forgets, at the first command,
 //!   what slid out of its window meanwhile.
 //! * AOF rewrite (used when `aof-use-rdb-preamble no`): `BF.LOADCHUNK key 1 <header>` then one
@@ -57,6 +59,9 @@ impl StoredValue for Windowed {
         while !value.is_complete() {
             let chunk = raw::load_string_buffer(rdb).map_err(|_| "short read")?;
             let chunk = chunk.as_ref();
+            if chunk.is_empty() {
+                break; // a value saved in the middle of its load
+            }
             value.load_chunk(start, chunk).map_err(|e| e.to_string())?;
             start += chunk.len() as u64;
         }
@@ -65,6 +70,9 @@ impl StoredValue for Windowed {
 
     fn rdb_save(&self, rdb: *mut raw::RedisModuleIO) {
         self.for_each_part(|_, bytes| raw::save_slice(rdb, bytes));
+        if !self.is_complete() {
+            raw::save_slice(rdb, &[]);
+        }
     }
 
     fn aof_parts(&self, mut emit: impl FnMut(Option<u64>, &[u8])) {

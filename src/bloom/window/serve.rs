@@ -13,7 +13,8 @@
 //!   `Time` (the filter's clock: the latest write's time, ms since the epoch).
 //!   `BF.INFO key LAYOUT` answers `window`.
 //! * `BF.SCANDUMP`/`BF.LOADCHUNK`: the header at iterator 0, then data chunks named by
-//!   1 + their end offset; chunks load in order only. A negative iterator ends the dump, as
+//!   1 + their end offset; chunks load in order only, and a filter still loading refuses
+//!   adds (a later chunk would overwrite them). A negative iterator ends the dump, as
 //!   for every Bloom filter.
 //! * Its writes depend on the time (`clock`: the filter's own, the latest a write brought):
 //!   the handlers replicate a write that moves it forward with its time.
@@ -43,11 +44,17 @@ impl BloomFilter for Windowed {
     }
 
     fn add_one(&mut self, item: &[u8], env: &dyn Env) -> Result<Added, ChainError> {
+        if !self.is_complete() {
+            return Err(ChainError::Loading);
+        }
         self.filter
             .add(&self.filter.hash(item), env.now_ms(), env.memory_limit())
     }
 
     fn add_all(&mut self, items: &[&[u8]], env: &dyn Env, results: &mut AddResults) {
+        if !self.is_complete() {
+            return results.push(Err(ChainError::Loading));
+        }
         let (now, limit) = (env.now_ms(), env.memory_limit());
         for item in items {
             let result = self.filter.add(&self.filter.hash(item), now, limit);

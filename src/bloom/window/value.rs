@@ -1,12 +1,14 @@
 //! What a key holding a windowed filter stores (pure): the filter, and while its data is still
 //! arriving in chunks (`BF.LOADCHUNK`, an RDB or AOF load), the state that loads the rest.
-//! A value being loaded answers from what has arrived and encodes as what it holds, so a save
-//! in the middle of a load writes a value that loads.
+//! A value being loaded answers lookups from what has arrived and refuses adds (a chunk
+//! arriving later would overwrite them). It saves as its header and the data received, so a
+//! save, a copy or a replica's sync in the middle of a load holds a value that takes the
+//! remaining chunks as the original does.
 
 use super::codec::{self, Loading};
 use super::filter::{WindowFilter, WindowParams};
 use crate::bloom::chain::ChainError;
-use crate::core::alloc::size_class;
+use crate::core::alloc::{size_class, try_box};
 use crate::core::chunks::iterator_after;
 use crate::core::decode::DecodeError;
 use crate::core::defrag::Defrag;
@@ -59,10 +61,18 @@ impl Windowed {
     }
 
     /// Calls `emit` with the header (iterator 1), then with each data chunk and its
-    /// `BF.SCANDUMP` iterator: RDB, AOF rewrite and digest alike.
+    /// `BF.SCANDUMP` iterator: RDB, AOF rewrite and digest alike. A value being loaded gives
+    /// the header it was loaded from and the data received so far.
     pub fn for_each_part(&self, mut emit: impl FnMut(u64, &[u8])) {
-        emit(1, &codec::encode_header(&self.filter));
-        codec::for_each_chunk(&self.filter, |end, chunk| emit(iterator_after(end), chunk));
+        match &self.loading {
+            None => emit(1, &codec::encode_header(&self.filter)),
+            Some(loading) => emit(1, loading.header()),
+        }
+        let chunk = |end, bytes: &[u8]| emit(iterator_after(end), bytes);
+        match &self.loading {
+            None => codec::for_each_chunk(&self.filter, chunk),
+            Some(loading) => codec::for_each_received_chunk(&self.filter, loading, chunk),
+        }
     }
 
     /// Bytes its allocations take, the box Redis holds included.
@@ -83,8 +93,81 @@ impl Windowed {
         }
     }
 
-    /// A deep copy (a value being loaded is copied as what it holds, complete).
+    /// A deep copy, the state of a load in progress included.
     pub fn try_copy(&self) -> Result<Self, ChainError> {
-        Ok(Self::new(self.filter.try_clone()?))
+        let loading = match &self.loading {
+            None => None,
+            Some(l) => Some(
+                l.try_clone()
+                    .and_then(try_box)
+                    .ok_or(ChainError::OutOfMemory)?,
+            ),
+        };
+        Ok(Self {
+            filter: self.filter.try_clone()?,
+            loading,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::hashing::hash_item;
+
+    fn parts(v: &Windowed) -> Vec<(u64, Vec<u8>)> {
+        let mut out = Vec::new();
+        v.for_each_part(|iterator, bytes| out.push((iterator, bytes.to_vec())));
+        out
+    }
+
+    /// A value rebuilt from what `for_each_part` gives, as RDB, AOF rewrite and replicas do.
+    fn rebuilt(parts: &[(u64, Vec<u8>)]) -> Windowed {
+        let mut v = Windowed::from_header(&parts[0].1, u64::MAX).unwrap();
+        let mut start = 0;
+        for (_, chunk) in &parts[1..] {
+            v.load_chunk(start, chunk).unwrap();
+            start += chunk.len() as u64;
+        }
+        v
+    }
+
+    #[test]
+    fn a_load_in_progress_saves_and_copies_as_it_arrived() {
+        // Two layers, so that a cut can fall before the newest layer's records.
+        let params = WindowParams {
+            window_ms: 40_000,
+            error_rate: 0.01,
+            capacity: 3000,
+            expansion: 2,
+            seed: 9,
+        };
+        let mut filter = WindowFilter::new(params, u64::MAX).unwrap();
+        for i in 0..6000u64 {
+            filter
+                .add(&hash_item(&i.to_le_bytes()), i, u64::MAX)
+                .unwrap();
+        }
+        assert_eq!(filter.layers().len(), 2);
+        let whole = parts(&Windowed::new(filter));
+        let data: Vec<u8> = whole[1..].iter().flat_map(|(_, c)| c.clone()).collect();
+        for cut in [0, 1, 20, 333, data.len() / 2, data.len() - 1] {
+            let mut loading = Windowed::from_header(&whole[0].1, u64::MAX).unwrap();
+            if cut > 0 {
+                loading.load_chunk(0, &data[..cut]).unwrap();
+            }
+            let saved = parts(&loading);
+            assert_eq!(saved[0], whole[0], "the header as it arrived");
+            let received: Vec<u8> = saved[1..].iter().flat_map(|(_, c)| c.clone()).collect();
+            assert_eq!(received, data[..cut], "cut at {cut}");
+            let copy = loading.try_copy().unwrap();
+            for mut v in [rebuilt(&saved), copy] {
+                assert!(!v.is_complete());
+                assert_eq!(parts(&v), saved);
+                v.load_chunk(cut as u64, &data[cut..]).unwrap();
+                assert!(v.is_complete());
+                assert_eq!(parts(&v), whole, "cut at {cut}");
+            }
+        }
     }
 }
