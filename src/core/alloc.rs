@@ -92,6 +92,8 @@ pub unsafe trait Zeroable: Copy {}
 // SAFETY: integers; every bit pattern is a value.
 unsafe impl Zeroable for u8 {}
 // SAFETY: as above.
+unsafe impl Zeroable for u32 {}
+// SAFETY: as above.
 unsafe impl Zeroable for u64 {}
 
 /// `len` zero values, allocated zeroed (calloc: the fresh pages of a large bitmap are not

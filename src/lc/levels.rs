@@ -208,6 +208,19 @@ pub fn unset_weight_taken(old: u32, k: u64, p: u32) -> u128 {
     taken
 }
 
+/// What register `reg` knows of level `k`: set, unset (above its top, or in its window and
+/// not set: what `registers_counts` adds to `μ`), or nothing (below its window: forgotten).
+pub fn level_state(reg: u32, k: u64) -> Option<bool> {
+    let top = u64::from(reg >> WINDOW);
+    if k > top {
+        return Some(false);
+    }
+    if k == top {
+        return Some(true);
+    }
+    (top - k <= WINDOW).then(|| reg >> (top - k - 1) & 1 == 1)
+}
+
 /// The levels register `reg` knows to be set, each once.
 pub fn set_levels(reg: u32) -> impl Iterator<Item = u64> {
     let top = u64::from(reg >> WINDOW);

@@ -2,16 +2,17 @@
 //! error rate or mode. Both sides are seen as indicators at the smaller of their precisions
 //! (a larger one reduced: levels.rs, "Items as tokens"), the union is the set of both sides'
 //! indicators, and its estimate is the maximum-likelihood one (its running estimate restarts
-//! from there). Reducing tokens is exact; reducing registers takes the levels their windows
-//! have forgotten as set (each is more than 2^4 times as likely to be hit as the highest level).
+//! from there). Reducing tokens is exact. Reducing registers is exact for the levels a
+//! register knows; those its window forgot are unknown parts of the union's indicators, which
+//! the estimate leaves out (`Unknown`) and a merge stores as set.
 
 use super::collect::{union_packed, LevelBits};
 use super::counter::{Counter, LcError};
 use super::geometry::{token_limit, token_universe};
 use super::header::{Mode, SKETCH_REGISTERS, SKETCH_STREAM};
 use super::levels::{
-    ml_estimate, reduced_level, registers_counts, set_levels, union, weight, SetCounts,
-    MAX_PRECISION, WINDOW,
+    level_state, ml_estimate, reduced_level, registers_counts, set_levels, union, update, weight,
+    SetCounts, MAX_PRECISION, WINDOW,
 };
 use super::registers::registers_block_with;
 use super::running::Running;
@@ -207,19 +208,140 @@ fn ahead<'a>(counters: &'a [&'a Counter]) -> impl Iterator<Item = &'a Counter> +
     })
 }
 
-/// Where a sketch union takes exact counters' fingerprints to tokens (`add_to_levels`): made
-/// once for the union, not once a counter.
+/// What a sketch union keeps beside its level bits (`add_to_levels`), made once for the
+/// union, not once a counter: where exact counters' fingerprints are taken to tokens, and the
+/// parts of indicators that reduced registers forgot.
 #[derive(Default)]
-struct ExactScratch {
+struct UnionScratch {
     fingerprints: Vec<u64>,
     tokens: Vec<u32>,
+    unknown: Unknown,
 }
 
 /// The indicators of a union being built at one precision.
 #[derive(Debug, PartialEq)]
 enum Indicators {
     Tokens(Vec<u64>),
-    Registers(Vec<u32>),
+    Registers(Vec<u32>, Unknown),
+}
+
+impl Indicators {
+    /// The indicators a merge stores, and its running state: registers hold no unknown parts
+    /// (`Unknown::impute`), and the running `μ`, the chance that an add changes them, is
+    /// their unset weight; the estimate stays the union's.
+    fn stored(self, mut running: Running, p: u32) -> (Indicators, Running) {
+        match self {
+            Indicators::Registers(mut registers, unknown) if unknown != Unknown::default() => {
+                unknown.impute(&mut registers);
+                running.mu = registers_counts(&registers, p).1;
+                (Indicators::Registers(registers, Unknown::default()), running)
+            }
+            indicators => (indicators, running),
+        }
+    }
+}
+
+/// What a union at precision `p` does not know of its indicators: the parts that registers of
+/// a larger precision `p + d` have forgotten. An indicator is a set of hash values, and its
+/// parts at precision `p + d` are indicators of their own (Poisson-independent). A register
+/// `i` whose index ends in `d` bits `b ≠ 0` maps level `k` of residue `s = (k − 1) mod 4` to
+/// level `4·lz(b) + s + 1` of register `i >> d` (`lz`: leading zeros of `b` in `d` bits): all
+/// of its levels land in one group of four, at most level `4d`. Its levels below its window
+/// are forgotten, so an indicator of the union that no source knows to be set may still be
+/// set in those parts: the estimate counts as unset only the rest of its weight. (With
+/// `b = 0`, level `k` maps to `k + 4d`, and forgotten levels land below the union's window,
+/// which leaves them out anyway.)
+///
+/// Taking the forgotten parts as set (as a register's forgotten levels most often are) made a
+/// union of a finer counter with a coarser one count up to 6% high at 10^3–10^6 items; this
+/// leaves about 1% (docs/BENCHMARKS.md): the reduction keeps a register's high levels only
+/// as the group they land in, evidence of more items that the forgotten parts then lack.
+///
+/// Kept per register `j` of the union and level `k ≤ span`: the share of the indicator's
+/// weight that its sources forgot, in units of 2^−32. Within a source the parts of distinct
+/// registers are disjoint and add up; between sources the larger share is taken (two
+/// sources' parts of one indicator overlap or nest).
+#[derive(Debug, Default, PartialEq)]
+struct Unknown {
+    span: usize,
+    shares: Vec<u32>,
+}
+
+impl Unknown {
+    /// Room for a union at precision `p` of `counters`: none unless registers of a larger
+    /// precision are among them.
+    fn for_union(counters: &[&Counter], p: u32) -> Result<Unknown, LcError> {
+        let d = counters
+            .iter()
+            .filter(|c| c.mode() == Mode::Registers)
+            .map(|c| c.geometry.precision.saturating_sub(p))
+            .max()
+            .unwrap_or(0);
+        if d == 0 {
+            return Ok(Unknown::default());
+        }
+        let span = 4 * d as usize;
+        let shares = zeroed(span << p).ok_or(LcError::OutOfMemory)?;
+        Ok(Unknown { span, shares })
+    }
+
+    /// Adds the parts that register `i` (`reg`) of precision `own` forgot, seen at `p`, to
+    /// `parts` (`parts[k − 1]`: the weight forgotten of level `k`), which gathers a source's
+    /// registers of one register of the union.
+    fn forgotten_in(reg: u32, i: u64, own: u32, p: u32, parts: &mut [u128; 64]) {
+        let top = u64::from(reg >> WINDOW);
+        if top <= WINDOW + 1 || i & ((1 << (own - p)) - 1) == 0 {
+            return;
+        }
+        for k in 1..top - WINDOW {
+            let level = reduce_indicator(i, k, own, p).1;
+            parts[level as usize - 1] += u128::from(weight(k, own));
+        }
+    }
+
+    /// Takes a source's forgotten `parts` of union register `j` (at precision `p`), and
+    /// clears them.
+    fn take(&mut self, j: usize, p: u32, parts: &mut [u128; 64]) {
+        let shares = &mut self.shares[j * self.span..(j + 1) * self.span];
+        for (k, (share, part)) in (1..).zip(shares.iter_mut().zip(parts.iter_mut())) {
+            if *part > 0 {
+                let of = (*part << 32) / u128::from(weight(k, p));
+                *share = (*share).max(of.min(u128::from(u32::MAX)) as u32);
+                *part = 0;
+            }
+        }
+    }
+
+    /// Each level with a forgotten share, with its register and share.
+    fn each(&self) -> impl Iterator<Item = (usize, u64, u32)> + '_ {
+        let per = self.span.max(1);
+        self.shares
+            .chunks_exact(per)
+            .enumerate()
+            .flat_map(|(j, shares)| {
+                (1..)
+                    .zip(shares)
+                    .filter(|&(_, &share)| share > 0)
+                    .map(move |(k, &share)| (j, k, share))
+            })
+    }
+
+    /// The weight, in `weight`'s units, that `registers` count as unset but their sources
+    /// forgot.
+    fn unset_weight(&self, registers: &[u32], p: u32) -> u128 {
+        self.each()
+            .filter(|&(j, k, _)| level_state(registers[j], k) == Some(false))
+            .map(|(_, k, share)| (u128::from(weight(k, p)) * u128::from(share)) >> 32)
+            .sum()
+    }
+
+    /// Sets in `registers` the levels their sources forgot part of (what a merge stores,
+    /// the estimate taken).
+    fn impute(&self, registers: &mut [u32]) {
+        for (j, k, _) in self.each() {
+            registers[j] = update(registers[j], k);
+        }
+    }
 }
 
 impl Counter {
@@ -290,7 +412,7 @@ impl Counter {
         &self,
         p: u32,
         levels: &mut LevelBits,
-        exact: &mut ExactScratch,
+        scratch: &mut UnionScratch,
     ) {
         let own = self.geometry.precision;
         match self.mode() {
@@ -310,27 +432,28 @@ impl Counter {
                 levels.set(i << 8 | k)
             }),
             // Registers of the union's own precision are united register-wise instead
-            // (`union_registers`).
+            // (`union_registers`), which made room for what these forgot (`Unknown`).
             Mode::Registers => {
+                let (mut parts, d) = ([0u128; 64], own - p);
                 for (i, r) in self.registers().enumerate() {
-                    // Levels below the window are forgotten, not unset: 20 or more below the
-                    // highest (almost five halvings), each is over 2^4 times as likely to be
-                    // hit, and at the smaller precision some of them land in the window.
-                    let top = u64::from(r >> WINDOW);
-                    let forgotten = 1..top.saturating_sub(WINDOW);
-                    for k in set_levels(r).chain(forgotten) {
+                    for k in set_levels(r) {
                         let (j, level) = reduce_indicator(i as u64, k, own, p);
                         levels.set(j << 8 | level);
+                    }
+                    Unknown::forgotten_in(r, i as u64, own, p, &mut parts);
+                    // The last of union register `i >> d`'s registers: its parts are all in.
+                    if (i + 1).is_multiple_of(1 << d) {
+                        scratch.unknown.take(i >> d, p, &mut parts);
                     }
                 }
             }
             // Exact (bitmaps saved by earlier versions never reach a sketch union): decoded
             // whole, each fingerprint's token taken, the tokens set, without a sort.
             _ => {
-                exact.tokens.clear();
-                let fingerprints = self.fingerprints_in(&mut exact.fingerprints);
-                self.append_tokens(fingerprints, p, &mut exact.tokens);
-                levels.set_tokens(&exact.tokens);
+                scratch.tokens.clear();
+                let fingerprints = self.fingerprints_in(&mut scratch.fingerprints);
+                self.append_tokens(fingerprints, p, &mut scratch.tokens);
+                levels.set_tokens(&scratch.tokens);
             }
         }
     }
@@ -361,7 +484,10 @@ impl Counter {
         }
         let mut levels = LevelBits::new(p)?;
         tokens.into_iter().for_each(|t| levels.set(t));
-        Ok(Indicators::Registers(levels.registers().collect()))
+        Ok(Indicators::Registers(
+            levels.registers().collect(),
+            Unknown::default(),
+        ))
     }
 
     /// `union_indicators` of exact and tokens-mode counters (listing `listed` tokens in all)
@@ -378,7 +504,7 @@ impl Counter {
         let levels = Counter::collect_levels::<false>(counters, p)?;
         Ok(match levels.tokens_within(token_limit(p), listed)? {
             Some(tokens) => Indicators::Tokens(tokens),
-            None => Indicators::Registers(levels.registers().collect()),
+            None => Indicators::Registers(levels.registers().collect(), Unknown::default()),
         })
     }
 
@@ -395,9 +521,9 @@ impl Counter {
         counters: &[&Counter],
         p: u32,
     ) -> Result<LevelBits, LcError> {
-        let (mut levels, mut exact) = (LevelBits::new(p)?, ExactScratch::default());
+        let (mut levels, mut scratch) = (LevelBits::new(p)?, UnionScratch::default());
         for c in ahead(counters) {
-            c.add_to_levels::<AVX2>(p, &mut levels, &mut exact);
+            c.add_to_levels::<AVX2>(p, &mut levels, &mut scratch);
         }
         Ok(levels)
     }
@@ -434,7 +560,11 @@ impl Counter {
             .try_reserve_exact(1 << p)
             .map_err(|_| LcError::OutOfMemory)?;
         registers.resize(1 << p, 0u32);
-        let (mut levels, mut exact) = (None, ExactScratch::default());
+        let mut scratch = UnionScratch {
+            unknown: Unknown::for_union(counters, p)?,
+            ..UnionScratch::default()
+        };
+        let mut levels = None;
         for c in ahead(counters) {
             if c.mode() == Mode::Registers && c.geometry.precision == p {
                 union_packed(&mut registers, &c.block.words()[SKETCH_REGISTERS..]);
@@ -443,7 +573,7 @@ impl Counter {
                     Some(levels) => levels,
                     None => levels.insert(LevelBits::new(p)?),
                 };
-                c.add_to_levels::<AVX2>(p, levels, &mut exact);
+                c.add_to_levels::<AVX2>(p, levels, &mut scratch);
             }
         }
         if let Some(levels) = levels {
@@ -451,7 +581,7 @@ impl Counter {
                 *r = union(*r, l);
             }
         }
-        Ok(Indicators::Registers(registers))
+        Ok(Indicators::Registers(registers, scratch.unknown))
     }
 
     /// The running state of a union's indicators: their maximum-likelihood estimate and
@@ -467,7 +597,14 @@ impl Counter {
                 }
                 (counts, mu)
             }
-            Indicators::Registers(registers) => registers_counts(registers, p),
+            Indicators::Registers(registers, unknown) => {
+                let (counts, mu) = registers_counts(registers, p);
+                // Within `mu` by construction: each part is of an indicator counted unset.
+                (
+                    counts,
+                    mu.saturating_sub(unknown.unset_weight(registers, p)),
+                )
+            }
         };
         let (estimate, variance) = ml_estimate(&counts, mu, p);
         Running {
@@ -523,7 +660,7 @@ impl Counter {
         set_spread(&mut levels, &batch[..filled], &mut tokens, p);
         let indicators = match levels.tokens_within(token_limit(p), listed)? {
             Some(tokens) => Indicators::Tokens(tokens),
-            None => Indicators::Registers(levels.registers().collect()),
+            None => Indicators::Registers(levels.registers().collect(), Unknown::default()),
         };
         Ok(Counter::running_of(&indicators, p).estimate.round() as u64)
     }
@@ -599,10 +736,12 @@ impl Counter {
         } else {
             Counter::union_indicators(&all, p, listed)?
         };
+        let running = Counter::running_of(&indicators, p);
+        let (indicators, running) = indicators.stored(running, p);
         let unchanged = p == self.geometry.precision
             && match (&indicators, self.mode()) {
                 (Indicators::Tokens(t), Mode::Tokens) => t.len() as u64 == self.header().count,
-                (Indicators::Registers(r), Mode::Registers) => {
+                (Indicators::Registers(r, _), Mode::Registers) => {
                     r.iter().copied().eq(self.registers())
                 }
                 _ => false,
@@ -610,14 +749,13 @@ impl Counter {
         if unchanged {
             return Ok(false);
         }
-        let running = Counter::running_of(&indicators, p);
         let mut union = Counter {
             geometry,
             block: Block::none(),
         };
         union.block = match indicators {
             Indicators::Tokens(tokens) => union.sketch_block(p, tokens, running, limit)?,
-            Indicators::Registers(registers) => {
+            Indicators::Registers(registers, _) => {
                 union.check_registers_within(limit)?;
                 registers_block_with(p, &registers, running)?
             }
@@ -738,7 +876,7 @@ mod tests {
             let sorted = Counter::sorted_union(&refs, p).unwrap();
             match &sorted {
                 Indicators::Tokens(_) => tokens += 1,
-                Indicators::Registers(_) => registers += 1,
+                Indicators::Registers(..) => registers += 1,
             }
             let listed = refs.iter().map(|c| c.header().count).sum();
             assert_eq!(Counter::collected_union(&refs, p, listed).unwrap(), sorted);
@@ -766,7 +904,7 @@ mod tests {
             assert!(all.iter().any(|c| c.is_exact()));
             let refs: Vec<&Counter> = all.iter().collect();
             let registers = |i: Indicators| match i {
-                Indicators::Registers(r) => r,
+                Indicators::Registers(r, _) => r,
                 Indicators::Tokens(_) => panic!("a many-key collection gives registers"),
             };
             let baseline = registers(Counter::collect_registers::<false>(&refs, 11).unwrap());
@@ -850,7 +988,7 @@ mod tests {
         for c in &refs {
             c.tokens_at(p).into_iter().for_each(|t| want.set(t));
         }
-        let want = Indicators::Registers(want.registers().collect());
+        let want = Indicators::Registers(want.registers().collect(), Unknown::default());
         assert_eq!(Counter::collect_registers::<false>(&refs, p).unwrap(), want);
         #[cfg(target_arch = "x86_64")]
         if ef_chunks::usable() {
@@ -1023,6 +1161,76 @@ mod tests {
                 merge_missing(&mut gathered, &values, missing);
                 proptest::prop_assert!(gathered.iter().eq(truth.iter()));
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod reduction_tests {
+    use super::*;
+    use crate::core::test_rng::step;
+    use crate::lc::levels::max_level;
+
+    /// A counter of `rate` and one of 0.01 fed the same `n` random hashes.
+    fn fine_and_direct(rate: f64, n: u64, x: &mut u64) -> (Counter, Counter) {
+        let mut fine = Counter::reserve(rate, 100, u64::MAX).unwrap();
+        let mut direct = Counter::reserve(0.01, 100, u64::MAX).unwrap();
+        for _ in 0..n {
+            let h = step(x);
+            fine.add_hash(h).unwrap();
+            direct.add_hash(h).unwrap();
+        }
+        assert!(fine.mode() == Mode::Registers);
+        assert!(fine.geometry.precision > direct.geometry.precision);
+        (fine, direct)
+    }
+
+    /// Registers of a larger precision seen at a smaller one, against the registers of the
+    /// same items added at that precision: no indicator set that those know unset, and every
+    /// one counted unset that those hold set is forgotten in part.
+    #[test]
+    fn reduced_registers_claim_only_what_direct_ones_hold() {
+        let mut x = 3;
+        for (rate, n) in [(0.005, 20_000u64), (0.0025, 50_000), (0.001, 200_000)] {
+            let (fine, direct) = fine_and_direct(rate, n, &mut x);
+            let p = direct.geometry.precision;
+            let Indicators::Registers(reduced, unknown) =
+                Counter::collect_registers::<false>(&[&fine], p).unwrap()
+            else {
+                panic!("a reduction gives registers")
+            };
+            let (mut wrong, mut unexplained) = (0, 0);
+            for (j, (&r, d)) in reduced.iter().zip(direct.registers()).enumerate() {
+                for k in 1..=max_level(p) {
+                    let (mine, theirs) = (level_state(r, k), level_state(d, k));
+                    wrong += usize::from(mine == Some(true) && theirs == Some(false));
+                    let forgotten = unknown.each().any(|(i, l, _)| i == j && l == k);
+                    unexplained +=
+                        usize::from(mine == Some(false) && theirs == Some(true) && !forgotten);
+                }
+            }
+            assert_eq!((wrong, unexplained), (0, 0), "{rate}");
+            assert!(unknown.unset_weight(&reduced, p) > 0, "{rate}");
+        }
+    }
+
+    /// A union of a finer counter with an empty coarser one counts the finer one's items
+    /// within its error, on average too: taking the forgotten parts as set counted 4% high
+    /// here.
+    #[test]
+    fn a_finer_counter_with_a_coarser_one_counts_without_bias() {
+        let mut x = 11;
+        for (rate, n) in [(0.005, 20_000u64), (0.0025, 50_000)] {
+            let trials = 12;
+            let mut sum = 0.0;
+            for _ in 0..trials {
+                let (fine, _) = fine_and_direct(rate, n, &mut x);
+                let empty = Counter::reserve(0.01, 100, u64::MAX).unwrap();
+                let union = Counter::union_count(&[&fine, &empty]).unwrap();
+                sum += union as f64 / n as f64 - 1.0;
+            }
+            let bias = sum / trials as f64;
+            assert!(bias.abs() < 0.015, "{rate}: {bias}");
         }
     }
 }

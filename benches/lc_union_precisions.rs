@@ -1,0 +1,55 @@
+//! Accuracy of unions of counters of different precisions (prints a table, asserts nothing):
+//! a counter reserved at a finer rate (`UNION_RATES`, default 0.007, 0.005, 0.0025, 0.001) and
+//! one of the default 1% fed the same n random hashes, each united with an empty default
+//! counter (`Counter::union_count`, what `LC.COUNT fine empty` runs), `UNION_TRIALS` times
+//! (default 40) at each n: the mean relative error (bias) and the RMSE of both unions. The
+//! finer one is seen at the coarser precision, where what its registers forgot is unknown.
+use lcbloom::lc::counter::Counter;
+
+fn splitmix(x: &mut u64) -> u64 {
+    *x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    let mut z = *x;
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+fn main() {
+    let rates: Vec<f64> = std::env::var("UNION_RATES")
+        .unwrap_or_else(|_| "0.007,0.005,0.0025,0.001".into())
+        .split(',')
+        .map(|r| r.trim().parse().expect("a rate"))
+        .collect();
+    let trials: u64 = std::env::var("UNION_TRIALS").map_or(40, |t| t.parse().expect("a number"));
+    let mut seed = 12_345u64;
+    println!("| rate | n | finer ∪ empty: bias | RMSE | 1% ∪ empty: bias | RMSE |");
+    println!("|---|---:|---:|---:|---:|---:|");
+    for &rate in &rates {
+        for n in [1_000u64, 3_000, 10_000, 20_000, 50_000, 200_000, 1_000_000] {
+            let (mut fine, mut coarse) = ((0.0, 0.0), (0.0, 0.0));
+            for _ in 0..trials {
+                let mut a = Counter::reserve(rate, 100, u64::MAX).unwrap();
+                let mut c = Counter::reserve(0.01, 100, u64::MAX).unwrap();
+                let empty = Counter::reserve(0.01, 100, u64::MAX).unwrap();
+                for _ in 0..n {
+                    let h = splitmix(&mut seed);
+                    a.add_hash(h).unwrap();
+                    c.add_hash(h).unwrap();
+                }
+                for (acc, x) in [(&mut fine, &a), (&mut coarse, &c)] {
+                    let e = Counter::union_count(&[x, &empty]).unwrap() as f64 / n as f64 - 1.0;
+                    acc.0 += e;
+                    acc.1 += e * e;
+                }
+            }
+            let t = trials as f64;
+            println!(
+                "| {rate} | {n} | {:+.2}% | {:.2}% | {:+.2}% | {:.2}% |",
+                100.0 * fine.0 / t,
+                100.0 * (fine.1 / t).sqrt(),
+                100.0 * coarse.0 / t,
+                100.0 * (coarse.1 / t).sqrt()
+            );
+        }
+    }
+}
