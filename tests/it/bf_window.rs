@@ -153,6 +153,96 @@ fn a_steady_stream_at_capacity_keeps_the_rate_for_three_windows() {
     assert!(card.abs_diff(capacity) < capacity / 4, "BF.CARD {card}");
 }
 
+fn ints(reply: Value) -> Vec<i64> {
+    match reply {
+        Value::Array(answers) => answers
+            .into_iter()
+            .map(|a| redis::from_redis_value(a).unwrap())
+            .collect(),
+        v => panic!("{v:?}"),
+    }
+}
+
+fn int(reply: Value) -> i64 {
+    redis::from_redis_value(reply).unwrap()
+}
+
+/// A command's arguments: `head`, then the items.
+fn with_items<'a>(head: &[&'a str], names: &'a [String]) -> Vec<&'a str> {
+    head.iter()
+        .copied()
+        .chain(names.iter().map(String::as_str))
+        .collect()
+}
+
+/// Re-adding the same items keeps their count: a non-scaling filter of capacity 100 takes its
+/// 100 items again every quarter window for three windows, never full, every re-add
+/// restarting the item's window, its fingerprints and its memory as after the first add.
+#[test]
+fn re_adds_use_no_more_capacity() {
+    // Fixed seed: the items that collide with an earlier one (answering 0 at their first
+    // add) are the same in every run.
+    let s = Server::builder().fixed_seed().start();
+    let mut c = s.conn();
+    ok(
+        &mut c,
+        &[
+            "BF.RESERVE",
+            "r",
+            "0.01",
+            "100",
+            "NONSCALING",
+            "WINDOW",
+            "2",
+        ],
+    );
+    let names = items("i", 100);
+    let args = with_items(&["BF.MADD", "r"], &names);
+    let madd = |c: &mut Connection| ints(ok(c, &args));
+    let stored = |c: &mut Connection| int(info_field(c, "r", "Stored"));
+    let usage = |c: &mut Connection| int(ok(c, &["MEMORY", "USAGE", "r"]));
+    let start = Instant::now();
+    let first = madd(&mut c);
+    let new = first.iter().filter(|&&a| a == 1).count() as i64;
+    assert!(new >= 95, "{first:?}");
+    assert_eq!(stored(&mut c), new);
+    let memory = usage(&mut c);
+    // Slots of half a second: each round falls in a later slot than the one before.
+    for round in 1..=12u32 {
+        sleep_until(start, Duration::from_millis(500) * round);
+        let again = madd(&mut c);
+        assert!(again.iter().all(|&a| a == 0), "round {round}: {again:?}");
+        assert_eq!(stored(&mut c), new, "round {round}");
+        assert!(usage(&mut c) <= memory + 64, "round {round}");
+    }
+    assert!(mexists(&mut c, "r", &names).iter().all(|&f| f));
+    let card = int(ok(&mut c, &["BF.CARD", "r"]));
+    assert!(card.abs_diff(new) <= 1, "BF.CARD {card}");
+}
+
+/// `BF.CARD` counts an item once when its older copy is in an earlier layer: 200 items into a
+/// scaling filter of capacity 100 (two layers), then re-added every quarter window.
+#[test]
+fn card_counts_items_refreshed_from_an_earlier_layer_once() {
+    let s = Server::builder().fixed_seed().start();
+    let mut c = s.conn();
+    ok(&mut c, &["BF.RESERVE", "s", "0.01", "100", "WINDOW", "2"]);
+    let names = items("a", 200);
+    let args = with_items(&["BF.MADD", "s"], &names);
+    let start = Instant::now();
+    let new = ints(ok(&mut c, &args)).iter().filter(|&&a| a == 1).count() as i64;
+    assert_eq!(bf_info(&mut c, "s", "FILTERS"), 2);
+    for round in 1..=4u32 {
+        sleep_until(start, Duration::from_millis(500) * round);
+        assert!(ints(ok(&mut c, &args)).iter().all(|&a| a == 0));
+        let card = int(ok(&mut c, &["BF.CARD", "s"]));
+        assert!(
+            card.abs_diff(new) <= 4,
+            "round {round}: BF.CARD {card} of {new}"
+        );
+    }
+}
+
 #[test]
 fn replicas_hold_identical_values_across_generation_changes() {
     let master = Server::start();

@@ -10,8 +10,13 @@
 //! which stays live while slot(now) ≤ slot(t) + SLOTS, that is until
 //! (slot(t) + SLOTS + 1)·slot_ms ∈ (t + window, t + window + slot_ms]: an item is found at every
 //! moment before t + window (no false negatives), and gone no later than t + 1.25·window.
-//! Adding an item again stores it in the newest generation, restarting its window: the add
-//! answers "probably present" (false) if it was found anywhere, "new" (true) if not.
+//! Adding an item again puts it in the newest generation, restarting its window: the add
+//! answers "probably present" (false) if it was found anywhere, "new" (true) if not. Found in
+//! an older generation of the newest layer, its fingerprint moves (`Layer::move_up`), so
+//! re-adds use no more of the capacity: any other item of that fingerprint is still found,
+//! for longer. Found in an earlier layer (the filter scaled), it is stored in the newest too
+//! and its old copy kept: places differ between layers, so the old copy may be another
+//! item's only one.
 //!
 //! Capacity and scaling. Items go to the newest layer (`layer.rs`). A layer of capacity n
 //! accepts items while its live generations hold fewer than its budget of 1.25·n: a stream of
@@ -182,18 +187,22 @@ impl WindowFilter {
                 break;
             }
         }
-        let newest = &self.layers[self.layers.len() - 1];
-        if newest.live_items(head) >= newest.params().budget {
+        // A copy in the layer that takes the add (the newest) moves: the layer holds no more
+        // than before, so its budget is not asked.
+        let newest = self.layers.len() - 1;
+        let moved = found.filter(|&(i, _)| i == newest).map(|(_, slot)| slot);
+        let layer = &self.layers[newest];
+        if moved.is_none() && layer.live_items(head) >= layer.params().budget {
             self.scale(head, limit)?;
         }
-        // Whether the older copy is in the layer that takes the add (the newest).
-        let newest = self.layers.len() - 1;
-        let same_layer = found.filter(|&(i, _)| i == newest).map(|(_, slot)| slot);
         self.advance(t);
         let layer = self.layers.last_mut().expect("a filter has a layer");
-        layer
-            .insert(layer.place(hash), same_layer)
-            .map_err(|_| ChainError::OutOfMemory)?;
+        let at = layer.place(hash);
+        match moved {
+            Some(from) => layer.move_up(at, from),
+            None => layer.insert(at, found.map(|(_, slot)| slot)),
+        }
+        .map_err(|_| ChainError::OutOfMemory)?;
         Ok(match found {
             Some(_) => Added::Refreshed,
             None => Added::New,
@@ -282,8 +291,9 @@ impl WindowFilter {
         total.round() as u64
     }
 
-    /// Fingerprints held in live generations at `now` (each add that stored one counts,
-    /// refreshes included).
+    /// Fingerprints held in live generations at `now`: in a filter of one layer at most one
+    /// per distinct item; an item re-added after the filter scaled holds one in each layer
+    /// it was stored in.
     pub fn stored(&self, now: u64) -> u64 {
         let head = self.at(now) / self.params.slot_ms();
         self.layers.iter().map(|l| l.live_items(head)).sum()

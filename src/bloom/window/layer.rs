@@ -20,9 +20,14 @@
 //! capacity at 1% and 18.1 at 0.1%, plus the allocator's rounding (about 9%) and 56 bytes
 //! per partition.
 //!
-//! Counts. Per slot, `items` counts the fingerprints stored and `refreshed[d − 1]` those
-//! whose item was, when added, also in the generation d slots older (the newest such): the
-//! cardinality estimate subtracts them while both copies are counted.
+//! Counts. Per slot, `items` counts the fingerprints its generations hold. An item re-added
+//! while in an older generation of this layer moves there from its old one (`move_up`), so
+//! it counts once. One re-added while in an earlier layer (the filter scaled) is stored here
+//! as well, its old copy kept, and `refreshed[d − 1]` of the newest slot counts it, d the old
+//! copy's age in slots: slots are the same time frames in every layer, so the cardinality
+//! estimate subtracts it with the weight of the slot its old copy counts in, while that slot
+//! is live. Values saved before moves existed also count same-layer re-adds this way (their
+//! two copies stay until the older slides out), and are read alike.
 
 use super::partition::{OutOfMemory, Partition, GENS, SLOTS};
 use crate::core::alloc::size_class;
@@ -232,8 +237,8 @@ impl Layer {
         }
     }
 
-    /// Stores an item absent from the newest generation (found `found` slots, if any, in an
-    /// older one of this layer); the layer is at its newest slot.
+    /// Stores an item absent from the newest generation; the layer is at its newest slot.
+    /// `found`: the slot of its copy in an earlier layer, if any (recorded as a refresh).
     pub fn insert(&mut self, at: Place, found: Option<u64>) -> Result<(), OutOfMemory> {
         let (head, u) = (self.head, self.params.universe);
         let part = &mut self.parts[at.part];
@@ -248,6 +253,21 @@ impl Layer {
             .filter(|a| (1..=SLOTS as u64).contains(a))
         {
             newest.refreshed[age as usize - 1] += 1;
+        }
+        Ok(())
+    }
+
+    /// Moves an item found in the generation of slot `from`, older than the newest, to the
+    /// newest: the layer's live fingerprints stay as many. Another item of the same
+    /// fingerprint in the partition is still found, for longer. Added before removed, so
+    /// that a refused allocation loses nothing.
+    pub fn move_up(&mut self, at: Place, from: u64) -> Result<(), OutOfMemory> {
+        self.insert(at, None)?;
+        let u = self.params.universe;
+        if let Some(delta) = self.parts[at.part].remove(u, from, at.fp) {
+            self.words_bytes = self.words_bytes.wrapping_add_signed(delta);
+            // The partition is at the layer's slot (`insert`): the same generation index.
+            self.counts[(from + GENS as u64 - 1 - self.head) as usize].items -= 1;
         }
         Ok(())
     }
@@ -325,5 +345,84 @@ mod tests {
         assert!(LayerParams::new(10, 1.0).is_none());
         assert!(LayerParams::new(10, f64::NAN).is_none());
         assert!(LayerParams::new(u64::MAX, 0.01).is_none());
+    }
+
+    fn hash(i: u64) -> ItemHash {
+        crate::core::hashing::hash_item(&i.to_le_bytes())
+    }
+
+    /// Every slot's items are its generations' sums, the words' bytes their allocations'.
+    fn check_totals(layer: &Layer) {
+        let u = layer.params.universe;
+        let mut items = [0u64; GENS];
+        let mut bytes = 0;
+        for part in &layer.parts {
+            let (counts, _) = part.view_at(layer.head, u);
+            items
+                .iter_mut()
+                .zip(counts)
+                .for_each(|(t, c)| *t += c as u64);
+            bytes += part.memory_bytes();
+        }
+        assert_eq!(layer.counts.map(|c| c.items), items);
+        assert_eq!(layer.words_bytes, bytes);
+    }
+
+    proptest::proptest! {
+        /// Adds over moving slots, an item found in an older generation moved up: each held
+        /// once, found in the newest slot, the counts and bytes the partitions'.
+        #[test]
+        fn moves_keep_counts_and_bytes(
+            ops in proptest::collection::vec((0u64..300, 0u64..4), 1..600),
+        ) {
+            let mut layer = Layer::new(LayerParams::new(100, 0.3).unwrap(), 0).unwrap();
+            let mut head = 0;
+            let mut live = std::collections::HashMap::new();
+            for (item, step) in ops {
+                if step == 0 {
+                    head += 1;
+                    live.retain(|_, s| *s + SLOTS as u64 >= head);
+                }
+                layer.advance(head);
+                let at = layer.place(&hash(item));
+                let oldest = head.saturating_sub(SLOTS as u64);
+                match layer.find(at, oldest) {
+                    Some(slot) if slot == head => {}
+                    Some(slot) => layer.move_up(at, slot).unwrap(),
+                    None => layer.insert(at, None).unwrap(),
+                }
+                live.insert(item, head);
+                proptest::prop_assert_eq!(layer.find(at, oldest), Some(head));
+                check_totals(&layer);
+                // Items sharing a fingerprint are held once: at most one per item.
+                proptest::prop_assert!(layer.live_items(head) <= live.len() as u64);
+                for &i in live.keys() {
+                    proptest::prop_assert!(layer.find(layer.place(&hash(i)), oldest).is_some());
+                }
+            }
+        }
+    }
+
+    /// A value saved before moves existed holds a re-added item twice, the newer copy with
+    /// its refresh: it counts once, and still once after it is moved up again.
+    #[test]
+    fn refreshes_saved_before_moves_still_count() {
+        let slot_ms = 1000;
+        let mut layer = Layer::new(LayerParams::new(100, 0.01).unwrap(), 0).unwrap();
+        let at = layer.place(&hash(1));
+        layer.insert(at, None).unwrap();
+        layer.advance(1);
+        // What re-adding did then: a second copy and its refresh.
+        layer.insert(at, Some(0)).unwrap();
+        assert_eq!(layer.live_items(1), 2);
+        assert_eq!(layer.cardinality(1500, slot_ms), 1.0);
+        layer.advance(2);
+        assert_eq!(layer.find(at, 0), Some(1));
+        layer.move_up(at, 1).unwrap();
+        check_totals(&layer);
+        assert_eq!(layer.live_items(2), 2);
+        for now in [2000, 4500, 5000, 5999] {
+            assert_eq!(layer.cardinality(now, slot_ms), 1.0, "{now}");
+        }
     }
 }

@@ -162,14 +162,19 @@ impl Partition {
         self.head = head;
         if dropped > 0 {
             self.words.drain(..dropped);
-            let fit = (bytes_of(self.words.len()) / 8) as usize;
-            if self.words.is_empty() {
-                self.words = Vec::new();
-            } else if fit < self.words.capacity() {
-                self.words.shrink_to(fit);
-            }
+            self.fit();
         }
         self.memory_bytes() as i64 - before as i64
+    }
+
+    /// Gives back the words' allocation beyond the size class of their length.
+    fn fit(&mut self) {
+        let fit = (bytes_of(self.words.len()) / 8) as usize;
+        if self.words.is_empty() {
+            self.words = Vec::new();
+        } else if fit < self.words.capacity() {
+            self.words.shrink_to(fit);
+        }
     }
 
     /// Adds `fp` to the newest generation (the caller has moved the partition to its slot and
@@ -208,6 +213,42 @@ impl Partition {
         }
         self.counts[GENS - 1] = count + 1;
         Ok(self.memory_bytes() as i64 - before as i64)
+    }
+
+    /// Removes `fp` from the generation of `slot`, older than the newest (the caller has
+    /// moved the partition to its slot and added `fp` to the newest generation: the item
+    /// moves forward). Returns the change in allocated bytes, or None if that generation does
+    /// not hold `fp` or the memory to rewrite its set could not be had (then the copy stays,
+    /// which loses nothing: it only lives longer than needed).
+    pub fn remove(&mut self, universe: u64, slot: u64, fp: u64) -> Option<i64> {
+        let newest = GENS as u64 - 1;
+        let i = (slot + newest)
+            .checked_sub(self.head)
+            .filter(|&i| i < newest)? as usize;
+        let count = self.counts[i];
+        let start: usize = self.counts[..i]
+            .iter()
+            .map(|&c| stream_words(c, universe))
+            .sum();
+        let old = ef::Shape::new(count as u64, universe);
+        let end = start + old.bits().div_ceil(64) as usize;
+        if count == 0 || !ef::find(&self.words[start..end], 0, old, fp).found {
+            return None;
+        }
+        let mut values = Vec::new();
+        values.try_reserve_exact(count as usize - 1).ok()?;
+        values.extend(ef::iter(&self.words[start..end], 0, old).filter(|&v| v != fp));
+        let before = self.memory_bytes();
+        // A set of one value fewer never takes more bits, so it is rewritten in place and
+        // the words after it move down.
+        let new = ef::Shape::new(count as u64 - 1, universe);
+        let len = start + new.bits().div_ceil(64) as usize;
+        self.words[start..len].fill(0);
+        ef::write(&mut self.words[start..len], 0, new, values);
+        self.words.drain(len..end);
+        self.counts[i] = count - 1;
+        self.fit();
+        Some(self.memory_bytes() as i64 - before as i64)
     }
 
     /// Visits its block (`core::defrag`).
@@ -297,8 +338,9 @@ mod tests {
     use std::collections::BTreeMap;
 
     proptest! {
-        /// Adds over moving slots match a model (fingerprint → newest slot), and the streams
-        /// stay valid and exactly sized.
+        /// Adds over moving slots match a model (fingerprint → its slot): a fingerprint found
+        /// in an older generation moves to the newest, so each is held once; the streams stay
+        /// valid and exactly sized.
         #[test]
         fn matches_a_model(
             ops in proptest::collection::vec((0u64..3, 0u64..500), 1..400),
@@ -320,13 +362,25 @@ mod tests {
                 prop_assert_eq!(part.find(universe, fp, oldest), want);
                 if want != Some(slot) {
                     bytes += part.insert(universe, fp).unwrap();
+                    if let Some(from) = want {
+                        bytes += part.remove(universe, from, fp).unwrap();
+                    }
                     model.insert(fp, slot);
                 }
                 prop_assert_eq!(bytes as u64, part.memory_bytes());
                 let (counts, words) = part.view_at(slot, universe);
                 prop_assert!(validate(&counts, words, universe).is_ok());
                 let total: u32 = counts.iter().sum();
-                prop_assert!(total as usize >= model.len());
+                prop_assert_eq!(total as usize, model.len());
+                // Removing from the newest generation, or what a generation does not hold,
+                // changes nothing.
+                prop_assert_eq!(part.remove(universe, slot, fp), None);
+                let other = (fp + 1) % universe;
+                if !model.contains_key(&other) {
+                    for s in oldest..slot {
+                        prop_assert_eq!(part.remove(universe, s, other), None);
+                    }
+                }
             }
         }
 

@@ -8,9 +8,10 @@
 //!   positive).
 //! * `BF.CARD` and `BF.INFO`'s `Number of items inserted`: the estimated distinct items
 //!   added within the window. `Capacity`: items per window the live layers are sized for;
-//!   `Number of filters`: layers. After RedisBloom's five fields: `Window` (seconds),
-//!   `Stored` (fingerprints held, an item added in several slots counting in each) and
-//!   `Time` (the filter's clock: the latest write's time, ms since the epoch).
+//!   `Number of filters`: layers. After RedisBloom's five fields: `Window`
+//!   (seconds), `Stored` (fingerprints held: one per item re-added within a layer, one in
+//!   each layer for an item re-added after the filter scaled) and `Time` (the filter's
+//!   clock: the latest write's time, ms since the epoch).
 //!   `BF.INFO key LAYOUT` answers `window`.
 //! * `BF.SCANDUMP`/`BF.LOADCHUNK`: the header at iterator 0, then data chunks named by
 //!   1 + their end offset; chunks load in order only, and a filter still loading refuses

@@ -65,11 +65,69 @@ proptest! {
                     prop_assert!(!found, "item {} added at {} still there at {}", i, a, t);
                 }
             }
+            // One layer, re-adds moved: a fingerprint per item in a live generation, and the
+            // cardinality those items, the oldest live slot's weighed by its share of the
+            // window.
+            prop_assert_eq!(f.layers().len(), 1);
+            let live_items: Vec<u64> = last.keys().copied().filter(|&i| live(&last, i, t)).collect();
+            prop_assert_eq!(f.stored(now), live_items.len() as u64);
+            let slot = W / SLOTS as u64;
+            let inside = ((t / slot + 1) * slot - t) as f64 / slot as f64;
+            let card: f64 = live_items
+                .iter()
+                .map(|i| if last[i] / slot + SLOTS as u64 == t / slot { inside } else { 1.0 })
+                .sum();
+            prop_assert!(f.cardinality(now).abs_diff(card.round() as u64) <= 1);
         }
         let back = round_trip(&f);
         for &i in last.keys() {
             prop_assert_eq!(back.contains(&h(i), now), f.contains(&h(i), now));
         }
+    }
+}
+
+proptest! {
+    /// Adds of few items to small filters (many sharing a fingerprint, scaling or not, the
+    /// budget often reached): never a false negative, a non-scaling filter refuses only an
+    /// item it does not hold, and one layer holds at most a fingerprint per live item.
+    #[test]
+    fn moves_lose_nothing(
+        ops in proptest::collection::vec((0u64..40, 0i64..8_000, any::<bool>()), 1..300),
+        capacity in 1u64..30,
+        expansion in 0u32..3,
+        rate in prop_oneof![Just(0.3), Just(0.05)],
+    ) {
+        let mut f = WindowFilter::new(params(capacity, rate, expansion), NO_LIMIT).unwrap();
+        let mut last: HashMap<u64, u64> = HashMap::new();
+        let mut now = 1_000_000u64;
+        for (item, step, is_add) in ops {
+            now += step as u64;
+            if is_add {
+                match f.add(&h(item), now, NO_LIMIT) {
+                    Ok(_) => {
+                        last.insert(item, now);
+                    }
+                    // A scaling filter refuses an item of an earlier layer only when it
+                    // cannot scale.
+                    Err(ChainError::CannotScale) => prop_assert!(expansion > 0),
+                    Err(e) => {
+                        prop_assert_eq!(e, ChainError::Full);
+                        prop_assert!(!live(&last, item, now), "re-add of {} refused", item);
+                    }
+                }
+            }
+            for (&i, &a) in &last {
+                if now < a + W {
+                    prop_assert!(f.contains(&h(i), now), "item {} added at {} missing at {}", i, a, now);
+                }
+            }
+            if f.layers().len() == 1 {
+                let live_items = last.keys().filter(|&&i| live(&last, i, now)).count();
+                prop_assert!(f.stored(now) <= live_items as u64);
+            }
+        }
+        let back = round_trip(&f);
+        prop_assert_eq!(encode(&back), encode(&f));
     }
 }
 
@@ -92,6 +150,70 @@ fn re_adding_restarts_the_window() {
     assert!(!f.contains(&h(1), 30_000 + W + W / 4));
     // A read never moves the filter's time.
     assert_eq!(f.time(), 30_000);
+}
+
+/// Re-adding the same items every quarter window uses no more of the filter: a non-scaling
+/// one never refuses them, a scaling one never scales, and the memory stays as after the
+/// first add.
+#[test]
+fn re_adds_use_no_more_capacity() {
+    for (n, expansion) in [(100u64, 0), (10_000, 2)] {
+        let mut f = WindowFilter::new(params(n, 0.01, expansion), NO_LIMIT).unwrap();
+        let new = (0..n)
+            .filter(|&i| f.add(&h(i), 0, NO_LIMIT).unwrap().is_new())
+            .count() as u64;
+        let memory = f.memory_bytes();
+        for q in 1..=12 {
+            let t = q * W / SLOTS as u64;
+            for i in 0..n {
+                // Present: an item sharing a fingerprint with one moved just before.
+                let added = f.add(&h(i), t, NO_LIMIT);
+                assert!(
+                    matches!(added, Ok(Added::Refreshed | Added::Present)),
+                    "{n} {q} {i}: {added:?}"
+                );
+            }
+            assert_eq!(f.layers().len(), 1);
+            assert_eq!(f.stored(t), new);
+            assert_eq!(f.cardinality(t), new);
+            assert!(f.memory_bytes() <= memory + memory / 20, "{n} {q}");
+        }
+    }
+}
+
+/// An item re-added after the filter scaled is stored in the newest layer too, its old copy
+/// kept; the refresh is recorded by the old copy's age, and slots are the same times in
+/// every layer, so the cardinality counts the item once while both copies live, the oldest
+/// slot partly outside the window included.
+#[test]
+fn items_refreshed_from_an_earlier_layer_count_once() {
+    let n = 1000;
+    let mut f = WindowFilter::new(params(n, 0.001, 2), NO_LIMIT).unwrap();
+    let new = (0..2 * n)
+        .filter(|&i| f.add(&h(i), 0, NO_LIMIT).unwrap().is_new())
+        .count() as u64;
+    assert_eq!(f.layers().len(), 2);
+    let first = f.layers()[0].live_items(0);
+    let quarter = W / SLOTS as u64;
+    for q in 1..=4 {
+        for i in 0..2 * n {
+            assert!(!f.add(&h(i), q * quarter, NO_LIMIT).unwrap().is_new());
+        }
+        assert_eq!(f.layers().len(), 2);
+        assert!(f.stored(q * quarter).abs_diff(new + first) <= 2);
+        for t in [
+            q * quarter,
+            q * quarter + quarter / 2,
+            q * quarter + quarter - 1,
+        ] {
+            let card = f.cardinality(t);
+            assert!(card.abs_diff(new) <= 2, "{t}: {card} of {new}");
+        }
+    }
+    // The first layer's copies slide out: the item counts in the newest alone.
+    let later = 5 * quarter;
+    assert!(f.stored(later).abs_diff(new) <= 2);
+    assert!(f.cardinality(later).abs_diff(new) <= 2);
 }
 
 #[test]
