@@ -243,6 +243,31 @@ fn card_counts_items_refreshed_from_an_earlier_layer_once() {
     }
 }
 
+/// `Number of filters` counts the layers holding live items (and the newest), as `Capacity`
+/// sums them: layers whose items all slid out count for nothing, before and after a reload.
+#[test]
+fn number_of_filters_counts_live_layers() {
+    let s = Server::start();
+    let mut c = s.conn();
+    let names = items("x", 20_000);
+    let args = with_items(
+        &["BF.INSERT", "d", "CAPACITY", "5000", "WINDOW", "1", "ITEMS"],
+        &names,
+    );
+    let start = Instant::now();
+    ok(&mut c, &args);
+    assert_eq!(bf_info(&mut c, "d", "FILTERS"), 3);
+    assert_eq!(bf_info(&mut c, "d", "CAPACITY"), 35_000);
+    // Slots of a quarter second: 1.5 s on, the items' slot is five slots old.
+    sleep_until(start, Duration::from_millis(1500));
+    ok(&mut c, &["BF.ADD", "d", "n0"]);
+    assert_eq!(bf_info(&mut c, "d", "CAPACITY"), 20_000);
+    assert_eq!(bf_info(&mut c, "d", "FILTERS"), 1);
+    ok(&mut c, &["DEBUG", "RELOAD"]);
+    assert_eq!(bf_info(&mut c, "d", "CAPACITY"), 20_000);
+    assert_eq!(bf_info(&mut c, "d", "FILTERS"), 1);
+}
+
 #[test]
 fn replicas_hold_identical_values_across_generation_changes() {
     let master = Server::start();

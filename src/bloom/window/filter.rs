@@ -305,6 +305,13 @@ impl WindowFilter {
         self.live_layers(head).map(|l| l.params().capacity).sum()
     }
 
+    /// Layers holding live items at `now`, and the newest in any case: those `capacity`
+    /// sums.
+    pub fn live_layer_count(&self, now: u64) -> u64 {
+        let head = self.at(now) / self.params.slot_ms();
+        self.live_layers(head).count() as u64
+    }
+
     /// The layers holding live items at slot `head`, and the newest in any case.
     fn live_layers(&self, head: u64) -> impl Iterator<Item = &Layer> {
         let last = self.layers.len() - 1;

@@ -8,7 +8,7 @@
 //!   positive).
 //! * `BF.CARD` and `BF.INFO`'s `Number of items inserted`: the estimated distinct items
 //!   added within the window. `Capacity`: items per window the live layers are sized for;
-//!   `Number of filters`: layers. After RedisBloom's five fields: `Window`
+//!   `Number of filters`: the live layers. After RedisBloom's five fields: `Window`
 //!   (seconds), `Stored` (fingerprints held: one per item re-added within a layer, one in
 //!   each layer for an item re-added after the filter scaled) and `Time` (the filter's
 //!   clock: the latest write's time, ms since the epoch).
@@ -78,7 +78,7 @@ impl BloomFilter for Windowed {
         Info {
             capacity: f.capacity(now),
             size: self.memory_bytes(),
-            filters: f.layers().len() as u64,
+            filters: f.live_layer_count(now),
             items: f.cardinality(now),
             expansion: (p.expansion > 0).then_some(p.expansion),
             layout: LAYOUT,

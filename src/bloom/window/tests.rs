@@ -321,7 +321,15 @@ fn scaling_adds_layers_keeps_the_rate_and_drops_them_later() {
         .count();
     assert!(fp <= 1000, "{fp}");
     assert!(f.cardinality(0).abs_diff(10 * n) < n / 2);
-    // Long after, writes sweep the dead layers' partitions and drop them.
+    let layers = f.layers().len() as u64;
+    assert_eq!(f.live_layer_count(0), layers);
+    assert_eq!(f.capacity(0), (0..layers).map(|i| n << i).sum::<u64>());
+    // Long after, the dead layers count for nothing at once, before the sweep drops them.
+    f.add(&h(0), 10 * W, NO_LIMIT).unwrap();
+    assert!(f.layers().len() > 1);
+    assert_eq!(f.live_layer_count(10 * W), 1);
+    assert_eq!(f.capacity(10 * W), n << (layers - 1));
+    // Writes sweep the dead layers' partitions and drop them.
     for i in 0..2000 {
         f.add(&h(i), 10 * W, NO_LIMIT).unwrap();
     }
