@@ -450,6 +450,22 @@ fn bad_windows_are_refused_and_create_nothing() {
             ],
             "ERR WINDOW and LAYOUT",
         ),
+        // Capacities that size, but past max-memory-per-key (1 GiB).
+        (
+            &["BF.RESERVE", "k", "0.01", "100000000000000", "WINDOW", "10"],
+            "ERR filter would use",
+        ),
+        (
+            &[
+                "BF.RESERVE",
+                "k",
+                "0.01",
+                "1125899906842624",
+                "WINDOW",
+                "10",
+            ],
+            "ERR filter would use",
+        ),
         (
             &["BF.INSERT", "k", "WINDOW", "0", "ITEMS", "a"],
             "ERR bad WINDOW",

@@ -108,14 +108,12 @@ impl WindowFilter {
         if !(MIN_ERROR_RATE..1.0).contains(&params.head_rate()) {
             return Err(ChainError::ErrorRate);
         }
-        let lp =
-            LayerParams::new(params.capacity, params.head_rate()).ok_or(ChainError::Overflow)?;
         let mut filter = Self {
             params,
             time: 0,
             layers: Vec::new(),
         };
-        filter.check_limit(&lp, limit)?;
+        let lp = filter.layer_params(params.capacity, params.head_rate(), limit)?;
         let layer = Layer::new(lp, 0).ok_or(ChainError::OutOfMemory)?;
         filter.layers.push(layer);
         Ok(filter)
@@ -244,8 +242,7 @@ impl WindowFilter {
             .capacity
             .checked_mul(self.params.expansion as u64)
             .ok_or(ChainError::Overflow)?;
-        let lp = LayerParams::new(capacity, rate).ok_or(ChainError::Overflow)?;
-        self.check_limit(&lp, limit)?;
+        let lp = self.layer_params(capacity, rate, limit)?;
         self.layers
             .try_reserve(1)
             .map_err(|_| ChainError::OutOfMemory)?;
@@ -254,19 +251,31 @@ impl WindowFilter {
         Ok(())
     }
 
-    /// Refuses a new layer `lp` if the filter with it, full, would exceed `limit` bytes.
-    fn check_limit(&self, lp: &LayerParams, limit: u64) -> Result<(), ChainError> {
+    /// The parameters of a new layer of `capacity` at `rate`, refused if the filter with it,
+    /// full, would exceed `limit` bytes (`TooLarge`), or if no layer can have them
+    /// (`Overflow`). The limit is asked first, as for filters without a window: only under a
+    /// limit raised past any layer's size is a capacity too large to overflow.
+    fn layer_params(
+        &self,
+        capacity: u64,
+        rate: f64,
+        limit: u64,
+    ) -> Result<LayerParams, ChainError> {
+        let lp = LayerParams::sized(capacity, rate).ok_or(ChainError::Overflow)?;
         let needed = self
             .layers
             .iter()
             .map(|l| l.params().planned_bytes())
             .sum::<u64>()
-            + lp.planned_bytes()
-            + self.fixed_bytes(self.layers.len() + 1);
+            .saturating_add(lp.planned_bytes())
+            .saturating_add(self.fixed_bytes(self.layers.len() + 1));
         if needed > limit {
             return Err(ChainError::TooLarge { needed, limit });
         }
-        Ok(())
+        if !lp.buildable() {
+            return Err(ChainError::Overflow);
+        }
+        Ok(lp)
     }
 
     /// Its list of `layers` layers (the box holding the filter is its holder's to count).

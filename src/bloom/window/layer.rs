@@ -64,8 +64,15 @@ pub struct LayerParams {
 }
 
 impl LayerParams {
-    /// None if the parameters cannot be sized (capacity 0, rate outside (0, 1), overflow).
+    /// None if the parameters cannot be sized or a layer cannot have them (`sized`,
+    /// `buildable`).
     pub fn new(capacity: u64, error_rate: f64) -> Option<Self> {
+        Self::sized(capacity, error_rate).filter(Self::buildable)
+    }
+
+    /// The sizing of `capacity` at `error_rate`, whether or not a layer can have it: None if
+    /// it cannot be sized (capacity 0, rate outside (0, 1), overflow).
+    pub fn sized(capacity: u64, error_rate: f64) -> Option<Self> {
         if capacity == 0 || !(error_rate > 0.0 && error_rate < 1.0) {
             return None;
         }
@@ -73,7 +80,7 @@ impl LayerParams {
         let partitions = budget.div_ceil(PART_ITEMS);
         let universe = (budget as f64 / (RATE_ROOM * partitions as f64 * error_rate)).ceil();
         // Fingerprints and EF arithmetic stay well inside u64.
-        if !(1.0..=(1u64 << 62) as f64).contains(&universe) || partitions > u32::MAX as u64 {
+        if !(1.0..=(1u64 << 62) as f64).contains(&universe) {
             return None;
         }
         Some(Self {
@@ -85,14 +92,21 @@ impl LayerParams {
         })
     }
 
+    /// Whether a layer can have these parameters: at most u32::MAX partitions.
+    pub fn buildable(&self) -> bool {
+        self.partitions <= u32::MAX as u64
+    }
+
     /// Bytes a layer of these parameters takes at its budget, items spread evenly: for
-    /// limits, before anything is allocated.
+    /// limits, before anything is allocated. Saturating: a sizing no layer can have may pass
+    /// u64, and then no limit admits it.
     pub fn planned_bytes(&self) -> u64 {
         let per_gen = self.budget / (self.partitions * GENS as u64) + 1;
         let words = GENS as u64
             * super::partition::stream_words(per_gen.min(u32::MAX as u64) as u32, self.universe)
                 as u64;
-        self.parts_bytes() + self.partitions * size_class(words * 8)
+        self.parts_bytes()
+            .saturating_add(self.partitions.saturating_mul(size_class(words * 8)))
     }
 
     fn parts_bytes(&self) -> u64 {
@@ -345,6 +359,10 @@ mod tests {
         assert!(LayerParams::new(10, 1.0).is_none());
         assert!(LayerParams::new(10, f64::NAN).is_none());
         assert!(LayerParams::new(u64::MAX, 0.01).is_none());
+        // Sized, but more partitions than a layer may have.
+        let huge = LayerParams::sized(1 << 50, 0.01).unwrap();
+        assert!(!huge.buildable() && LayerParams::new(1 << 50, 0.01).is_none());
+        assert!(huge.planned_bytes() > 1 << 50);
     }
 
     fn hash(i: u64) -> ItemHash {

@@ -216,6 +216,27 @@ fn items_refreshed_from_an_earlier_layer_count_once() {
     assert!(f.cardinality(later).abs_diff(new) <= 2);
 }
 
+/// A capacity whose filter can be sized but passes the limit is refused as too large for it;
+/// one no layer can have (more than 2^32 partitions), under a limit that would admit its
+/// size, as overflowing.
+#[test]
+fn too_large_for_the_limit_before_overflowing() {
+    const GIB: u64 = 1 << 30;
+    for capacity in [100_000_000_000_000u64, 1 << 50] {
+        for expansion in [0, 2] {
+            let refused = WindowFilter::new(params(capacity, 0.01, expansion), GIB);
+            assert!(
+                matches!(refused, Err(ChainError::TooLarge { needed, limit: GIB }) if needed > capacity),
+                "{capacity}: {refused:?}"
+            );
+            let refused = WindowFilter::new(params(capacity, 0.01, expansion), NO_LIMIT);
+            assert_eq!(refused, Err(ChainError::Overflow));
+        }
+    }
+    let refused = WindowFilter::new(params(10_000_000, 0.01, 0), 1 << 20);
+    assert!(matches!(refused, Err(ChainError::TooLarge { .. })));
+}
+
 #[test]
 fn a_clock_going_backwards_loses_nothing() {
     let mut f = WindowFilter::new(params(100, 0.001, 0), NO_LIMIT).unwrap();
