@@ -68,25 +68,44 @@ pub fn lc_value(data: &[u8]) {
             // An older version loads as the state its items give now.
             assert_eq!(lc::decode(&bytes, u64::MAX).as_ref(), Ok(&counter));
         }
-        let _ = (
-            counter.count(),
-            counter.standard_error(),
-            counter.bits_set(),
-            counter.mode(),
-            counter.memory_bytes(),
-        );
+        let _ = (counter.mode(), counter.memory_bytes());
+        check_reports(&counter);
         let copy = counter.clone();
         let _ = Counter::union_count(&[&copy, &counter]);
         // Nine copies of a long token list take the many-key path (straight to registers).
         let _ = Counter::union_count(&[&counter; 9]);
         let mut union = copy.clone();
-        let _ = union.absorb(&counter);
+        if union.absorb(&counter).is_ok() {
+            let bytes = lc::encode(&union);
+            assert_eq!(
+                lc::decode(&bytes, u64::MAX).as_ref(),
+                Ok(&union),
+                "a union loads"
+            );
+        }
         for i in 0..4u32 {
             let _ = counter.add(&i.to_le_bytes());
         }
+        check_reports(&counter);
         let again = lc::encode(&counter);
         assert_eq!(lc::decode(&again, u64::MAX).as_ref(), Ok(&counter));
     }
+}
+
+/// What a counter reports must be possible: a standard error finite and not negative, and a
+/// count at least the bits or indicators it knows set (less the rounding a sketch's running
+/// estimate is allowed, lc/running.rs "Bounds").
+fn check_reports(counter: &Counter) {
+    let (count, set, error) = (
+        counter.count(),
+        counter.bits_set(),
+        counter.standard_error(),
+    );
+    assert!(error.is_finite() && error >= 0.0, "standard error {error}");
+    assert!(
+        count as f64 >= set as f64 * (1.0 - 1e-6) - 0.5,
+        "count {count} with {set} set"
+    );
 }
 
 /// An AOF rewrite's chunked form of a counter, in the format of `bf_loadchunk`: a header

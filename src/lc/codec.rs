@@ -46,7 +46,9 @@
 //!   5 registers: the 2^p registers of 27 bits (levels.rs, "Registers"), packed: register i
 //!               at stream bits 27·i .. 27·i + 26, low bit first (27·2^p/8 bytes)
 //!   both, last: the running estimate and its variance, IEEE-754 binary64 little-endian,
-//!               finite and ≥ 0
+//!               within what the indicators allow (running.rs, "Bounds": the estimate at
+//!               least the indicators known set, at most U + D/μ; the variance from 0 to
+//!               estimate/μ)
 //! ```
 //!
 //! `μ` (the unset weight) follows from the indicators and is recomputed on load. A register's
@@ -413,6 +415,7 @@ pub(super) fn varint_len(v: u64) -> usize {
 mod tests {
     use super::*;
     use crate::lc::counter::Mode;
+    use crate::lc::levels::WINDOW;
     use proptest::prelude::*;
 
     const NO_LIMIT: u64 = u64::MAX;
@@ -755,6 +758,108 @@ mod tests {
         assert!(decode(&v, NO_LIMIT).is_err());
     }
 
+    /// A registers counter (capacity 1, 0.3, p = 4) whose running estimate, 1,080.75, is
+    /// the one stored at bytes 68–75; 185 of its indicators are known set.
+    const REGISTERS_1080: &str = "03010501333333333333d33f060480ffaf709cbf0548fe3b009faf01ccf00f\
+        8cef6fe0d89f83b7ff1700c4fbc0a1fd0650f83f00310fe2cc7e8b50d877a8fe01e2ff0f102953683d03e390\
+        405565ad73aa1eb840";
+
+    fn unhex(s: &str) -> Vec<u8> {
+        (0..s.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+            .collect()
+    }
+
+    /// `bytes` with the running estimate replaced.
+    fn with_estimate(bytes: &[u8], estimate: f64) -> Vec<u8> {
+        let mut v = bytes.to_vec();
+        v[68..76].copy_from_slice(&estimate.to_le_bytes());
+        v
+    }
+
+    #[test]
+    fn running_estimates_no_history_gives_are_refused() {
+        let good = unhex(REGISTERS_1080);
+        let c = decode(&good, NO_LIMIT).unwrap();
+        assert_eq!(
+            (c.mode(), c.bits_set(), c.count()),
+            (Mode::Registers, 185, 1_081)
+        );
+        // One bit flipped in the estimate's exponent: 1.45·10^157 (which counted −1), and
+        // 6·10^−306 (which counted 0 for 185 indicators set).
+        let estimate = 1_080.753_163_938_594_5f64;
+        assert_eq!(with_estimate(&good, estimate), good);
+        for bit in [61, 62] {
+            let flipped = f64::from_bits(estimate.to_bits() ^ 1 << bit);
+            assert_eq!(
+                decode(&with_estimate(&good, flipped), NO_LIMIT),
+                Err(DecodeError("sketch estimate out of range")),
+                "{flipped}"
+            );
+        }
+        // Below the indicators known set; as many (with a variance that allows it, at most
+        // estimate/μ); negative, infinite, not a number.
+        assert!(decode(&with_estimate(&good, 184.0), NO_LIMIT).is_err());
+        let mut v = with_estimate(&good, 185.0);
+        v[76..84].copy_from_slice(&0f64.to_le_bytes());
+        assert!(decode(&v, NO_LIMIT).is_ok());
+        for bad in [-1.0, f64::INFINITY, f64::NAN] {
+            assert!(decode(&with_estimate(&good, bad), NO_LIMIT).is_err());
+        }
+        // A variance beyond estimate/μ, or negative.
+        for variance in [1e12, -1.0, f64::NAN] {
+            let mut v = good.clone();
+            v[76..84].copy_from_slice(&f64::to_le_bytes(variance));
+            assert_eq!(
+                decode(&v, NO_LIMIT),
+                Err(DecodeError("sketch variance out of range"))
+            );
+        }
+        // A token list: its estimate at least its tokens.
+        let tokens = grown(0.01, 50_000, 400);
+        let bytes = encode(&tokens);
+        let end = bytes.len() - 16;
+        let mut v = bytes.clone();
+        v[end..end + 8].copy_from_slice(&(tokens.bits_set() as f64 - 1.0).to_le_bytes());
+        assert_eq!(
+            decode(&v, NO_LIMIT),
+            Err(DecodeError("sketch estimate out of range"))
+        );
+    }
+
+    /// Registers every level of which is set or forgotten (`μ` = 0): the estimate may then
+    /// be anything up to `2^64` per indicator, past what a reply holds. Adds and unions of
+    /// such a counter give counters that load again.
+    #[test]
+    fn full_registers_load_and_stay_loadable() {
+        let good = unhex(REGISTERS_1080);
+        let mut full = good[..14].to_vec();
+        // Register: highest level 236 (max_level(4)), every window bit set.
+        let register = (236u64 << WINDOW) | ((1 << WINDOW) - 1);
+        let mut words = vec![0u64; 8];
+        for i in 0..16u64 {
+            let bit = 27 * i;
+            words[(bit / 64) as usize] |= register << (bit % 64);
+            if bit % 64 + 27 > 64 {
+                words[(bit / 64) as usize + 1] |= register >> (64 - bit % 64);
+            }
+        }
+        words_to_bytes(&words, 0, 54, &mut full);
+        full.extend_from_slice(&1e22f64.to_le_bytes());
+        full.extend_from_slice(&1e40f64.to_le_bytes());
+        let mut c = decode(&full, NO_LIMIT).unwrap();
+        assert_eq!(c.count(), u64::MAX);
+        // Beyond U + D·2^64 (D = 16 · 236 levels).
+        assert!(decode(&with_estimate(&full, 1e23), NO_LIMIT).is_err());
+        let mut union = decode(&good, NO_LIMIT).unwrap();
+        assert!(union.absorb(&c).unwrap());
+        assert_eq!(decode(&encode(&union), NO_LIMIT).as_ref(), Ok(&union));
+        assert_eq!(union.count(), u64::MAX);
+        assert!(!c.add(b"x").unwrap());
+        assert_eq!(decode(&encode(&c), NO_LIMIT).as_ref(), Ok(&c));
+    }
+
     fn arbitrary_counter() -> impl Strategy<Value = Counter> {
         (
             1u64..2_000,
@@ -783,6 +888,38 @@ mod tests {
     }
 
     proptest! {
+        /// Sketches made by adds, unions across precisions and more adds load with their
+        /// running state: the bounds a load checks hold for every history.
+        #[test]
+        fn every_history_loads(
+            rates in proptest::collection::vec(prop_oneof![Just(0.3), Just(0.05), Just(0.02)], 2..4),
+            sizes in proptest::collection::vec(0u64..6_000, 4),
+            seed in any::<u64>(),
+        ) {
+            let mut x = seed;
+            let mut hash = || {
+                crate::core::test_rng::step(&mut x);
+                x
+            };
+            let mut counters: Vec<Counter> = rates.iter().zip(&sizes).map(|(&rate, &n)| {
+                let mut c = Counter::reserve(rate, 1_000, NO_LIMIT).unwrap();
+                (0..n).for_each(|_| { c.add_hash(hash()).unwrap(); });
+                c
+            }).collect();
+            let first = counters.remove(0);
+            let mut union = first;
+            for c in &counters {
+                union.absorb(c).unwrap();
+                for c in [&union, c] {
+                    prop_assert_eq!(decode(&encode(c), NO_LIMIT), Ok(c.clone()));
+                }
+            }
+            for _ in 0..sizes[3] {
+                union.add_hash(hash()).unwrap();
+            }
+            prop_assert_eq!(decode(&encode(&union), NO_LIMIT), Ok(union));
+        }
+
         #[test]
         fn round_trip(c in arbitrary_counter()) {
             let bytes = encode(&c);

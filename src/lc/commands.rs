@@ -22,7 +22,7 @@ use crate::core::chunks::chunk_start;
 use crate::server::args::{parse_in_range, parse_rate};
 use crate::server::errors::{CHUNK_LENGTH, ITEM_EXISTS, NOT_FOUND};
 use crate::server::limits::{check_item_count, memory_limit, rebuilding, MAX_CAPACITY};
-use crate::server::reply::{flag, ordered_map};
+use crate::server::reply::{count as count_reply, flag, ordered_map};
 use crate::server::value::{
     modify, read_word, read_words_closing, store_word, write_word, write_word_or_store, Key, Lent,
 };
@@ -198,7 +198,7 @@ pub fn count(ctx: &Context, args: &[RedisString]) -> RedisResult {
         // One key, the common case: no buffers.
         let key = Key::read(ctx, name);
         let n = read_word::<StoredCounter>(&key)?.map_or(0, |c| c.view().count());
-        return Ok(RedisValue::Integer(n as i64));
+        return Ok(count_reply(n));
     }
     check_item_count(ctx, args.len() - 1)?;
     let names = distinct(&args[1..]);
@@ -208,7 +208,7 @@ pub fn count(ctx: &Context, args: &[RedisString]) -> RedisResult {
     let (named, counters) = borrow(&views);
     check_union_bytes(ctx, "LC.COUNT", counters.iter().copied())?;
     let n = Counter::union_count(&counters).map_err(|e| union_refused(e, &named))?;
-    Ok(RedisValue::Integer(n as i64))
+    Ok(count_reply(n))
 }
 
 /// Refuses a union that would read more than `lc-max-union-bytes` of `counters`; no limit
@@ -328,7 +328,7 @@ pub fn info(ctx: &Context, args: &[RedisString]) -> RedisResult {
                 "Mode",
                 RedisValue::SimpleStringStatic(counter.mode().name()),
             ),
-            ("Count", RedisValue::Integer(counter.count() as i64)),
+            ("Count", count_reply(counter.count())),
             (
                 "Standard error",
                 RedisValue::Float(counter.standard_error()),

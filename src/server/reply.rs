@@ -17,6 +17,12 @@ pub fn flag(yes: bool) -> RedisValue {
     RedisValue::Integer(i64::from(yes))
 }
 
+/// A count as an integer reply: the largest, `2^63 − 1`, for one beyond it (a sketch's
+/// estimate may be), never a negative number.
+pub fn count(n: u64) -> RedisValue {
+    RedisValue::Integer(i64::try_from(n).unwrap_or(i64::MAX))
+}
+
 /// A map reply with a fixed field order: a RESP3 map, or a flat array under RESP2.
 /// Returns `NoReply` so that the handler's caller sends nothing more.
 pub fn ordered_map(ctx: &Context, fields: Vec<(&str, RedisValue)>) -> RedisResult {

@@ -5,8 +5,11 @@
 //! correct results on fresh keys, and survive DEBUG RELOAD with whatever mutated values it
 //! accepted.
 
-use crate::common::fixtures::saved_counters;
-use crate::common::fuzz::{module_strings, mutate, mutated_payload, split_dump, Rng};
+use crate::common::fixtures::{saved_counters, unhex};
+use crate::common::fuzz::{
+    dump_payload, module_strings, module_value, mutate, mutated_payload, split_dump, Rng,
+    MODULE_FRAME,
+};
 use crate::common::*;
 use redis::Value;
 
@@ -357,12 +360,121 @@ fn exercise(c: &mut redis::Connection, tally: &mut Tally, key: &[u8]) {
         let answer = send(c, &args);
         tally.record("exercising an accepted value", &args, answer);
     }
+    check_counter_reports(c, key);
     let args = vec![b"COPY".to_vec(), key.to_vec(), [key, b":copy"].concat()];
     let answer = send(c, &args);
     tally.record("COPY", &args, answer);
     let args = vec![b"LC.MERGE".to_vec(), b"merged".to_vec(), key.to_vec()];
     let answer = send(c, &args);
     tally.record("LC.MERGE", &args, answer);
+}
+
+/// What a key holding an accepted linear counter reports must be possible: `LC.COUNT` as
+/// `LC.INFO`'s `Count`, never negative and at least the bits or indicators it knows set (less
+/// the rounding a sketch's running estimate is allowed, src/lc/running.rs "Bounds"), and a
+/// standard error finite and not negative. Other keys are skipped.
+fn check_counter_reports(c: &mut redis::Connection, key: &[u8]) {
+    let Ok(Value::Array(info)) = redis::cmd("LC.INFO").arg(key).query::<Value>(c) else {
+        return;
+    };
+    let field = |name: &str| {
+        let at = info
+            .iter()
+            .position(|v| *v == Value::BulkString(name.into()));
+        at.map(|i| info[i + 1].clone())
+    };
+    let shown = String::from_utf8_lossy(key).into_owned();
+    let (Some(Value::Int(count)), Some(Value::Int(set))) = (field("Count"), field("Bits set"))
+    else {
+        panic!("LC.INFO {shown}: {info:?}");
+    };
+    let error: f64 = match field("Standard error") {
+        Some(Value::BulkString(text)) => String::from_utf8_lossy(&text).parse().unwrap(),
+        other => panic!("LC.INFO {shown}: standard error {other:?}"),
+    };
+    let counted: i64 = redis::cmd("LC.COUNT").arg(key).query(c).unwrap();
+    assert_eq!(counted, count, "LC.COUNT {shown}");
+    assert!(count >= 0, "LC.COUNT {shown}: {count}");
+    assert!(
+        count as f64 >= set as f64 * (1.0 - 1e-6) - 0.5,
+        "{shown}: count {count} with {set} set"
+    );
+    assert!(
+        error.is_finite() && error >= 0.0,
+        "{shown}: standard error {error}"
+    );
+}
+
+/// A registers counter (capacity 1, error rate 0.3, precision 4, 185 indicators known set)
+/// with its running estimate, 1,080.75, at bytes 68–75.
+const REGISTERS_1080: &str = "03010501333333333333d33f060480ffaf709cbf0548fe3b009faf01ccf00f8cef\
+    6fe0d89f83b7ff1700c4fbc0a1fd0650f83f00310fe2cc7e8b50d877a8fe01e2ff0f102953683d03e390405565ad\
+    73aa1eb840";
+
+/// The same counter with every register full (highest level 236, every window level set, so
+/// no item changes it) and an estimate of 10^22: possible (about 2^64 items per indicator),
+/// and beyond what an integer reply holds.
+const FULL_REGISTERS: &str = "03010501333333333333d33f0604ffff67ffff3ffbffffd9ffffcffeff7ff6ff\
+    ffb3ffff9ffdffffecffff67ffff3ffbffffd9ffffcffeff7ff6ffffb3ffff9ffdffffec92d54d06cff08044a55c\
+    c3f129633d48";
+
+/// Running estimates that no history of adds and unions gives the counter's indicators are
+/// refused, by `LC.LOADCHUNK` and `RESTORE`; one that some history gives loads, and counts
+/// past 2^63 − 1 reply with that number, never a negative one.
+#[test]
+fn impossible_running_estimates_are_refused() {
+    let server = Server::builder().arg("rdbcompression", "no").start();
+    let mut c = server.conn();
+    let good = unhex(REGISTERS_1080);
+    let with_estimate_bits = |flip: u64| {
+        let mut v = good.clone();
+        let bits = u64::from_le_bytes(v[68..76].try_into().unwrap()) ^ flip;
+        v[68..76].copy_from_slice(&bits.to_le_bytes());
+        v
+    };
+    let load = |c: &mut redis::Connection, key: &str, payload: &[u8]| {
+        redis::cmd("LC.LOADCHUNK")
+            .arg(key)
+            .arg(payload)
+            .query::<Value>(c)
+    };
+    load(&mut c, "good", &good).unwrap();
+    assert_eq!(ok(&mut c, &["LC.COUNT", "good"]), Value::Int(1_081));
+    check_counter_reports(&mut c, b"good");
+    // One bit of the estimate flipped: 1.45·10^157 (LC.COUNT answered −1), 6.0·10^−306
+    // (LC.COUNT answered 0 for 185 indicators set).
+    let (dump, version) = split_dump(
+        &redis::cmd("DUMP")
+            .arg("good")
+            .query::<Vec<u8>>(&mut c)
+            .unwrap(),
+    );
+    for bit in [61, 62] {
+        let bad = with_estimate_bits(1 << bit);
+        assert_eq!(
+            err_text(load(&mut c, "bad", &bad)),
+            "ERR invalid counter encoding: sketch estimate out of range"
+        );
+        let value = module_value(&dump[..MODULE_FRAME], &[&bad]);
+        let restored = redis::cmd("RESTORE")
+            .arg("bad")
+            .arg(0)
+            .arg(dump_payload(&value, version))
+            .query::<Value>(&mut c);
+        assert!(err_text(restored).contains("Bad data format"));
+        assert_eq!(ok(&mut c, &["EXISTS", "bad"]), Value::Int(0));
+    }
+    load(&mut c, "full", &unhex(FULL_REGISTERS)).unwrap();
+    assert_eq!(ok(&mut c, &["LC.COUNT", "full"]), Value::Int(i64::MAX));
+    assert_eq!(
+        ok(&mut c, &["LC.COUNT", "full", "good"]),
+        Value::Int(i64::MAX)
+    );
+    check_counter_reports(&mut c, b"full");
+    ok(&mut c, &["LC.MERGE", "good", "full"]);
+    check_counter_reports(&mut c, b"good");
+    ok(&mut c, &["DEBUG", "RELOAD"]);
+    assert_eq!(ok(&mut c, &["LC.COUNT", "good"]), Value::Int(i64::MAX));
 }
 
 #[test]

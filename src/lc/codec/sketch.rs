@@ -1,7 +1,8 @@
 //! The bodies of a sketch (encoding version 3, codec.rs): kind 4, the listed tokens; kind 5,
 //! the registers. Both start with the precision and end with the running estimate and its
 //! variance, which a sketch's history made (levels.rs, "Estimators") and its indicators alone
-//! do not give; `μ` follows from the indicators and is recomputed.
+//! do not give, checked against what any history could have made of the indicators
+//! (running.rs, "Bounds"); `μ` follows from the indicators and is recomputed.
 
 use super::{put_stream, read_stream};
 use crate::core::chunks::{bytes_into_words, Reader, Writer};
@@ -10,8 +11,8 @@ use crate::core::ef;
 use crate::lc::counter::Counter;
 use crate::lc::geometry::{registers_words, token_limit, token_universe};
 use crate::lc::header::{Mode, SKETCH_REGISTERS, SKETCH_STREAM};
-use crate::lc::levels::{max_level, weight, REGISTER_BITS, WINDOW};
-use crate::lc::registers::{read_register, registers_block};
+use crate::lc::levels::{max_level, registers_counts, weight, REGISTER_BITS, WINDOW};
+use crate::lc::registers::{read_register, registers_block_with};
 use crate::lc::running::Running;
 use crate::lc::tokens::tokens_block;
 
@@ -70,15 +71,24 @@ fn put_running(out: &mut Vec<u8>, running: Running) {
     out.put_f64(running.variance);
 }
 
-/// The estimate and its variance: finite, not negative.
-fn read_running(r: &mut Reader) -> Result<(f64, f64), DecodeError> {
-    let estimate = r.f64()?;
-    let variance = r.f64()?;
-    let fine = |x: f64| x.is_finite() && x >= 0.0;
-    if !fine(estimate) || !fine(variance) {
-        return Err(DecodeError("sketch estimate out of range"));
-    }
-    Ok((estimate, variance))
+/// The estimate and its variance, with the unset weight `mu` of indicators of which `set`
+/// are known set and `decided` set or forgotten: refused unless some history gives them
+/// (running.rs, "Bounds").
+fn read_running(
+    r: &mut Reader,
+    counter: &Counter,
+    set: u64,
+    decided: u64,
+    mu: u128,
+) -> Result<Running, DecodeError> {
+    let running = Running {
+        estimate: r.f64()?,
+        variance: r.f64()?,
+        mu,
+    };
+    let first = counter.geometry().universe();
+    running.possible(set, decided, first).map_err(DecodeError)?;
+    Ok(running)
 }
 
 pub fn read_tokens(r: &mut Reader, mut counter: Counter) -> Result<Counter, DecodeError> {
@@ -96,15 +106,11 @@ pub fn read_tokens(r: &mut Reader, mut counter: Counter) -> Result<Counter, Deco
         }
         set += u128::from(weight(level, p));
     }
-    let (estimate, variance) = read_running(r)?;
+    // Tokens forget nothing: every indicator not listed is unset.
+    let running = read_running(r, &counter, k, k, (1u128 << 64) - set)?;
     let mut block =
         tokens_block(p, k, ef::iter(&words, 0, shape)).map_err(|_| DecodeError("out of memory"))?;
-    Running {
-        estimate,
-        variance,
-        mu: (1u128 << 64) - set,
-    }
-    .write(block.words_mut());
+    running.write(block.words_mut());
     counter.block = block;
     Ok(counter)
 }
@@ -132,6 +138,7 @@ pub fn read_registers(
         .map_err(|_| DecodeError("out of memory"))?;
     words.resize(word_count, 0);
     bytes_into_words(&mut words, 0, r.take(len as usize)?);
+    let mut forgotten = 0;
     for i in 0..n as u64 {
         let reg = read_register(&words, i);
         let top = u64::from(reg >> WINDOW);
@@ -141,11 +148,15 @@ pub fn read_registers(
         if top > max_level(p) || window >> lowest_window != 0 {
             return Err(DecodeError("register out of range"));
         }
+        // Levels below the window are forgotten.
+        forgotten += top.saturating_sub(WINDOW + 1);
         registers.push(reg);
     }
-    let (estimate, variance) = read_running(r)?;
-    let block = registers_block(p, &registers, estimate, variance)
-        .map_err(|_| DecodeError("out of memory"))?;
+    let (counts, mu) = registers_counts(&registers, p);
+    let set: u64 = counts.0.iter().sum();
+    let running = read_running(r, &counter, set, set + forgotten, mu)?;
+    let block =
+        registers_block_with(p, &registers, running).map_err(|_| DecodeError("out of memory"))?;
     counter.block = block;
     Ok(counter)
 }
