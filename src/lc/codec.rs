@@ -610,6 +610,24 @@ mod tests {
         );
     }
 
+    /// Counters created with a rate below what new counters accept (`min_error_rate`) load
+    /// and count as before, with the largest sketch.
+    #[test]
+    fn counters_saved_with_rates_now_refused_still_load() {
+        let rate = 1e-7;
+        assert!(Counter::reserve(rate, 100, NO_LIMIT).is_err());
+        let m = crate::lc::geometry::bits_for(100, rate).unwrap();
+        for items in [10, 5_000] {
+            let mut c = Counter::empty(100, rate, m);
+            for i in 0..items {
+                c.add(format!("item:{i}").as_bytes()).unwrap();
+            }
+            let back = decode(&encode(&c), NO_LIMIT).unwrap();
+            assert_eq!((back.count(), back.error_rate()), (c.count(), rate));
+            assert_eq!(back, c);
+        }
+    }
+
     #[test]
     fn round_trips_every_kind() {
         for items in [0, 1, 267, 268, 1_000, 4_600, 12_000, 50_000, 400_000] {

@@ -1,10 +1,13 @@
 //! The linear counter family's configs: the parameters of a counter created without them
 //! (`LC.ADD` on a missing key), and how much a union of many counters may read.
 
+use super::counter::min_error_rate;
 use crate::server::config::{Config, Integer, Rate, Setting};
 use crate::server::limits::MAX_CAPACITY;
 
-static ERROR_RATE: Rate = Rate::new(0.01);
+/// At least what `LC.RESERVE` accepts, so that `LC.ADD` can create a counter with it.
+static ERROR_RATE: Rate =
+    Rate::at_least(0.01, min_error_rate, "the largest counter's standard error");
 static CAPACITY: Integer = Integer::new(50_000, 1, MAX_CAPACITY);
 /// Bytes of counters one `LC.COUNT` or `LC.MERGE` may read (`Counter::union_bytes`): a union
 /// reads all it names, and a key count alone does not bound that (a counter reserved with a

@@ -84,7 +84,7 @@ use super::geometry::{
 };
 pub use super::header::Mode;
 use super::header::{Header, DENSE_ESTIMATE, SKETCH_STREAM, STREAM};
-use super::levels::{precision_for, set_levels};
+use super::levels::{ml_relative_error, precision_for, set_levels, MAX_PRECISION};
 use crate::core::block::Block;
 use crate::core::defrag::Defrag;
 use crate::core::ef::Shape;
@@ -95,6 +95,8 @@ use std::sync::Arc;
 pub enum LcError {
     /// Error rate outside (0, 1) or capacity 0.
     InvalidParameters,
+    /// Error rate below what the largest sketch delivers (`min_error_rate`).
+    ErrorRateTooSmall,
     /// The bitmap would take `bytes`, more than the allowed `limit`.
     TooLarge { bytes: u64, limit: u64 },
     /// A bitmap of `source` bits cannot be folded into one of `dest` bits.
@@ -109,6 +111,11 @@ impl std::fmt::Display for LcError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             LcError::InvalidParameters => write!(f, "invalid counter parameters"),
+            LcError::ErrorRateTooSmall => write!(
+                f,
+                "error rate must be at least {} (the largest counter's standard error)",
+                min_error_rate()
+            ),
             LcError::TooLarge { bytes, limit } => write!(
                 f,
                 "counter would take {bytes} bytes, more than max-memory-per-key ({limit})"
@@ -126,6 +133,13 @@ impl std::fmt::Display for LcError {
             ),
         }
     }
+}
+
+/// The smallest error rate a new counter accepts: the standard error of the largest sketch
+/// (`levels::precision_for` gives every smaller rate that sketch, which could not keep the
+/// promise). Counters saved with a smaller rate still load, with that sketch.
+pub fn min_error_rate() -> f64 {
+    ml_relative_error(MAX_PRECISION)
 }
 
 /// The set bits a sparse or dense counter is built from.
@@ -181,6 +195,9 @@ impl Counter {
     pub fn reserve(error_rate: f64, capacity: u64, max_bytes: u64) -> Result<Counter, LcError> {
         if capacity == 0 || !(error_rate > 0.0 && error_rate < 1.0) {
             return Err(LcError::InvalidParameters);
+        }
+        if error_rate < min_error_rate() {
+            return Err(LcError::ErrorRateTooSmall);
         }
         let bytes = registers_words(precision_for(error_rate)) * 8;
         if bytes > max_bytes {
@@ -758,6 +775,35 @@ mod tests {
         );
         assert!(c != d);
         assert!(c == c.try_clone().unwrap());
+    }
+
+    /// A new counter keeps the promise of its error rate at every size only down to the
+    /// largest sketch's standard error: smaller rates are refused, whatever the capacity,
+    /// and every rate from it on is given a counter at every capacity `lc-capacity` allows.
+    #[test]
+    fn reserve_refuses_rates_the_largest_sketch_cannot_deliver() {
+        let least = min_error_rate();
+        assert!((3.6e-4..3.7e-4).contains(&least), "{least}");
+        assert_eq!(precision_for(least), MAX_PRECISION);
+        for rate in [1e-7, 2e-4, least.next_down()] {
+            for capacity in [1, 100, 1 << 50] {
+                assert_eq!(
+                    Counter::reserve(rate, capacity, u64::MAX),
+                    Err(LcError::ErrorRateTooSmall),
+                    "{rate} {capacity}"
+                );
+            }
+        }
+        for rate in [least, least.next_up(), 0.0004, 0.5] {
+            for capacity in [1, 100, 1 << 50] {
+                assert!(Counter::reserve(rate, capacity, u64::MAX).is_ok(), "{rate}");
+            }
+        }
+        assert_eq!(
+            LcError::ErrorRateTooSmall.to_string(),
+            "error rate must be at least 0.00036150892467356083 (the largest counter's \
+             standard error)"
+        );
     }
 
     /// The limit binds what a counter allocates at most, its registers (6,952 bytes at 1%,

@@ -234,7 +234,10 @@ impl Indicators {
             Indicators::Registers(mut registers, unknown) if unknown != Unknown::default() => {
                 unknown.impute(&mut registers);
                 running.mu = registers_counts(&registers, p).1;
-                (Indicators::Registers(registers, Unknown::default()), running)
+                (
+                    Indicators::Registers(registers, Unknown::default()),
+                    running,
+                )
             }
             indicators => (indicators, running),
         }

@@ -120,7 +120,7 @@ fn parse_bytes(text: &str) -> Option<i64> {
 /// A config the module API holds as a string: how it is shown and set.
 trait Text: Sync + 'static {
     /// What a valid value is, for error messages.
-    const ALLOWED: &'static str;
+    fn allowed(&self) -> String;
     /// The value as `CONFIG GET` shows it.
     fn show(&self) -> String;
     /// Sets the value from its text: false (nothing changed) if the text is not valid.
@@ -130,12 +130,20 @@ trait Text: Sync + 'static {
     fn shown(&self) -> &AtomicPtr<raw::RedisModuleString>;
 }
 
-/// A probability strictly between 0 and 1 (a string config: the module API has no float
-/// configs), stored as the bits of an f64.
+/// A probability strictly between 0 and 1, and at least a family's smallest when it has one
+/// (a string config: the module API has no float configs), stored as the bits of an f64.
 pub struct Rate {
     bits: AtomicU64,
     default: f64,
+    least: Option<Least>,
     shown: AtomicPtr<raw::RedisModuleString>,
+}
+
+/// The smallest rate a [`Rate`] accepts (a function: it may be computed), and why.
+#[derive(Clone, Copy)]
+struct Least {
+    rate: fn() -> f64,
+    why: &'static str,
 }
 
 impl Rate {
@@ -143,7 +151,17 @@ impl Rate {
         Self {
             bits: AtomicU64::new(default.to_bits()),
             default,
+            least: None,
             shown: AtomicPtr::new(null_mut()),
+        }
+    }
+
+    /// A rate of at least `least()`, which `why` explains in error messages: a config must
+    /// refuse what the commands it serves would refuse.
+    pub const fn at_least(default: f64, least: fn() -> f64, why: &'static str) -> Self {
+        Self {
+            least: Some(Least { rate: least, why }),
+            ..Self::new(default)
         }
     }
 
@@ -151,17 +169,28 @@ impl Rate {
         f64::from_bits(self.bits.load(Ordering::Relaxed))
     }
 
-    fn parse(text: &str) -> Option<f64> {
+    fn parse(&self, text: &str) -> Option<f64> {
         let trimmed = text.trim();
         if trimmed.is_empty() || trimmed.len() != text.len() {
             return None;
         }
-        trimmed.parse::<f64>().ok().filter(|r| *r > 0.0 && *r < 1.0)
+        let least = self.least.map_or(0.0, |least| (least.rate)());
+        trimmed
+            .parse::<f64>()
+            .ok()
+            .filter(|r| *r > 0.0 && *r < 1.0 && *r >= least)
     }
 }
 
 impl Text for Rate {
-    const ALLOWED: &'static str = "a number strictly between 0 and 1";
+    fn allowed(&self) -> String {
+        match self.least {
+            Some(Least { rate, why }) => {
+                format!("a number from {} ({why}) to 1, 1 excluded", rate())
+            }
+            None => "a number strictly between 0 and 1".to_string(),
+        }
+    }
 
     fn show(&self) -> String {
         // Rust prints the shortest text that parses back to the same f64.
@@ -169,7 +198,7 @@ impl Text for Rate {
     }
 
     fn set_text(&self, text: &str) -> bool {
-        let rate = Rate::parse(text);
+        let rate = self.parse(text);
         if let Some(r) = rate {
             self.bits.store(r.to_bits(), Ordering::Relaxed);
         }
@@ -220,7 +249,9 @@ impl Seed {
 }
 
 impl Text for Seed {
-    const ALLOWED: &'static str = "random, or a number from 0 to 18446744073709551615";
+    fn allowed(&self) -> String {
+        "random, or a number from 0 to 18446744073709551615".to_string()
+    }
 
     fn show(&self) -> String {
         match self.get() {
@@ -325,7 +356,7 @@ impl Config {
     pub fn accepts(&self, text: &str) -> bool {
         match self.setting {
             Setting::Integer(i) => i.parse(text).is_some(),
-            Setting::Rate(_) => Rate::parse(text).is_some(),
+            Setting::Rate(r) => r.parse(text).is_some(),
             Setting::Choice(c) => c.parse(text).is_some(),
             Setting::Seed(_) => Seed::parse(text).is_some(),
         }
@@ -335,9 +366,9 @@ impl Config {
     pub fn allowed(&self) -> String {
         match self.setting {
             Setting::Integer(i) => i.allowed(),
-            Setting::Rate(_) => Rate::ALLOWED.to_string(),
+            Setting::Rate(r) => r.allowed(),
             Setting::Choice(c) => c.allowed(),
-            Setting::Seed(_) => Seed::ALLOWED.to_string(),
+            Setting::Seed(s) => s.allowed(),
         }
     }
 
@@ -384,7 +415,10 @@ impl Config {
                 }
             }
             Setting::Rate(r) => {
-                let default = value.and_then(Rate::parse).unwrap_or(r.default).to_string();
+                let default = value
+                    .and_then(|v| r.parse(v))
+                    .unwrap_or(r.default)
+                    .to_string();
                 let default = CString::new(default).map_err(|_| failed())?;
                 // SAFETY: as said above.
                 unsafe { register_text(string, ctx, self.name, &default, r) }
@@ -563,7 +597,7 @@ extern "C" fn set_text<T: Text>(
                 raw::Status::Ok as c_int
             } else {
                 let name = CStr::from_ptr(name).to_string_lossy();
-                refuse(err, &format!("{name} must be {}", T::ALLOWED))
+                refuse(err, &format!("{name} must be {}", config.allowed()))
             }
         }
     })
@@ -625,6 +659,16 @@ mod tests {
         let r = config(Setting::Rate(&R));
         assert!(r.accepts("0.001") && r.accepts("1e-15"));
         assert!(!r.accepts("0") && !r.accepts("1") && !r.accepts("abc") && !r.accepts(" 0.1"));
+        assert_eq!(r.allowed(), "a number strictly between 0 and 1");
+        static LEAST: Rate = Rate::at_least(0.01, || 0.25, "a quarter");
+        let least = config(Setting::Rate(&LEAST));
+        assert!(least.accepts("0.25") && least.accepts("0.5"));
+        assert!(!least.accepts("0.2499") && !least.accepts("1") && !LEAST.set_text("0.1"));
+        assert_eq!(LEAST.get(), 0.01);
+        assert_eq!(
+            least.allowed(),
+            "a number from 0.25 (a quarter) to 1, 1 excluded"
+        );
         let c = config(Setting::Choice(&C));
         assert!(c.accepts("blocked") && c.accepts("STANDARD") && !c.accepts("fast"));
         assert_eq!(c.allowed(), "one of standard, blocked");

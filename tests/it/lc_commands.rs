@@ -98,7 +98,7 @@ fn reserve_and_its_errors() {
     let r = redis::cmd("LC.ADD").arg(&["r", "a"]).query::<i64>(&mut c);
     assert!(err_text(r).contains("max-memory-per-key"));
     let huge = redis::cmd("LC.RESERVE")
-        .arg(&["r", "0.000001", "1125899906842624"])
+        .arg(&["r", "0.0004", "1125899906842624"])
         .query::<()>(&mut c);
     assert!(err_text(huge).contains("max-memory-per-key"));
     assert!(!exists(&mut c, "r"), "a failed command left a key");
@@ -631,4 +631,67 @@ fn a_finer_counter_unites_with_coarser_ones_within_their_error() {
     ok(&mut c, &["LC.MERGE", "merged", "empty", "fine"]);
     let count = lc_count(&mut c, &["merged"]);
     assert!(within(count), "merged: {count}");
+}
+
+/// Error rates below the largest sketch's standard error (which every smaller rate got, while
+/// `LC.INFO` showed the rate asked for) are refused when a counter is created, naming the
+/// smallest accepted, by `LC.RESERVE` and by the `lc-error-rate` config that `LC.ADD` creates
+/// counters with (`CONFIG SET` and the load argument): the config never holds a rate with
+/// which `LC.ADD` could not create a counter.
+#[test]
+fn error_rates_below_the_largest_sketch_are_refused() {
+    const LEAST: &str = "0.00036150892467356083";
+    let server = Server::start();
+    let mut c = server.conn();
+    for rate in ["1e-7", "1e-8", "0.0002", "0.0003615089246735608"] {
+        let r = redis::cmd("LC.RESERVE")
+            .arg(&["z", rate, "100"])
+            .query::<()>(&mut c);
+        assert_eq!(
+            err_text(r),
+            format!(
+                "ERR error rate must be at least {LEAST} (the largest counter's standard error)"
+            ),
+            "{rate}"
+        );
+        let r = cmd(&mut c, &["CONFIG", "SET", "lcbloom.lc-error-rate", rate]);
+        let text = err_text(r);
+        assert!(
+            text.contains(&format!(
+                "lc-error-rate must be a number from {LEAST} (the largest counter's \
+                 standard error) to 1, 1 excluded"
+            )),
+            "{text}"
+        );
+    }
+    assert!(!exists(&mut c, "z"));
+    let shown = ok(&mut c, &["CONFIG", "GET", "lcbloom.lc-error-rate"]);
+    assert_eq!(
+        shown,
+        Value::Array(vec![
+            Value::BulkString(b"lcbloom.lc-error-rate".to_vec()),
+            Value::BulkString(b"0.01".to_vec())
+        ])
+    );
+    // The smallest accepted: by LC.RESERVE, and by the config for LC.ADD's new counters.
+    ok(&mut c, &["LC.RESERVE", "z", LEAST, "100"]);
+    ok(&mut c, &["CONFIG", "SET", "lcbloom.lc-error-rate", LEAST]);
+    assert_eq!(lc_add(&mut c, "added", &items("a", 0..10)), 10);
+    for key in ["z", "added"] {
+        let info = lc_info(&mut c, key);
+        assert_eq!(
+            info[1].1,
+            Value::BulkString(LEAST.as_bytes().to_vec()),
+            "{key}"
+        );
+    }
+    let log = Server::builder()
+        .module_arg("lc-error-rate", "1e-9")
+        .start_expecting_failure();
+    assert!(
+        log.contains(&format!(
+            "load argument 'lc-error-rate' has the value '1e-9'; allowed: a number from {LEAST}"
+        )),
+        "{log}"
+    );
 }
