@@ -1231,6 +1231,12 @@ mod reduction_tests {
                 let empty = Counter::reserve(0.01, 100, u64::MAX).unwrap();
                 let union = Counter::union_count(&[&fine, &empty]).unwrap();
                 sum += union as f64 / n as f64 - 1.0;
+                // A merge counts the same, and its running state loads.
+                let mut merged = empty.clone();
+                merged.absorb(&fine).unwrap();
+                assert_eq!(merged.count(), union);
+                let bytes = crate::lc::codec::encode(&merged);
+                assert_eq!(crate::lc::codec::decode(&bytes, u64::MAX), Ok(merged));
             }
             let bias = sum / trials as f64;
             assert!(bias.abs() < 0.015, "{rate}: {bias}");
