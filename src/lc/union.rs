@@ -713,10 +713,9 @@ impl Counter {
         all.push(self);
         all.extend(others);
         let listed: u64 = all.iter().map(|c| c.header().count).sum();
-        if all
-            .iter()
-            .all(|c| c.is_exact() && *c.geometry == *self.geometry)
-        {
+        // Exact counters of one size list fingerprints of one universe, whatever their
+        // capacity or rate: their union is exact as `union_count`'s is.
+        if all.iter().all(|c| c.is_exact() && c.bits() == self.bits()) {
             let distinct = if listed <= sorted {
                 Some(distinct_fingerprints(&all)?)
             } else {

@@ -695,3 +695,20 @@ fn error_rates_below_the_largest_sketch_are_refused() {
         "{log}"
     );
 }
+
+/// Exact counters of one size but different capacities (50,000 and 50,001 give the same
+/// bitmap size, so the same fingerprints) merge exactly, as `LC.COUNT` counts them: the merge
+/// made a sketch and counted 403 for 400.
+#[test]
+fn exact_counters_of_one_size_merge_as_they_count() {
+    let server = Server::start();
+    let mut c = server.conn();
+    ok(&mut c, &["LC.RESERVE", "a", "0.01", "50000"]);
+    ok(&mut c, &["LC.RESERVE", "b", "0.01", "50001"]);
+    lc_add(&mut c, "a", &items("a", 0..200));
+    lc_add(&mut c, "b", &items("b", 0..200));
+    assert_eq!(lc_count(&mut c, &["a", "b"]), 400);
+    ok(&mut c, &["LC.MERGE", "a", "b"]);
+    // Past the exact limit (267 here) the merge is a sketch whose count is their number.
+    assert_eq!(lc_count(&mut c, &["a"]), 400);
+}
