@@ -20,5 +20,5 @@ fn module_loads_with_its_configs() {
         .arg("lcbloom.lc-error-rate")
         .arg("1.5")
         .query::<()>(&mut c);
-    assert!(err_text(bad).contains("strictly between 0 and 1"));
+    assert!(err_text(bad).contains("lc-error-rate must be a number from"));
 }

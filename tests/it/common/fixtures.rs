@@ -79,6 +79,11 @@ pub const FIXTURES: &[Fixture] = &[
     // Standard bit arrays sized for a hash fewer where that costs under 0.5% of bits
     // (`filter::FEWER_PROBES_TOLERANCE`): every case with a standard bit array.
     resizing("golden-2026-11-25-bf-probes.txt"),
+    // Windowed filters whose re-adds move an item's fingerprint to the newest generation (so
+    // it is held once), and merged counters whose running variance leaves out the Poisson
+    // variance of the number of items (exact counters of one size merging exactly): the
+    // cases whose bytes changed, each no larger.
+    fixture("golden-2026-11-27.txt"),
 ];
 
 /// The fixture files, oldest first.
