@@ -1274,3 +1274,36 @@ mod standard_error_tests {
         }
     }
 }
+
+#[cfg(test)]
+mod reduced_merge_tests {
+    use super::*;
+    use crate::core::test_rng::step;
+
+    /// Merges of finer counters just past their token lists (where their registers hold a
+    /// few items each, and the forgotten levels a merge stores as set weigh most against its
+    /// estimate) into coarser ones load again: their running state is one a load accepts.
+    #[test]
+    fn merges_of_finer_registers_load_again() {
+        let (mut x, mut merges) = (5, 0);
+        for rate in [0.007, 0.005, 0.0025, 0.001, 0.0005] {
+            let mut fine = Counter::reserve(rate, 100, u64::MAX).unwrap();
+            let start = fine.geometry.token_limit;
+            for n in 0..start * 6 {
+                fine.add_hash(step(&mut x)).unwrap();
+                if n > start && n % (start / 2) == 0 {
+                    for coarse in [0.01, 0.05] {
+                        let mut merged = Counter::reserve(coarse, 100, u64::MAX).unwrap();
+                        merged.absorb(&fine).unwrap();
+                        let bytes = crate::lc::codec::encode(&merged);
+                        let back = crate::lc::codec::decode(&bytes, u64::MAX);
+                        assert_eq!(back, Ok(merged), "{rate} into {coarse} at {n}");
+                        merges += 1;
+                    }
+                }
+            }
+            assert_eq!(fine.mode(), Mode::Registers, "{rate}");
+        }
+        assert!(merges >= 50, "{merges}");
+    }
+}
