@@ -4,6 +4,8 @@
 //! counter (`Counter::union_count`, what `LC.COUNT fine empty` runs), `UNION_TRIALS` times
 //! (default 40) at each n: the mean relative error (bias) and the RMSE of both unions. The
 //! finer one is seen at the coarser precision, where what its registers forgot is unknown.
+//! Then, for default counters, the RMSE of merges of two halves of n items against the
+//! `Standard error` they report (`LC.INFO`), and the same for one counter fed all n.
 use lcbloom::lc::counter::Counter;
 
 fn splitmix(x: &mut u64) -> u64 {
@@ -51,5 +53,35 @@ fn main() {
                 100.0 * (coarse.1 / t).sqrt()
             );
         }
+    }
+    println!();
+    println!("| n | merged halves: RMSE | reported | one counter: RMSE | reported |");
+    println!("|---:|---:|---:|---:|---:|");
+    for n in [600u64, 2_000, 5_000, 20_000, 100_000, 1_000_000] {
+        let (mut merged_sq, mut merged_se, mut one_sq, mut one_se) = (0.0, 0.0, 0.0, 0.0);
+        for _ in 0..trials {
+            let new = || Counter::reserve(0.01, 100, u64::MAX).unwrap();
+            let (mut halves, mut one) = ([new(), new()], new());
+            for i in 0..n {
+                let h = splitmix(&mut seed);
+                halves[(i % 2) as usize].add_hash(h).unwrap();
+                one.add_hash(h).unwrap();
+            }
+            let [mut merged, other] = halves;
+            merged.absorb(&other).unwrap();
+            let error = |c: &Counter| (c.count() as f64 / n as f64 - 1.0).powi(2);
+            merged_sq += error(&merged);
+            merged_se += merged.standard_error();
+            one_sq += error(&one);
+            one_se += one.standard_error();
+        }
+        let t = trials as f64;
+        println!(
+            "| {n} | {:.2}% | {:.2}% | {:.2}% | {:.2}% |",
+            100.0 * (merged_sq / t).sqrt(),
+            100.0 * merged_se / t,
+            100.0 * (one_sq / t).sqrt(),
+            100.0 * one_se / t
+        );
     }
 }

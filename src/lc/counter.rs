@@ -1,12 +1,15 @@
-//! A linear counter: the number of distinct items in a set, exact while the set is small, within
-//! a chosen standard error up to a chosen capacity, in a few bits per expected item — and, for
-//! the millions of small keys it is made for, in fewer bytes than a HyperLogLog at every size.
+//! A counter of distinct items: exact while the set is small, then a sketch whose standard
+//! error is the one asked for at every size (no saturation), in fewer bytes than a
+//! HyperLogLog of the same items.
 //!
-//! The bitmap of `m` bits, its sizing and its estimator are in `geometry.rs`; the block's
-//! header in `header.rs`; each mode's storage in `exact.rs`, `sparse.rs` and `dense.rs`. This
-//! file holds what the modes share: which one a counter is in, adds, counts and unions.
+//! The geometry (the exact set's size, the fingerprints' universe, the sketch's precision) is
+//! in `geometry.rs`; the block's header in `header.rs`; each mode's storage in `exact.rs`,
+//! `tokens.rs` and `registers.rs` (the sketch and its estimators in `levels.rs`, its running
+//! estimate in `running.rs`), and `sparse.rs` and `dense.rs` for bitmaps saved by earlier
+//! versions; unions in `union.rs`. This file holds what the modes share: which one a counter
+//! is in, adds, counts, and unions of saved bitmaps.
 //!
-//! # Three modes (encoding version 2)
+//! # Three modes (encoding version 3)
 //!
 //! A counter is in one of three modes, each a pure function of the set of items added:
 //!
@@ -15,15 +18,16 @@
 //!   fingerprints `f = reduce(h1, U)`, Elias–Fano coded (`ef.rs`, about `log2(U/n) + 2` bits
 //!   each, 4 bytes at n = 30 with the defaults, against 8 for a 64-bit hash). `LC.COUNT` is
 //!   the number of fingerprints.
-//! * **sparse** beyond that, while its set bits are few: the sorted positions of the set bits,
-//!   Elias–Fano coded over `m` (about `log2(m/k) + 2` bits per set bit, like HyperLogLog's
-//!   sparse encoding). Its count is the estimate above with `Z = m − k`: exactly what the dense
-//!   bitmap would say.
-//! * **dense**: the bitmap, with its number of zero bits kept, once the sparse form would take
-//!   at least as many bytes as the bitmap (allocator size classes compared) or more than
-//!   `SPARSE_MAX_BYTES` (4 KiB, which bounds the work of one sparse add, as
-//!   `hll-sparse-max-bytes` does for HyperLogLog): `sparse_limit(m)` set bits at most are
-//!   sparse (4,024 with the defaults, ~4,700 items).
+//! * **tokens** beyond that: the sketch's set indicators listed (`tokens.rs`), with a running
+//!   estimate that starts from the exact count;
+//! * **registers** past `token_limit`: the sketch's `2^p` registers of 27 bits
+//!   (`registers.rs`, the ExaLogLog register of `levels.rs`), the running estimate stepped by
+//!   each add that changes one.
+//!
+//! Counters saved by version 2 past their exact set hold a bitmap of `m` bits, **sparse** (the
+//! sorted positions of its set bits) or **dense** (the bitmap), counted by the linear-counting
+//! estimate of `geometry.rs`; they load, add and count as they did, and unite with each other
+//! and with exact counters (below), not with sketches.
 //!
 //! **Fingerprints.** `U = m·q`, with `q = max(1, ⌈C(L*, 2) · 1,000,100 / m⌉)` and `L* =
 //! max(L, 250)`. Since `⌊⌊h·m·q/2^64⌋ / q⌋ = ⌊h·m/2^64⌋`, a fingerprint divided by `q` is the
@@ -47,21 +51,22 @@
 //! for 100, 1,024 for 250 (the fingerprints alone need ≥ 885 bytes for a 10^−6 guarantee,
 //! see docs/BENCHMARKS.md), ~320–2,048 sparse and 2,560 dense.
 //!
-//! **Work.** Adds and lookups in exact and sparse mode scan and shift the stream, bounded by
-//! `L` and `SPARSE_MAX_BYTES`; a dense add sets one bit. The count is kept in the header, so
-//! `count()` is O(1) in every mode.
+//! **Work.** Adds in exact, tokens and sparse mode scan and shift the stream, bounded by `L`,
+//! `token_limit` and `SPARSE_MAX_BYTES`; a registers or dense add changes one register or bit.
+//! The count is kept in the block, so `count()` is O(1) in every mode.
 //!
-//! # Saturation
+//! # Saturation (saved bitmaps)
 //!
-//! When every bit is set the estimate is infinite. A counter with fewer than `SATURATION_ZEROS`
-//! (10) zero bits is *saturated*: its estimate rests on a handful of bits (its relative error
-//! is about `1/(t·√Z)` and one item can move it by several percent). It still reports a finite
-//! number: with `Z = 0` the estimate is taken at `Z = 1`, i.e. `m · ln m`, the largest value the
-//! counter can report.
+//! A sketch never saturates. A saved bitmap whose bits are all set has an infinite estimate.
+//! One with fewer than `SATURATION_ZEROS` (10) zero bits is *saturated*: its estimate rests on
+//! a handful of bits (its relative error is about `1/(t·√Z)` and one item can move it by
+//! several percent). It still reports a finite number: with `Z = 0` the estimate is taken at
+//! `Z = 1`, i.e. `m · ln m`, the largest value the counter can report.
 //!
-//! # Unions
+//! # Unions of saved bitmaps
 //!
-//! Counters of the same `m` union losslessly: exact sets merge (staying exact up to `L`), and
+//! Sketches and exact counters unite as `union.rs` says. Saved bitmaps: counters of the same
+//! `m` union losslessly: exact sets merge (staying exact up to `L`), and
 //! everything else ORs positions. A bitmap of `m = d·m'` bits folds exactly into one of `m'`
 //! bits, bit `p` becoming bit `p / d`: `⌊⌊h·d·m'/2^64⌋ / d⌋ = ⌊h·m'/2^64⌋`; a sparse or dense
 //! counter of any other size cannot be combined without inventing bits, and is refused
@@ -76,6 +81,7 @@
 //!
 //! 1 — exact mode kept the 64-bit `h1` values themselves (same limit `L`); bitmap otherwise.
 //! 2 — fingerprints, the sparse mode, the single block.
+//! 3 — past the exact set, the sketch (tokens, then registers) instead of a bitmap.
 
 pub use super::geometry::{bitmap_bytes, bits_for, exact_limit, Geometry};
 use super::geometry::{
