@@ -424,6 +424,34 @@ pub fn insert(words: &mut [u64], base: u64, shape: Shape, rank: u64, x: u64) {
     write_bits(words, upper + l as u64, 1, 1);
 }
 
+/// Removes the value `x` at `rank` (from [`find`], found) from a stream of shape `shape`,
+/// which must keep its `l` with one value fewer (`Shape::new(k − 1, U).l == shape.l`): the
+/// inverse of [`insert`]. The bits past the shorter stream's end are zero after it.
+pub fn remove(words: &mut [u64], base: u64, shape: Shape, rank: u64, x: u64) {
+    let l = shape.l;
+    let end = base + shape.bits();
+    // The lower bits after the value's and the upper bits before its one move down by l; the
+    // upper bits after its one by l + 1.
+    let lower = base + rank * l as u64;
+    let one = base + shape.upper() + (x >> l) + rank;
+    shift_down(words, lower + l as u64, l, one);
+    shift_down(words, one + 1, l + 1, end);
+    let tail = end - (l as u64 + 1);
+    for at in (tail..end).step_by(64) {
+        write_bits(words, at, (end - at).min(64) as u32, 0);
+    }
+}
+
+/// Moves bits `from..end` down by `width` (to `from − width`), in ascending chunks: each chunk
+/// lands below the bits still to be read.
+fn shift_down(words: &mut [u64], from: u64, width: u32, end: u64) {
+    for at in (from..end).step_by(64) {
+        let len = (end - at).min(64) as u32;
+        let bits = read_bits(words, at, len);
+        write_bits(words, at - width as u64, len, bits);
+    }
+}
+
 /// Writes the stream of `values` (sorted, distinct, below the universe, exactly `shape.k` of
 /// them) at bit `base` of zeroed words.
 pub fn write(words: &mut [u64], base: u64, shape: Shape, values: impl IntoIterator<Item = u64>) {
@@ -1019,6 +1047,43 @@ mod tests {
             prop_assert_eq!(back, set.iter().copied().collect::<Vec<_>>());
             for &x in &set {
                 prop_assert!(find(&words, base, shape, x).found);
+            }
+        }
+
+        #[test]
+        fn removes_keep_the_stream_equal_to_a_rebuilt_one(
+            values in proptest::collection::btree_set(any::<u64>(), 1..300),
+            order in any::<u64>(),
+            universe in 1u64..u64::MAX,
+            base in 0u64..100,
+        ) {
+            let mut set: BTreeSet<u64> = values.iter().map(|v| v % universe).collect();
+            let mut shape = Shape::new(set.len() as u64, universe);
+            let mut words = words_for(base, shape);
+            write(&mut words, base, shape, set.iter().copied());
+            let mut x = order;
+            while let Some(&v) = set.iter().nth((x % set.len() as u64) as usize) {
+                crate::core::test_rng::step(&mut x);
+                let probe = find(&words, base, shape, v);
+                prop_assert!(probe.found);
+                set.remove(&v);
+                let next = Shape::new(shape.k - 1, universe);
+                if next.l == shape.l {
+                    remove(&mut words, base, shape, probe.rank, v);
+                } else {
+                    words = words_for(base, next);
+                    write(&mut words, base, next, set.iter().copied());
+                }
+                shape = next;
+                let mut fresh = words_for(base, shape);
+                write(&mut fresh, base, shape, set.iter().copied());
+                fresh.resize(words.len().max(fresh.len()), 0);
+                let mut ours = words.clone();
+                ours.resize(fresh.len(), 0);
+                prop_assert_eq!(&ours, &fresh, "after removing {}", v);
+                if set.is_empty() {
+                    break;
+                }
             }
         }
 

@@ -232,19 +232,28 @@ impl Partition {
             .sum();
         let old = ef::Shape::new(count as u64, universe);
         let end = start + old.bits().div_ceil(64) as usize;
-        if count == 0 || !ef::find(&self.words[start..end], 0, old, fp).found {
+        let probe = match count {
+            0 => return None,
+            _ => ef::find(&self.words[start..end], 0, old, fp),
+        };
+        if !probe.found {
             return None;
         }
-        let mut values = Vec::new();
-        values.try_reserve_exact(count as usize - 1).ok()?;
-        values.extend(ef::iter(&self.words[start..end], 0, old).filter(|&v| v != fp));
         let before = self.memory_bytes();
-        // A set of one value fewer never takes more bits, so it is rewritten in place and
-        // the words after it move down.
+        // A set of one value fewer never takes more bits, so it is rewritten in place (its
+        // tail shifted down, or the whole set when its low bits change) and the words after
+        // it move down.
         let new = ef::Shape::new(count as u64 - 1, universe);
         let len = start + new.bits().div_ceil(64) as usize;
-        self.words[start..len].fill(0);
-        ef::write(&mut self.words[start..len], 0, new, values);
+        if new.l == old.l {
+            ef::remove(&mut self.words[start..end], 0, old, probe.rank, fp);
+        } else {
+            let mut values = Vec::new();
+            values.try_reserve_exact(count as usize - 1).ok()?;
+            values.extend(ef::iter(&self.words[start..end], 0, old).filter(|&v| v != fp));
+            self.words[start..end].fill(0);
+            ef::write(&mut self.words[start..len], 0, new, values);
+        }
         self.words.drain(len..end);
         self.counts[i] = count - 1;
         self.fit();
