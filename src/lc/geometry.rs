@@ -121,11 +121,12 @@ pub fn stream_words(shape: Shape) -> u64 {
     (STREAM + shape.bits()).div_ceil(64)
 }
 
-/// `n̂ = m · ln(m / Z)`, with `Z = 0` taken as 1 (see "Saturation").
+/// `n̂ = m · ln(m / Z)`, with `Z = 0` taken as 1 (see "Saturation"), and never below the
+/// `m − Z` bits set: `m · ln m` is below `m` for a bitmap of one or two bits.
 pub fn estimate(m: u64, zeros: u64) -> u64 {
     let z = zeros.max(1) as f64;
-    let m = m as f64;
-    (m * (m / z).ln()).round() as u64
+    let n = (m as f64 * (m as f64 / z).ln()).round() as u64;
+    n.max(m.saturating_sub(zeros))
 }
 
 /// What every counter of the same parameters shares (interned: one copy per parameter set).
@@ -273,6 +274,20 @@ mod tests {
     use super::*;
     use crate::core::hashing::reduce;
     use proptest::prelude::*;
+
+    /// A full bitmap of one or two bits counts its bits, not `m · ln m` (0 and 1): a saved
+    /// bitmap of one bit, set, counted 0 (found by the `lc_value` fuzz target).
+    #[test]
+    fn a_full_bitmap_counts_at_least_its_bits() {
+        assert_eq!(estimate(1, 0), 1);
+        assert_eq!(estimate(2, 0), 2);
+        assert_eq!(estimate(2, 1), 1);
+        for m in [3u64, 10, 5329] {
+            for zeros in 0..m.min(20) {
+                assert!(estimate(m, zeros) >= m - zeros, "{m} {zeros}");
+            }
+        }
+    }
 
     /// The sketch's limits that saved payloads depend on (codec.rs, version 3): changing any
     /// of them needs a new encoding version.
