@@ -315,18 +315,19 @@ impl Unknown {
         }
     }
 
+    /// The levels of union register `j` with a forgotten share, and their shares.
+    fn row(&self, j: usize) -> impl Iterator<Item = (u64, u32)> + '_ {
+        let shares = self.shares.get(j * self.span..(j + 1) * self.span);
+        (1..)
+            .zip(shares.unwrap_or_default())
+            .filter(|&(_, &share)| share > 0)
+            .map(|(k, &share)| (k, share))
+    }
+
     /// Each level with a forgotten share, with its register and share.
     fn each(&self) -> impl Iterator<Item = (usize, u64, u32)> + '_ {
-        let per = self.span.max(1);
-        self.shares
-            .chunks_exact(per)
-            .enumerate()
-            .flat_map(|(j, shares)| {
-                (1..)
-                    .zip(shares)
-                    .filter(|&(_, &share)| share > 0)
-                    .map(move |(k, &share)| (j, k, share))
-            })
+        let rows = self.shares.len() / self.span.max(1);
+        (0..rows).flat_map(move |j| self.row(j).map(move |(k, share)| (j, k, share)))
     }
 
     /// The weight, in `weight`'s units, that `registers` count as unset but their sources
@@ -338,11 +339,15 @@ impl Unknown {
             .sum()
     }
 
-    /// Sets in `registers` the levels their sources forgot part of (what a merge stores,
-    /// the estimate taken).
+    /// Union register `j` (`reg`) with the levels its sources forgot part of set: what a
+    /// merge stores, the estimate taken.
+    fn imputed(&self, j: usize, reg: u32) -> u32 {
+        self.row(j).fold(reg, |r, (k, _)| update(r, k))
+    }
+
     fn impute(&self, registers: &mut [u32]) {
-        for (j, k, _) in self.each() {
-            registers[j] = update(registers[j], k);
+        for (j, r) in registers.iter_mut().enumerate() {
+            *r = self.imputed(j, *r);
         }
     }
 }
@@ -738,19 +743,20 @@ impl Counter {
         } else {
             Counter::union_indicators(&all, p, listed)?
         };
-        let running = Counter::running_of(&indicators, p);
-        let (indicators, running) = indicators.stored(running, p);
+        // Compared as a merge would store them; the estimate only when something changed.
         let unchanged = p == self.geometry.precision
             && match (&indicators, self.mode()) {
                 (Indicators::Tokens(t), Mode::Tokens) => t.len() as u64 == self.header().count,
-                (Indicators::Registers(r, _), Mode::Registers) => {
-                    r.iter().copied().eq(self.registers())
-                }
+                (Indicators::Registers(r, unknown), Mode::Registers) => (r.iter().enumerate())
+                    .map(|(j, &reg)| unknown.imputed(j, reg))
+                    .eq(self.registers()),
                 _ => false,
             };
         if unchanged {
             return Ok(false);
         }
+        let running = Counter::running_of(&indicators, p);
+        let (indicators, running) = indicators.stored(running, p);
         let mut union = Counter {
             geometry,
             block: Block::none(),
