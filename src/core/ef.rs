@@ -878,6 +878,23 @@ mod tests {
         vec![0; ((base + shape.bits()).div_ceil(64) + 1) as usize]
     }
 
+    /// `words` and the stream of `set` written afresh, padded with zeros to one length: equal
+    /// when an edited stream is the rebuilt one, bits past its end zero included.
+    fn beside_rebuilt(
+        words: &[u64],
+        base: u64,
+        shape: Shape,
+        set: &BTreeSet<u64>,
+    ) -> (Vec<u64>, Vec<u64>) {
+        let mut fresh = words_for(base, shape);
+        write(&mut fresh, base, shape, set.iter().copied());
+        let len = words.len().max(fresh.len());
+        fresh.resize(len, 0);
+        let mut ours = words.to_vec();
+        ours.resize(len, 0);
+        (ours, fresh)
+    }
+
     #[test]
     fn shapes() {
         let s = Shape::new(30, 35_511_000_000);
@@ -1035,11 +1052,7 @@ mod tests {
                     write(&mut words, base, next, set.iter().copied());
                 }
                 shape = next;
-                let mut fresh = words_for(base, shape);
-                write(&mut fresh, base, shape, set.iter().copied());
-                fresh.resize(words.len().max(fresh.len()), 0);
-                let mut ours = words.clone();
-                ours.resize(fresh.len(), 0);
+                let (ours, fresh) = beside_rebuilt(&words, base, shape, &set);
                 prop_assert_eq!(&ours, &fresh);
                 prop_assert!(validate(&words, base, shape, universe).is_ok());
             }
@@ -1075,11 +1088,7 @@ mod tests {
                     write(&mut words, base, next, set.iter().copied());
                 }
                 shape = next;
-                let mut fresh = words_for(base, shape);
-                write(&mut fresh, base, shape, set.iter().copied());
-                fresh.resize(words.len().max(fresh.len()), 0);
-                let mut ours = words.clone();
-                ours.resize(fresh.len(), 0);
+                let (ours, fresh) = beside_rebuilt(&words, base, shape, &set);
                 prop_assert_eq!(&ours, &fresh, "after removing {}", v);
                 if set.is_empty() {
                     break;
