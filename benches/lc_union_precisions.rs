@@ -2,8 +2,10 @@
 //! a counter reserved at a finer rate (`UNION_RATES`, default 0.007, 0.005, 0.0025, 0.001) and
 //! one of the default 1% fed the same n random hashes, each united with an empty default
 //! counter (`Counter::union_count`, what `LC.COUNT fine empty` runs), `UNION_TRIALS` times
-//! (default 40) at each n: the mean relative error (bias) and the RMSE of both unions. The
-//! finer one is seen at the coarser precision, where what its registers forgot is unknown.
+//! (default 40) at each n: the mean relative error (bias) and the RMSE of both unions. Also
+//! the finer counter united with the 1% one (the same items), and a finer counter of half the
+//! items united with a 1% counter of the other half (precisions.rs: what each knows at its
+//! own resolution).
 //! Then, for default counters, the RMSE of merges of two halves of n items against the
 //! `Standard error` they report (`LC.INFO`), and the same for one counter fed all n.
 use lcbloom::lc::counter::Counter;
@@ -24,34 +26,54 @@ fn main() {
         .collect();
     let trials: u64 = std::env::var("UNION_TRIALS").map_or(40, |t| t.parse().expect("a number"));
     let mut seed = 12_345u64;
-    println!("| rate | n | finer ∪ empty: bias | RMSE | 1% ∪ empty: bias | RMSE |");
-    println!("|---|---:|---:|---:|---:|---:|");
+    println!(
+        "| rate | n | finer ∪ empty: bias | RMSE | finer ∪ 1%, same items: bias | RMSE | \
+         finer ½ ∪ 1% other ½: bias | RMSE | 1% ∪ empty: bias | RMSE |"
+    );
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     for &rate in &rates {
         for n in [1_000u64, 3_000, 10_000, 20_000, 50_000, 200_000, 1_000_000] {
-            let (mut fine, mut coarse) = ((0.0, 0.0), (0.0, 0.0));
+            let mut sums = [(0.0, 0.0); 4];
             for _ in 0..trials {
-                let mut a = Counter::reserve(rate, 100, u64::MAX).unwrap();
-                let mut c = Counter::reserve(0.01, 100, u64::MAX).unwrap();
-                let empty = Counter::reserve(0.01, 100, u64::MAX).unwrap();
-                for _ in 0..n {
+                let new = |rate: f64| Counter::reserve(rate, 100, u64::MAX).unwrap();
+                let (mut a, mut c, empty) = (new(rate), new(0.01), new(0.01));
+                let (mut half, mut other_half) = (new(rate), new(0.01));
+                for i in 0..n {
                     let h = splitmix(&mut seed);
                     a.add_hash(h).unwrap();
                     c.add_hash(h).unwrap();
+                    if i % 2 == 0 {
+                        &mut half
+                    } else {
+                        &mut other_half
+                    }
+                    .add_hash(h)
+                    .unwrap();
                 }
-                for (acc, x) in [(&mut fine, &a), (&mut coarse, &c)] {
-                    let e = Counter::union_count(&[x, &empty]).unwrap() as f64 / n as f64 - 1.0;
+                let unions: [&[&Counter]; 4] = [
+                    &[&a, &empty],
+                    &[&a, &c],
+                    &[&half, &other_half],
+                    &[&c, &empty],
+                ];
+                for (acc, union) in sums.iter_mut().zip(unions) {
+                    let e = Counter::union_count(union).unwrap() as f64 / n as f64 - 1.0;
                     acc.0 += e;
                     acc.1 += e * e;
                 }
             }
             let t = trials as f64;
-            println!(
-                "| {rate} | {n} | {:+.2}% | {:.2}% | {:+.2}% | {:.2}% |",
-                100.0 * fine.0 / t,
-                100.0 * (fine.1 / t).sqrt(),
-                100.0 * coarse.0 / t,
-                100.0 * (coarse.1 / t).sqrt()
-            );
+            let cells: Vec<String> = sums
+                .iter()
+                .map(|s| {
+                    format!(
+                        "{:+.2}% | {:.2}%",
+                        100.0 * s.0 / t,
+                        100.0 * (s.1 / t).sqrt()
+                    )
+                })
+                .collect();
+            println!("| {rate} | {n} | {} |", cells.join(" | "));
         }
     }
     println!();

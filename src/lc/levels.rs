@@ -357,6 +357,18 @@ pub fn ml_estimate(counts: &SetCounts, mu: u128, p: u32) -> (f64, f64) {
     ml_solve(&runs, share_of_all(mu), true)
 }
 
+/// `ml_estimate` of set indicators counted by weight, whatever their precision: `set[e]` of
+/// weight `2^e` (units of `2^−64`). Unions of several precisions (precisions.rs).
+pub fn ml_estimate_by_weight(set: &[u64; 64], mu: u128) -> (f64, f64) {
+    let levels: Vec<(f64, f64)> = (0..64)
+        .rev()
+        .filter(|&e| set[e] > 0)
+        .map(|e| (set[e] as f64, 2f64.powi(e as i32 - 64)))
+        .collect();
+    let runs: Vec<&[(f64, f64)]> = levels.chunks(1).collect();
+    ml_solve(&runs, share_of_all(mu), true)
+}
+
 /// The levels with set indicators, in order, as `(β, w)`: how many are set, and the weight
 /// of one as a share of the whole.
 fn held_levels(counts: &SetCounts, p: u32) -> Vec<(f64, f64)> {
