@@ -74,14 +74,20 @@ pub fn lc_value(data: &[u8]) {
         let _ = Counter::union_count(&[&copy, &counter]);
         // Nine copies of a long token list take the many-key path (straight to registers).
         let _ = Counter::union_count(&[&counter; 9]);
-        let mut union = copy.clone();
-        if union.absorb(&counter).is_ok() {
-            let bytes = lc::encode(&union);
-            assert_eq!(
-                lc::decode(&bytes, u64::MAX).as_ref(),
-                Ok(&union),
-                "a union loads"
-            );
+        // Beside a counter of the smallest precision, registers keep their own
+        // (lc/precisions.rs).
+        let coarsest = Counter::reserve(0.3, 1, LIMIT).expect("a valid counter");
+        let _ = Counter::union_count(&[&coarsest, &counter, &copy]);
+        for (mut union, other) in [(copy.clone(), &counter), (coarsest, &counter)] {
+            if union.absorb(other).is_ok() {
+                let bytes = lc::encode(&union);
+                assert_eq!(
+                    lc::decode(&bytes, u64::MAX).as_ref(),
+                    Ok(&union),
+                    "a union loads"
+                );
+                check_reports(&union);
+            }
         }
         for i in 0..4u32 {
             let _ = counter.add(&i.to_le_bytes());
