@@ -613,6 +613,13 @@ impl Counter {
             geometry,
             block: Block::none(),
         };
+        // A union of empty counters is empty: in exact mode, as a counter of no items is (a
+        // token list of none is no encoding).
+        if matches!(&indicators, Indicators::Tokens(tokens) if tokens.is_empty()) {
+            let changed = union != *self;
+            *self = union;
+            return Ok(changed);
+        }
         // Compared as a merge would store them; the estimate only when something changed.
         let unchanged = p == self.geometry.precision
             && match (&indicators, self.mode()) {
@@ -868,6 +875,31 @@ mod tests {
             // SAFETY: the CPU has the instructions.
             let avx2 = unsafe { Counter::union_registers_avx2(&refs, p) };
             assert_eq!(avx2.unwrap(), want);
+        }
+    }
+
+    /// A union of empty counters of other sizes (whose indicators are none) is an empty
+    /// counter in exact mode, which loads: it was a token list of none, which no load
+    /// accepts (found by the `lc_value` fuzz target; through the server, `LC.MERGE` of two
+    /// empty counters made an RDB that would not load).
+    #[test]
+    fn unions_of_empty_counters_stay_empty_and_load() {
+        let new = |rate: f64, capacity: u64| Counter::reserve(rate, capacity, u64::MAX).unwrap();
+        for (a, b) in [
+            (new(0.01, 100), new(0.02, 100)),
+            (new(0.3, 1), new(0.001, 1)),
+        ] {
+            for (mut union, other) in [(a.clone(), &b), (b.clone(), &a)] {
+                union.absorb(other).unwrap();
+                assert_eq!((union.mode(), union.count()), (Mode::Exact, 0));
+                let bytes = crate::lc::codec::encode(&union);
+                assert_eq!(
+                    crate::lc::codec::decode(&bytes, u64::MAX),
+                    Ok(union.clone())
+                );
+                // Absorbing another empty counter changes nothing more.
+                assert_eq!(union.absorb(other), Ok(false));
+            }
         }
     }
 

@@ -35,6 +35,19 @@ fn populate(c: &mut Connection) -> Vec<String> {
         .query(c)
         .unwrap();
     keys.push("small".to_string());
+    // A merge of empty counters of two sizes: empty, in exact mode (it once stored a token
+    // list of none, which no load accepted).
+    for (key, rate) in [("merged-empty", "0.01"), ("empty-other", "0.02")] {
+        let _: () = redis::cmd("LC.RESERVE")
+            .arg(&[key, rate, "100"])
+            .query(c)
+            .unwrap();
+    }
+    let _: () = redis::cmd("LC.MERGE")
+        .arg(&["merged-empty", "merged-empty", "empty-other"])
+        .query(c)
+        .unwrap();
+    keys.extend(["merged-empty".to_string(), "empty-other".to_string()]);
     keys
 }
 
