@@ -47,7 +47,7 @@ pub fn best_hashes(n: f64, bits: u64, exact: bool) -> (u32, f64) {
 }
 
 /// Expected FP of `bits` bits holding `n` items with `hashes` hashes: exact where
-/// [`computed_exactly`] says so, by the expansion elsewhere.
+/// `computed_exactly` says so, by the expansion elsewhere.
 pub fn fp_with(n: f64, bits: u64, hashes: u32) -> f64 {
     if computed_exactly(n, bits) {
         exact_fp(n as u64, bits, hashes, hashes)[0].1

@@ -24,7 +24,7 @@
 //! `(k + B)/64` words) and then compares the lower bits of the bucket's few values; inserting
 //! one shifts the bits after it (two word-wise passes). Both are linear in the stream's size,
 //! which the counter bounds (`lc::geometry::SPARSE_MAX_BYTES`, `lc::geometry::EXACT_MAX`). When an
-//! insert changes `l`, the caller rebuilds the stream ([`write`]). The module is built for the
+//! insert changes `l`, the caller rebuilds the stream ([`write()`]). The module is built for the
 //! baseline x86-64; the scan and the shift run as copies compiled for POPCNT and AVX2 where the
 //! CPU has them (chosen at run time), and a caller about to touch most of a stream out of the
 //! caches asks for all its lines first (`Block::prefetch`).

@@ -21,7 +21,7 @@
 //! the flags and, for servers without key specs, the key range glued from the specs), then
 //! declares the rest once all exist. `RedisModule_SetCommandInfo`
 //! (Redis 7.0+, Valkey) deep-copies what it is given (strings with `zstrdup`, arrays walked
-//! with the element sizes of [`INFO_VERSION`]), so the raw structs built here live only for
+//! with the element sizes of `INFO_VERSION`), so the raw structs built here live only for
 //! the call. `RedisModule_SetCommandACLCategories` exists from Redis 7.2 and Valkey 8, and
 //! `RedisModule_AddACLCategory` from Redis 7.4 and Valkey 8: each is used only when the server
 //! has it, so the module loads on 7.0 (the README gives 7.0's `ACL SETUSER` lines instead).

@@ -5,7 +5,7 @@
 //! [`guard_callback`]: a panic becomes an `ERR` reply (or a rejected load) and a warning in the
 //! server log. The release profile keeps `panic = "unwind"` for this to work.
 //!
-//! Every command's C callback is made by [`callback!`] (its row in `command_table::COMMANDS`),
+//! Every command's C callback is made by `callback!` (its row in `command_table::COMMANDS`),
 //! not by `redis_module!`, whose wrapper retains every argument into a fresh `Vec<RedisString>` and releases
 //! them afterwards: about a fifth of a short command's time. Handlers borrow `argv` as
 //! `&[RedisString]` views that are never dropped. Replies are `reply.rs`'s.
@@ -115,7 +115,7 @@ fn log(level: redis_module::logging::RedisLogLevel, message: &str) {
 pub type Handler = fn(&Context, &[RedisString]) -> RedisResult;
 
 /// Runs `handler` on `argv` inside [`guard`] and sends its reply: the body of the C callback
-/// that [`callback!`] generates.
+/// that `callback!` generates.
 ///
 /// # Safety
 /// `ctx`, `argv` and `argc` must be what Redis passed to a command callback.
@@ -158,7 +158,7 @@ fn as_strings(views: &[ManuallyDrop<RedisString>]) -> &[RedisString] {
     unsafe { &*(views as *const [ManuallyDrop<RedisString>] as *const [RedisString]) }
 }
 
-/// `RedisModule_CreateCommand` with a C callback made by [`callback!`].
+/// `RedisModule_CreateCommand` with a C callback made by `callback!`.
 pub fn create_command(
     ctx: &Context,
     name: &CStr,

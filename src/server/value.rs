@@ -1,6 +1,6 @@
 //! The layer every stored type shares: what a type must say about itself ([`StoredValue`]),
 //! the Redis type callbacks written once for all of them ([`methods`]) and the typed key
-//! helpers the commands use ([`read`], [`write`], [`store`], [`modify`]). How a write command
+//! helpers the commands use ([`read`], [`write()`], [`store`], [`modify`]). How a write command
 //! ends (what it applied is replicated and notified) is `write.rs`.
 //!
 //! Everything is generic, never `dyn`: each type gets its own monomorphic callbacks and
@@ -10,7 +10,7 @@
 //!   type's `INFO lcbloom` tally, a value leaving it (`free`) uncounted, and a write that may
 //!   change a value's size runs inside `modify`.
 //! * Borrowing: a value is lent out by its key, shared by [`read`] (`&Key`), exclusive by
-//!   [`write`] and [`store`] (`&mut Key`), so safe code cannot hold two `&mut` to one value.
+//!   [`write()`] and [`store`] (`&mut Key`), so safe code cannot hold two `&mut` to one value.
 //! * Holding ([`Held`]): Redis holds a box of each value, or, for a type that is one word
 //!   owning what it names, the word itself (no box per key, no load through it), read with
 //!   [`read_word`] and written with [`write_word`] and [`store_word`], which hand Redis the
@@ -55,7 +55,7 @@ pub trait StoredValue: Sized + 'static {
     }
     /// Bytes the value's own allocations take, each rounded up to the allocator's size class
     /// (`alloc::size_class`), the box Redis holds (if [`Held::Boxed`]) included: what `BF.INFO`/`LC.INFO` report as
-    /// Size and `INFO lcbloom` adds up. `MEMORY USAGE` adds [`uncounted_key_bytes`].
+    /// Size and `INFO lcbloom` adds up. `MEMORY USAGE` adds `uncounted_key_bytes`.
     fn memory_bytes(&self) -> u64;
     /// A deep copy, or why it could not be made (`COPY`).
     fn try_copy(&self) -> Result<Self, String>;
