@@ -7,8 +7,11 @@
 //! items united with a 1% counter of the other half (precisions.rs: what each knows at its
 //! own resolution).
 //! Then, for default counters, the RMSE of merges of two halves of n items against the
-//! `Standard error` they report (`LC.INFO`), and the same for one counter fed all n.
+//! `Standard error` they report (`LC.INFO`), and the same for one counter fed all n; the same
+//! for finer counters merged into 1% ones (the three shapes above); and the time of a union of
+//! a finer counter with a 1% counter of half its items (best of 200 calls).
 use lcbloom::lc::counter::Counter;
+use std::time::Instant;
 
 fn splitmix(x: &mut u64) -> u64 {
     *x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
@@ -105,5 +108,77 @@ fn main() {
             100.0 * (one_sq / t).sqrt(),
             100.0 * one_se / t
         );
+    }
+    println!();
+    finer_merges_standard_error(trials, &mut seed);
+    println!();
+    union_time(&mut seed);
+}
+
+/// A finer counter and a 1% one of `n` items, in one of the three shapes: the finer one
+/// alone, both the same items, or half each.
+fn finer_and_coarse(rate: f64, n: u64, shape: usize, seed: &mut u64) -> (Counter, Counter) {
+    let new = |rate: f64| Counter::reserve(rate, 100, u64::MAX).unwrap();
+    let (mut fine, mut coarse) = (new(rate), new(0.01));
+    for i in 0..n {
+        let h = splitmix(seed);
+        if shape != 2 || i % 2 == 0 {
+            fine.add_hash(h).unwrap();
+        }
+        if shape == 1 || (shape == 2 && i % 2 == 1) {
+            coarse.add_hash(h).unwrap();
+        }
+    }
+    (fine, coarse)
+}
+
+/// Finer counters merged into 1% ones: the RMSE and the `Standard error` reported.
+fn finer_merges_standard_error(trials: u64, seed: &mut u64) {
+    println!("| rate | n | into an empty 1%: RMSE / reported | same items | other halves |");
+    println!("|---|---:|---|---|---|");
+    for rate in [0.005, 0.001] {
+        for n in [5_000u64, 50_000, 500_000] {
+            let cells: Vec<String> = (0..3)
+                .map(|shape| {
+                    let (mut squares, mut reported) = (0.0, 0.0);
+                    for _ in 0..trials {
+                        let (fine, mut coarse) = finer_and_coarse(rate, n, shape, seed);
+                        coarse.absorb(&fine).unwrap();
+                        squares += (coarse.count() as f64 / n as f64 - 1.0).powi(2);
+                        reported += coarse.standard_error();
+                    }
+                    let t = trials as f64;
+                    format!(
+                        "{:.2}% / {:.2}%",
+                        100.0 * (squares / t).sqrt(),
+                        100.0 * reported / t
+                    )
+                })
+                .collect();
+            println!("| {rate} | {n} | {} |", cells.join(" | "));
+        }
+    }
+}
+
+/// The time of `Counter::union_count` of a finer counter and a 1% counter of half its items.
+fn union_time(seed: &mut u64) {
+    println!("| finer rate | n | union_count, best of 200 |");
+    println!("|---|---:|---:|");
+    for (rate, n) in [(0.005, 50_000u64), (0.001, 1_000_000), (0.0004, 1_000_000)] {
+        let mut again = *seed;
+        let (fine, _) = finer_and_coarse(rate, n, 0, seed);
+        // Half of the finer counter's items: its first hashes again.
+        let mut coarse = Counter::reserve(0.01, 100, u64::MAX).unwrap();
+        for _ in 0..n / 2 {
+            coarse.add_hash(splitmix(&mut again)).unwrap();
+        }
+        let best = (0..200)
+            .map(|_| {
+                let start = Instant::now();
+                std::hint::black_box(Counter::union_count(&[&fine, &coarse]).unwrap());
+                start.elapsed().as_secs_f64()
+            })
+            .fold(f64::INFINITY, f64::min);
+        println!("| {rate} | {n} | {:.2} ms |", best * 1e3);
     }
 }
