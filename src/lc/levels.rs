@@ -222,6 +222,11 @@ pub fn level_state(reg: u32, k: u64) -> Option<bool> {
     (top - k <= WINDOW).then(|| reg >> (top - k - 1) & 1 == 1)
 }
 
+/// How many levels register `reg` has forgotten: those below its window.
+pub fn forgotten_levels(reg: u32) -> u64 {
+    u64::from(reg >> WINDOW).saturating_sub(WINDOW + 1)
+}
+
 /// The levels register `reg` knows to be set, each once.
 pub fn set_levels(reg: u32) -> impl Iterator<Item = u64> {
     let top = u64::from(reg >> WINDOW);

@@ -69,6 +69,21 @@ impl Running {
         self.mu -= gone;
     }
 
+    /// This state brought within the bounds of a sketch whose indicators hold `set` known set
+    /// and `decided` set or forgotten, its exact set having held at most `first` items (see
+    /// "Bounds"). A union of several precisions takes its estimate from indicators other than
+    /// those it stores (precisions.rs), which may claim more set than the estimate; the true
+    /// count is at least that many.
+    pub fn within_bounds(self, set: u64, decided: u64, first: u64) -> Running {
+        let unset = share_of_all(self.mu).max(2f64.powi(-64));
+        let estimate = (self.estimate.max(set as f64)).min(first as f64 + decided as f64 / unset);
+        Running {
+            estimate,
+            variance: self.variance.clamp(0.0, estimate / unset),
+            mu: self.mu,
+        }
+    }
+
     /// Whether some history could give this running state to a sketch whose indicators hold
     /// `set` known set and `decided` set or forgotten, its exact set having held at most
     /// `first` items (see "Bounds"): `Err` names what could not be.

@@ -48,6 +48,24 @@ fn populate(c: &mut Connection) -> Vec<String> {
         .query(c)
         .unwrap();
     keys.extend(["merged-empty".to_string(), "empty-other".to_string()]);
+    // A finer counter merged into a coarser one: it once claimed more set indicators than its
+    // count, which no load accepted.
+    for (key, rate) in [("merged-finer", "0.005"), ("finer", "0.0025")] {
+        let _: () = redis::cmd("LC.RESERVE")
+            .arg(&[key, rate, "1000"])
+            .query(c)
+            .unwrap();
+    }
+    let _: i64 = redis::cmd("LC.ADD")
+        .arg("finer")
+        .arg(items("f", 3_000))
+        .query(c)
+        .unwrap();
+    let _: () = redis::cmd("LC.MERGE")
+        .arg(&["merged-finer", "finer"])
+        .query(c)
+        .unwrap();
+    keys.extend(["merged-finer".to_string(), "finer".to_string()]);
     keys
 }
 

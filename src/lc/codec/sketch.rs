@@ -11,7 +11,9 @@ use crate::core::ef;
 use crate::lc::counter::Counter;
 use crate::lc::geometry::{registers_words, token_limit, token_universe};
 use crate::lc::header::{Mode, SKETCH_REGISTERS, SKETCH_STREAM};
-use crate::lc::levels::{max_level, registers_counts, weight, REGISTER_BITS, WINDOW};
+use crate::lc::levels::{
+    forgotten_levels, max_level, registers_counts, weight, REGISTER_BITS, WINDOW,
+};
 use crate::lc::registers::{read_register, registers_block_with};
 use crate::lc::running::Running;
 use crate::lc::tokens::tokens_block;
@@ -148,8 +150,7 @@ pub fn read_registers(
         if top > max_level(p) || window >> lowest_window != 0 {
             return Err(DecodeError("register out of range"));
         }
-        // Levels below the window are forgotten.
-        forgotten += top.saturating_sub(WINDOW + 1);
+        forgotten += forgotten_levels(reg);
         registers.push(reg);
     }
     let (counts, mu) = registers_counts(&registers, p);
