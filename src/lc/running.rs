@@ -75,8 +75,8 @@ impl Running {
     /// those it stores (precisions.rs), which may claim more set than the estimate; the true
     /// count is at least that many.
     pub fn within_bounds(self, set: u64, decided: u64, first: u64) -> Running {
-        let unset = share_of_all(self.mu).max(2f64.powi(-64));
-        let estimate = (self.estimate.max(set as f64)).min(first as f64 + decided as f64 / unset);
+        let (lowest, highest, unset) = self.bounds(set, decided, first);
+        let estimate = self.estimate.max(lowest).min(highest);
         Running {
             estimate,
             variance: self.variance.clamp(0.0, estimate / unset),
@@ -84,14 +84,21 @@ impl Running {
         }
     }
 
+    /// The least and the greatest estimate some history gives a sketch whose indicators hold
+    /// `set` known set and `decided` set or forgotten, its exact set having held at most
+    /// `first` items, and `μ*` (see "Bounds"): the variance is at most the estimate over it.
+    fn bounds(&self, set: u64, decided: u64, first: u64) -> (f64, f64, f64) {
+        let unset = share_of_all(self.mu).max(2f64.powi(-64));
+        (set as f64, first as f64 + decided as f64 / unset, unset)
+    }
+
     /// Whether some history could give this running state to a sketch whose indicators hold
     /// `set` known set and `decided` set or forgotten, its exact set having held at most
     /// `first` items (see "Bounds"): `Err` names what could not be.
     pub fn possible(&self, set: u64, decided: u64, first: u64) -> Result<(), &'static str> {
-        let unset = share_of_all(self.mu).max(2f64.powi(-64));
+        let (lowest, highest, unset) = self.bounds(set, decided, first);
         let estimate = self.estimate;
-        let highest = (first as f64 + decided as f64 / unset) * (1.0 + SLACK);
-        if !(estimate >= set as f64 * (1.0 - SLACK) && estimate <= highest) {
+        if !(estimate >= lowest * (1.0 - SLACK) && estimate <= highest * (1.0 + SLACK)) {
             return Err("sketch estimate out of range");
         }
         if !(self.variance >= 0.0 && self.variance <= estimate / unset * (1.0 + SLACK)) {
