@@ -457,19 +457,10 @@ impl Counter {
         Ok(Indicators::Registers(registers, evidence))
     }
 
-    /// The running state of a union's indicators: their maximum-likelihood estimate and
-    /// variance, and the unset weight of the indicators a merge stores.
-    fn running_of(indicators: &Indicators, p: u32) -> Running {
-        if let Indicators::Registers(registers, Some(evidence)) = indicators {
-            let (estimate, variance) = evidence.estimate();
-            let mu = registers_counts(registers, p).1;
-            return Running {
-                estimate,
-                variance,
-                mu,
-            };
-        }
-        let (counts, mu) = match indicators {
+    /// The set indicators by level and the unset weight of a union's indicators, those a
+    /// merge stores.
+    fn counts_of(indicators: &Indicators, p: u32) -> (SetCounts, u128) {
+        match indicators {
             Indicators::Tokens(tokens) => {
                 let mut counts = SetCounts::new(p);
                 let mut mu = 1u128 << 64;
@@ -480,13 +471,42 @@ impl Counter {
                 (counts, mu)
             }
             Indicators::Registers(registers, _) => registers_counts(registers, p),
+        }
+    }
+
+    /// A union's estimate and its variance: the maximum-likelihood ones of its indicators, or
+    /// of what its sources know at their resolutions (precisions.rs).
+    fn estimate_of(indicators: &Indicators, p: u32) -> (f64, f64) {
+        if let Indicators::Registers(_, Some(evidence)) = indicators {
+            return evidence.estimate();
+        }
+        let (counts, mu) = Counter::counts_of(indicators, p);
+        ml_estimate(&counts, mu, p)
+    }
+
+    /// The running state a merge stores with a union's indicators, in a geometry whose exact
+    /// set holds at most `first` items: the union's estimate and variance, and the unset
+    /// weight of those indicators.
+    fn running_of(indicators: &Indicators, p: u32, first: u64) -> Running {
+        let (counts, mu) = Counter::counts_of(indicators, p);
+        let Indicators::Registers(registers, Some(evidence)) = indicators else {
+            let (estimate, variance) = ml_estimate(&counts, mu, p);
+            return Running {
+                estimate,
+                variance,
+                mu,
+            };
         };
-        let (estimate, variance) = ml_estimate(&counts, mu, p);
-        Running {
+        // Its estimate came from other indicators than those it stores (precisions.rs).
+        let (estimate, variance) = evidence.estimate();
+        let set: u64 = counts.0.iter().sum();
+        let forgotten: u64 = registers.iter().map(|&r| forgotten_levels(r)).sum();
+        let running = Running {
             estimate,
             variance,
             mu,
-        }
+        };
+        running.within_bounds(set, set + forgotten, first)
     }
 
     /// The number of distinct items in the union of exact counters of one geometry: their
@@ -537,7 +557,7 @@ impl Counter {
             Some(tokens) => Indicators::Tokens(tokens),
             None => Indicators::Registers(levels.registers().collect(), None),
         };
-        Ok(Counter::running_of(&indicators, p).estimate.round() as u64)
+        Ok(Counter::estimate_of(&indicators, p).0.round() as u64)
     }
 
     /// The number of distinct items in the union of exact and sketch counters.
@@ -555,7 +575,7 @@ impl Counter {
         } else {
             Counter::union_indicators(counters, p, listed)?
         };
-        Ok(Counter::running_of(&indicators, p).estimate.round() as u64)
+        Ok(Counter::estimate_of(&indicators, p).0.round() as u64)
     }
 
     /// Makes this counter (exact or sketch) the union of itself and `other` (exact or sketch),
@@ -633,15 +653,7 @@ impl Counter {
         if unchanged {
             return Ok(false);
         }
-        let mut running = Counter::running_of(&indicators, p);
-        if let Indicators::Registers(registers, Some(_)) = &indicators {
-            // Its estimate came from other indicators than those it stores (precisions.rs).
-            let (counts, _) = registers_counts(registers, p);
-            let set: u64 = counts.0.iter().sum();
-            let forgotten: u64 = registers.iter().map(|&r| forgotten_levels(r)).sum();
-            let first = union.geometry.universe();
-            running = running.within_bounds(set, set + forgotten, first);
-        }
+        let running = Counter::running_of(&indicators, p, union.geometry.universe());
         union.block = match indicators {
             Indicators::Tokens(tokens) => union.sketch_block(p, tokens, running, limit)?,
             Indicators::Registers(registers, _) => {
