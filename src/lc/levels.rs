@@ -534,7 +534,7 @@ pub fn share_of_all(mu: u128) -> f64 {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use proptest::prelude::*;
 
@@ -561,7 +561,7 @@ mod tests {
     }
 
     /// The registers at precision `p` of `n` hashes drawn from the generator state `x`.
-    fn random_registers(p: u32, n: u64, x: &mut u64) -> Vec<u32> {
+    pub(in crate::lc) fn random_registers(p: u32, n: u64, x: &mut u64) -> Vec<u32> {
         registers_of(
             p,
             (0..n).map(|_| {

@@ -427,10 +427,9 @@ fn resolve_one(scratch: &mut [Within], evidence: &mut Evidence) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::test_rng::step;
-    use crate::lc::levels::{
-        level_state, ml_estimate, reduced_level, registers_counts, token, update, weight,
-    };
+    use crate::lc::levels::tests::random_registers;
+    use crate::lc::levels::{level_state, ml_estimate, registers_counts, update, weight};
+    use crate::lc::union::reduce_indicator;
 
     /// A mask's levels, lowest first.
     fn levels(mask: LevelMask) -> impl Iterator<Item = u64> {
@@ -446,25 +445,6 @@ mod tests {
         })
     }
 
-    /// Registers at precision `q` of `n` random hashes.
-    fn registers_of(q: u32, n: u64, x: &mut u64) -> Vec<u32> {
-        let mut registers = vec![0u32; 1 << q];
-        for _ in 0..n {
-            let (i, k) = token(step(x) ^ *x >> 29, q);
-            registers[i as usize] = update(registers[i as usize], k);
-        }
-        registers
-    }
-
-    /// Indicator `(i, k)` of precision `from` seen at `to`.
-    fn reduced(mut i: u64, mut k: u64, from: u32, to: u32) -> (u64, u64) {
-        for _ in to..from {
-            k = reduced_level(k, i & 1);
-            i >>= 1;
-        }
-        (i, k)
-    }
-
     /// The module doc's evidence and stored registers, an indicator at a time over every
     /// level of every register of every precision (`groups`: coarsest first).
     fn one_by_one(groups: &[(u32, Vec<u32>)]) -> (Evidence, Vec<u32>) {
@@ -475,7 +455,7 @@ mod tests {
         for (g, &(q, _)) in groups.iter().enumerate() {
             for (i, k) in (0..1u64 << q).flat_map(|i| (1..=max_level(q)).map(move |k| (i, k))) {
                 let spoken_for = (0..g).all(|c| {
-                    let (j, l) = reduced(i, k, q, groups[c].0);
+                    let (j, l) = reduce_indicator(i, k, q, groups[c].0);
                     state(c, j, l) == Some(false)
                 });
                 let (known, part) = (
@@ -488,7 +468,7 @@ mod tests {
                     None => {}
                 }
                 if state(g, i, k) == Some(true) {
-                    let (j, l) = reduced(i, k, q, p);
+                    let (j, l) = reduce_indicator(i, k, q, p);
                     stored_levels[j as usize].push(l);
                 }
             }
@@ -517,7 +497,7 @@ mod tests {
         let mut x = 7;
         for q in [4, 9, 20] {
             for n in [0, 3, 40, 2_000, 1 << 22] {
-                for reg in registers_of(q, n, &mut x).into_iter().take(64) {
+                for reg in random_registers(q, n, &mut x).into_iter().take(64) {
                     let (set, unset) = (
                         LevelMask::set_of(reg),
                         LevelMask::unset_of(reg, LevelMask::up_to(max_level(q))),
@@ -557,7 +537,7 @@ mod tests {
                 let groups: Vec<(u32, Vec<u32>)> = qs
                     .iter()
                     .enumerate()
-                    .map(|(g, &q)| (q, registers_of(q, n >> g, &mut x)))
+                    .map(|(g, &q)| (q, random_registers(q, n >> g, &mut x)))
                     .collect();
                 let (evidence, stored) = resolved(&groups);
                 let (want, want_stored) = one_by_one(&groups);
@@ -573,7 +553,7 @@ mod tests {
     fn an_empty_coarser_side_leaves_the_finer_estimate() {
         let mut x = 23;
         for (p, q, n) in [(11, 13, 20_000u64), (11, 18, 200_000), (4, 20, 1 << 20)] {
-            let fine = registers_of(q, n, &mut x);
+            let fine = random_registers(q, n, &mut x);
             let (evidence, _) = resolved(&[(p, vec![0; 1 << p]), (q, fine.clone())]);
             let (counts, mu) = registers_counts(&fine, q);
             let (want, got) = (ml_estimate(&counts, mu, q), evidence.estimate());

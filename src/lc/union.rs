@@ -24,7 +24,7 @@ use crate::core::ef_chunks;
 
 /// Indicator `(index, level)` of precision `from` seen at precision `to ≤ from`.
 #[inline]
-fn reduce_indicator(mut index: u64, mut level: u64, from: u32, to: u32) -> (u64, u64) {
+pub(super) fn reduce_indicator(mut index: u64, mut level: u64, from: u32, to: u32) -> (u64, u64) {
     for _ in to..from {
         level = reduced_level(level, index & 1);
         index >>= 1;
