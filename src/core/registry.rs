@@ -162,13 +162,14 @@ impl<T> Registry<T> {
         unsafe { Arc::increment_strong_count(self.get(id)) };
     }
 
-    /// How many hold `id` (for tests).
-    pub fn holders(&self, id: u16) -> u64 {
-        self.book()
-            .holders
-            .get(usize::from(id))
-            .copied()
-            .unwrap_or(0)
+    /// How many hold `value`'s entry (for tests). Asked by value, not by id: a released id may
+    /// already name another value.
+    pub fn holders(&self, value: &Arc<T>) -> u64 {
+        let book = self.book();
+        let address = Arc::as_ptr(value) as usize;
+        book.ids
+            .get(&address)
+            .map_or(0, |&id| book.holders[usize::from(id)])
     }
 }
 
@@ -218,7 +219,7 @@ mod tests {
         let id = registry.acquire(&a).unwrap();
         assert_eq!(id, 1, "0 is never handed out");
         assert_eq!(registry.acquire(&a), Some(id));
-        assert_eq!(registry.holders(id), 2);
+        assert_eq!(registry.holders(&a), 2);
         assert_eq!(
             Arc::strong_count(&a),
             3,
@@ -232,7 +233,7 @@ mod tests {
         registry.release(id);
         assert_eq!(Arc::strong_count(&a), 3);
         registry.release(id);
-        assert_eq!((registry.holders(id), Arc::strong_count(&a)), (0, 1));
+        assert_eq!((registry.holders(&a), Arc::strong_count(&a)), (0, 1));
         let c = Arc::new(9u64);
         assert_eq!(registry.acquire(&c), Some(id), "a freed id is reused");
         registry.release(other);

@@ -280,6 +280,11 @@ mod tests {
         c
     }
 
+    /// The geometry `stored` names, held so that its holders can be asked for.
+    fn geometry(stored: &StoredCounter) -> Arc<Geometry> {
+        Arc::clone(&stored.view().geometry)
+    }
+
     fn id(stored: &StoredCounter) -> u16 {
         match stored.form() {
             Form::Packed { id, .. } => id,
@@ -314,6 +319,7 @@ mod tests {
         let mut plain = Counter::reserve(0.01, 50_002, u64::MAX).unwrap();
         let mut stored = StoredCounter::new(plain.clone());
         let first = id(&stored);
+        let shape = geometry(&stored);
         for i in 0..6_000 {
             let changed = stored.with_mut(|c| c.add(&item(i)).unwrap());
             assert_eq!(changed, plain.add(&item(i)).unwrap());
@@ -323,12 +329,12 @@ mod tests {
         }
         assert_eq!(plain.mode(), Mode::Registers);
         assert_eq!(id(&stored), first, "the same geometry keeps its id");
-        assert_eq!(GEOMETRIES.holders(first), 1);
+        assert_eq!(GEOMETRIES.holders(&shape), 1);
         let copy = StoredCounter::new(stored.view().try_clone().unwrap());
-        assert_eq!((id(&copy), GEOMETRIES.holders(first)), (first, 2));
+        assert_eq!((id(&copy), GEOMETRIES.holders(&shape)), (first, 2));
         drop((stored, copy));
         assert_eq!(
-            GEOMETRIES.holders(first),
+            GEOMETRIES.holders(&shape),
             0,
             "released with the last counter"
         );
@@ -340,8 +346,9 @@ mod tests {
         let mut dest = StoredCounter::new(filled(0.01, 50_003, 5_000));
         let coarse = StoredCounter::new(filled(0.04, 50_003, 5_000));
         let (fine_id, coarse_id) = (id(&dest), id(&coarse));
+        let (fine, coarser) = (geometry(&dest), geometry(&coarse));
         assert_ne!(fine_id, coarse_id);
-        assert_eq!(GEOMETRIES.holders(fine_id), 2);
+        assert_eq!(GEOMETRIES.holders(&fine), 2);
         let mut expected = dest.view().clone();
         expected.absorb_all_within(&[&coarse.view()], u64::MAX);
         let source = coarse.view();
@@ -353,13 +360,13 @@ mod tests {
             "the coarser input's geometry"
         );
         assert_eq!(id(&dest), coarse_id);
-        assert_eq!(GEOMETRIES.holders(fine_id), 1);
-        assert_eq!(GEOMETRIES.holders(coarse_id), 2);
+        assert_eq!(GEOMETRIES.holders(&fine), 1);
+        assert_eq!(GEOMETRIES.holders(&coarser), 2);
         // The geometry the union dropped is still whole for the counter that keeps it.
         assert_eq!(keeps.view().error_rate(), 0.01);
         assert_eq!(keeps.view().count(), 10);
         drop(keeps);
-        assert_eq!(GEOMETRIES.holders(fine_id), 0);
+        assert_eq!(GEOMETRIES.holders(&fine), 0);
     }
 
     #[test]
@@ -413,9 +420,9 @@ mod tests {
         let stored: Vec<StoredCounter> = (0..50)
             .map(|n| StoredCounter::new(filled(0.01, 50_007, n)))
             .collect();
-        let shared = id(&stored[0]);
-        assert_eq!(GEOMETRIES.holders(shared), 50);
+        let shared = geometry(&stored[0]);
+        assert_eq!(GEOMETRIES.holders(&shared), 50);
         std::thread::spawn(move || drop(stored)).join().unwrap();
-        assert_eq!(GEOMETRIES.holders(shared), 0);
+        assert_eq!(GEOMETRIES.holders(&shared), 0);
     }
 }
