@@ -711,6 +711,57 @@ fn copy_memory_usage_events_and_info() {
 /// that copies it: `COPY`, `DUMP`/`RESTORE`, `DEBUG RELOAD`, an AOF rewrite and restart, and a
 /// replica's full sync each hold a value that takes the remaining chunks and ends equal to
 /// the source. Until then it refuses adds, which the chunks would overwrite.
+/// Windowed filters loaded from their encoding (RESTORE, an RDB load; `BF.LOADCHUNK` takes
+/// the same decoder) cost what `MEMORY USAGE` says, as filters built by commands do: many
+/// small keys, where a list the load allocated past its length would show.
+#[test]
+fn loaded_filters_cost_what_memory_usage_says() {
+    const KEYS: usize = 1_000;
+    let s = Server::start();
+    let mut c = s.conn();
+    ok(&mut c, &["BF.RESERVE", "t", "0.01", "100", "WINDOW", "60"]);
+    add_many(&mut c, "BF.MADD", "t", "i", 50);
+    let payload: Vec<u8> = redis::cmd("DUMP").arg("t").query(&mut c).unwrap();
+    let band = usage_band(&mut c);
+    let usage = |c: &mut Connection| -> i64 {
+        let mut pipe = redis::pipe();
+        for i in 0..KEYS {
+            pipe.cmd("MEMORY").arg("USAGE").arg(format!("k{i}"));
+        }
+        pipe.query::<Vec<i64>>(c).unwrap().iter().sum()
+    };
+    let restore = |keys: usize| {
+        let mut w = s.conn();
+        let mut pipe = redis::pipe();
+        for i in 0..keys {
+            pipe.cmd("RESTORE")
+                .arg(format!("k{i}"))
+                .arg(0)
+                .arg(&payload)
+                .ignore();
+        }
+        pipe.exec(&mut w).unwrap();
+    };
+    restore(100);
+    ok(&mut c, &["FLUSHALL", "SYNC"]);
+    let before = used_memory(&mut c, 1);
+    restore(KEYS);
+    let grown = used_memory(&mut c, 1) - before;
+    let restored = usage(&mut c);
+    assert!(
+        band.contains(&(restored as f64 / grown as f64)),
+        "restored: MEMORY USAGE {restored}, used_memory grew {grown}, outside {band:?}"
+    );
+    ok(&mut c, &["DEBUG", "RELOAD"]);
+    let (loaded, before) = (usage(&mut c), used_memory(&mut c, 1));
+    ok(&mut c, &["FLUSHALL", "SYNC"]);
+    let freed = before - used_memory(&mut c, 1);
+    assert!(
+        band.contains(&(loaded as f64 / freed as f64)),
+        "reloaded: MEMORY USAGE {loaded}, a flush freed {freed}, outside {band:?}"
+    );
+}
+
 #[test]
 fn a_load_in_progress_survives_saves_copies_and_replicas() {
     for preamble in ["yes", "no"] {

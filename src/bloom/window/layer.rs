@@ -170,10 +170,11 @@ impl Layer {
             words_bytes: 0,
             sweep: 0,
         };
-        for part in parts {
-            layer.account(&part, 1);
-            layer.parts.push(part);
+        for part in &parts {
+            layer.account(part, 1);
         }
+        // The caller's vector, allocated to its length: what `parts_bytes` counts.
+        layer.parts = parts;
         layer
     }
 
