@@ -810,6 +810,8 @@ fn a_load_in_progress_survives_saves_copies_and_replicas() {
             assert!(refused.contains("still being loaded"), "{refused}");
         }
         ok(&mut m, &["COPY", "dst", "copied"]);
+        // BF.SCANDUMP of a load in progress replays into a load at the same point.
+        scandump_into(&mut m, "dst", "scanned");
         let dumped: Vec<u8> = redis::cmd("DUMP").arg("dst").query(&mut m).unwrap();
         redis::cmd("RESTORE")
             .arg("restored")
@@ -823,7 +825,7 @@ fn a_load_in_progress_survives_saves_copies_and_replicas() {
         master.restart();
         let mut m = master.conn();
         attach_replica(&master, &replica);
-        let keys = ["dst", "copied", "restored", "bare"];
+        let keys = ["dst", "copied", "scanned", "restored", "bare"];
         for key in keys {
             if key == "bare" {
                 load(&mut m, key, piece(0));

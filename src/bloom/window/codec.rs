@@ -278,6 +278,20 @@ pub fn for_each_received_chunk(
     flush(&mut out);
 }
 
+/// The received data from byte `offset` on, to the end of the chunk of
+/// [`for_each_received_chunk`] holding it; None past the end. Each call encodes what was
+/// received up to there, which only a `BF.SCANDUMP` of a value still loading pays.
+pub fn received_chunk(filter: &WindowFilter, loading: &Loading, offset: u64) -> Option<Vec<u8>> {
+    let mut found = None;
+    for_each_received_chunk(filter, loading, |end, chunk| {
+        let start = end - chunk.len() as u64;
+        if found.is_none() && (start..end).contains(&offset) {
+            found = Some(chunk[(offset - start) as usize..].to_vec());
+        }
+    });
+    found
+}
+
 /// Decodes a header: the filter it describes (time and parameters, empty partitions) and
 /// the state that loads its data. `limit` bounds the bytes the filter may take.
 pub fn decode_header(bytes: &[u8], limit: u64) -> Result<(WindowFilter, Loading), DecodeError> {

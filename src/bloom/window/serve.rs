@@ -15,14 +15,14 @@
 //!   `BF.INFO key LAYOUT` answers `window`.
 //! * `BF.SCANDUMP`/`BF.LOADCHUNK`: the header at iterator 0, then data chunks named by
 //!   1 + their end offset; chunks load in order only, and a filter still loading refuses
-//!   adds (a later chunk would overwrite them). A negative iterator ends the dump, as
+//!   adds (a later chunk would overwrite them) and dumps the header it arrived with and the
+//!   data received, as it saves. A negative iterator ends the dump, as
 //!   for every Bloom filter.
 //! * Its writes depend on the time (`clock`: the filter's own, the latest a write brought):
 //!   the handlers replicate a write that moves it forward with its time.
 //! * Items are hashed under the filter's own seed (`WindowFilter::hash`), which `BF.INFO`
 //!   does not show, as for every filter.
 
-use super::codec;
 use super::value::Windowed;
 use crate::bloom::any::{
     data_offset, scandump_part, AddResults, Added, BloomFilter, ChunkError, Env, Field, Info,
@@ -95,11 +95,7 @@ impl BloomFilter for Windowed {
     }
 
     fn scandump(&self, iterator: i64) -> (u64, Vec<u8>) {
-        scandump_part(
-            iterator,
-            || codec::encode_header(&self.filter),
-            |offset| codec::data_chunk(&self.filter, offset),
-        )
+        scandump_part(iterator, || self.header(), |offset| self.data_chunk(offset))
     }
 
     fn load_chunk(&mut self, iterator: i64, data: &[u8]) -> Result<(), ChunkError> {

@@ -60,14 +60,28 @@ impl Windowed {
         Ok(())
     }
 
+    /// Its encoded header: the one it was loaded from while a load is in progress.
+    pub fn header(&self) -> Vec<u8> {
+        match &self.loading {
+            None => codec::encode_header(&self.filter),
+            Some(loading) => loading.header().to_vec(),
+        }
+    }
+
+    /// The data from byte `offset` on, at most a chunk (`BF.SCANDUMP`); None past the end. A
+    /// value being loaded gives the data received so far, as a save does.
+    pub fn data_chunk(&self, offset: u64) -> Option<Vec<u8>> {
+        match &self.loading {
+            None => codec::data_chunk(&self.filter, offset),
+            Some(loading) => codec::received_chunk(&self.filter, loading, offset),
+        }
+    }
+
     /// Calls `emit` with the header (iterator 1), then with each data chunk and its
     /// `BF.SCANDUMP` iterator: RDB, AOF rewrite and digest alike. A value being loaded gives
     /// the header it was loaded from and the data received so far.
     pub fn for_each_part(&self, mut emit: impl FnMut(u64, &[u8])) {
-        match &self.loading {
-            None => emit(1, &codec::encode_header(&self.filter)),
-            Some(loading) => emit(1, loading.header()),
-        }
+        emit(1, &self.header());
         let chunk = |end, bytes: &[u8]| emit(iterator_after(end), bytes);
         match &self.loading {
             None => codec::for_each_chunk(&self.filter, chunk),
@@ -121,6 +135,17 @@ mod tests {
         out
     }
 
+    /// What `BF.SCANDUMP` gives, call after call.
+    fn scandumped(v: &Windowed) -> Vec<(u64, Vec<u8>)> {
+        let mut out = vec![(1, v.header())];
+        let mut offset = 0;
+        while let Some(chunk) = v.data_chunk(offset) {
+            offset += chunk.len() as u64;
+            out.push((iterator_after(offset), chunk));
+        }
+        out
+    }
+
     /// A value rebuilt from what `for_each_part` gives, as RDB, AOF rewrite and replicas do.
     fn rebuilt(parts: &[(u64, Vec<u8>)]) -> Windowed {
         let mut v = Windowed::from_header(&parts[0].1, u64::MAX).unwrap();
@@ -133,7 +158,7 @@ mod tests {
     }
 
     #[test]
-    fn a_load_in_progress_saves_and_copies_as_it_arrived() {
+    fn a_load_in_progress_saves_copies_and_dumps_as_it_arrived() {
         // Two layers, so that a cut can fall before the newest layer's records.
         let params = WindowParams {
             window_ms: 40_000,
@@ -149,7 +174,9 @@ mod tests {
                 .unwrap();
         }
         assert_eq!(filter.layers().len(), 2);
-        let whole = parts(&Windowed::new(filter));
+        let complete = Windowed::new(filter);
+        let whole = parts(&complete);
+        assert_eq!(scandumped(&complete), whole);
         let data: Vec<u8> = whole[1..].iter().flat_map(|(_, c)| c.clone()).collect();
         for cut in [0, 1, 20, 333, data.len() / 2, data.len() - 1] {
             let mut loading = Windowed::from_header(&whole[0].1, u64::MAX).unwrap();
@@ -160,6 +187,7 @@ mod tests {
             assert_eq!(saved[0], whole[0], "the header as it arrived");
             let received: Vec<u8> = saved[1..].iter().flat_map(|(_, c)| c.clone()).collect();
             assert_eq!(received, data[..cut], "cut at {cut}");
+            assert_eq!(scandumped(&loading), saved, "BF.SCANDUMP, cut at {cut}");
             let copy = loading.try_copy().unwrap();
             for mut v in [rebuilt(&saved), copy] {
                 assert!(!v.is_complete());
