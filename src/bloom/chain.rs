@@ -8,9 +8,9 @@
 //!   is at capacity, where it would sit at p on average and measure above it half the time,
 //!   so it keeps a margin that a measurement can resolve.
 //! * In a scaling chain, sub-filter i has capacity c·e^i. The error budget p is spent as
-//!   sub-filters are added: the first gets p_0 = h·p with h = `HEAD_SHARE`, and each later one
-//!   gets the fraction (1−r) of what the existing ones left, p_i = (p − Σ_{j<i} p_j)·(1−r) with
-//!   r = `TIGHTENING`; for a chain built by this version p_i = (1−h)·p·(1−r)·r^(i−1). Since
+//!   sub-filters are added (`budget.rs`): the first gets p_0 = h·p, and each later one gets
+//!   the fraction (1−r) of what the existing ones left, p_i = (p − Σ_{j<i} p_j)·(1−r), with
+//!   (h, r) = `budget::CHAIN`; for a chain built by this version p_i = (1−h)·p·(1−r)·r^(i−1). Since
 //!   Σ p_i ≤ p over the infinite chain, the compound false-positive rate (a lookup hits if any
 //!   sub-filter hits, so it is at most Σ p_i) stays ≤ p at any fill. A new sub-filter is added
 //!   when the last one holds its capacity.
@@ -58,6 +58,7 @@
 //!   size class; shared parameters are not counted (they are one copy for all the keys).
 
 use super::body::{self, Body};
+use super::budget::{CHAIN, MIN_SCALE_OUTS, WINDOW};
 use super::filter::{BitArray, FilterParams, Layout, SizeError, MIN_ERROR_RATE};
 use super::params::{self as shared, ChainParams, SubParams};
 use super::sparse;
@@ -68,37 +69,12 @@ use std::sync::Arc;
 
 mod batch;
 
-/// The share of the error budget the first sub-filter of a scaling chain gets.
-pub const HEAD_SHARE: f64 = 0.55;
 /// The share of the error budget a non-scaling chain's one sub-filter is sized for: at
 /// capacity its rate then measures ≤ p over 3,600/p non-members, which resolve 5% of p at
 /// three standard deviations. About 0.11 more bits per item than sizing for p.
 pub const NONSCALING_SHARE: f64 = 0.95;
 /// The error-rate tightening ratio r between consecutive later sub-filters.
 pub const TIGHTENING: f64 = 0.8;
-/// Sub-filters a scaling chain must have room for when it is created: one whose schedule
-/// would push a sub-filter's rate below `MIN_ERROR_RATE` sooner is refused then (`BF.RESERVE`),
-/// not when an item needs the sub-filter. With expansion 2, 20 sub-filters hold about
-/// 2^21 times the first's capacity.
-pub const MIN_SCALE_OUTS: usize = 20;
-
-/// Whether a scaling chain of rate `error_rate` has room for [`MIN_SCALE_OUTS`] sub-filters
-/// after its first: the same arithmetic as `Chain::next_params`, before anything exists.
-fn can_scale(error_rate: f64) -> bool {
-    let mut spent = error_rate * HEAD_SHARE;
-    if spent < MIN_ERROR_RATE {
-        return false;
-    }
-    for _ in 0..MIN_SCALE_OUTS {
-        let rate = (error_rate - spent) * (1.0 - TIGHTENING);
-        if rate.is_nan() || rate < MIN_ERROR_RATE {
-            return false;
-        }
-        spent += rate;
-    }
-    true
-}
-
 /// The rate a non-scaling chain of rate `error_rate` sizes its sub-filter for: its share, but
 /// never below `MIN_ERROR_RATE` for a rate at or above it (the smallest rates accepted stay
 /// accepted, with less margin).
@@ -107,23 +83,6 @@ fn nonscaling_rate(error_rate: f64) -> f64 {
         error_rate
     } else {
         (error_rate * NONSCALING_SHARE).max(MIN_ERROR_RATE)
-    }
-}
-
-/// The smallest error rate of a scaling chain, to three significant digits (rounded up, so
-/// that the rate the refusal names is accepted).
-pub fn min_scaling_error_rate() -> f64 {
-    // The schedule's rates are p·h, then p·(1−h)·(1−r)·r^(i−1): the last one needed bounds p.
-    let estimate = MIN_ERROR_RATE
-        / ((1.0 - HEAD_SHARE) * (1.0 - TIGHTENING) * TIGHTENING.powi(MIN_SCALE_OUTS as i32 - 1));
-    let mut rate = estimate;
-    loop {
-        // The text the refusal shows, parsed back: what a client would send.
-        let shown: f64 = format!("{rate:.2e}").parse().unwrap_or(rate);
-        if can_scale(shown) {
-            return shown;
-        }
-        rate *= 1.001;
     }
 }
 
@@ -136,6 +95,8 @@ pub enum ChainError {
     TooLarge { needed: u64, limit: u64 },
     /// The requested error rate is too small to size a filter for.
     ErrorRate,
+    /// The same for a windowed filter, whose scaling schedule differs (`budget.rs`).
+    WindowErrorRate,
     /// Scaling again would push a sub-filter's error rate below `MIN_ERROR_RATE`.
     CannotScale,
     /// Capacity or size arithmetic overflows.
@@ -162,7 +123,14 @@ impl std::fmt::Display for ChainError {
                 f,
                 "error rate too small (at least {MIN_ERROR_RATE:e} for a non-scaling filter, \
                  {:.2e} for a scaling one, which then has room for {MIN_SCALE_OUTS} sub-filters)",
-                min_scaling_error_rate()
+                CHAIN.min_scaling_error_rate()
+            ),
+            ChainError::WindowErrorRate => write!(
+                f,
+                "error rate too small (at least {:e} for a non-scaling windowed filter, \
+                 {:.2e} for a scaling one, which then has room for {MIN_SCALE_OUTS} layers)",
+                MIN_ERROR_RATE,
+                WINDOW.min_scaling_error_rate()
             ),
             ChainError::CannotScale => write!(
                 f,
@@ -239,8 +207,8 @@ impl Chain {
     ) -> Result<Self, ChainError> {
         let first_rate = if expansion == 0 {
             nonscaling_rate(error_rate)
-        } else if can_scale(error_rate) {
-            error_rate * HEAD_SHARE
+        } else if CHAIN.can_scale(error_rate) {
+            CHAIN.head_rate(error_rate)
         } else {
             return Err(ChainError::ErrorRate);
         };
@@ -512,7 +480,7 @@ impl Chain {
             .checked_mul(self.params.expansion as u64)
             .ok_or(ChainError::Overflow)?;
         let spent: f64 = subs.iter().map(SubParams::error_rate).sum();
-        let rate = (self.params.error_rate - spent) * (1.0 - TIGHTENING);
+        let rate = CHAIN.next_rate(self.params.error_rate, spent);
         if rate.is_nan() || rate < MIN_ERROR_RATE {
             return Err(ChainError::CannotScale);
         }
@@ -608,8 +576,11 @@ mod tests {
         for (i, f) in c.filters().iter().enumerate() {
             assert_eq!(f.capacity(), 10 << i);
             let expected = match i {
-                0 => 0.01 * HEAD_SHARE,
-                _ => 0.01 * (1.0 - HEAD_SHARE) * (1.0 - TIGHTENING) * TIGHTENING.powi(i as i32 - 1),
+                0 => 0.01 * CHAIN.head_share,
+                _ => {
+                    let (h, r) = (CHAIN.head_share, CHAIN.tightening);
+                    0.01 * (1.0 - h) * (1.0 - r) * r.powi(i as i32 - 1)
+                }
             };
             assert!((f.error_rate() - expected).abs() < 1e-15);
         }
@@ -696,7 +667,7 @@ mod tests {
     #[test]
     fn blocked_costs_at_most_15_percent_more_at_0_001() {
         // The push platform's filter: 0.001 / 200M, scaling (its first sub-filter gets 55% of p).
-        let rate = 0.001 * HEAD_SHARE;
+        let rate = CHAIN.head_rate(0.001);
         let standard = FilterParams::for_capacity(200_000_000, rate).unwrap();
         let blocked = FilterParams::for_layout(Layout::Blocked, 200_000_000, rate).unwrap();
         let ratio = blocked.bytes() as f64 / standard.bytes() as f64;
@@ -707,7 +678,7 @@ mod tests {
     fn reserved_at_its_size_is_no_larger_than_redisbloom() {
         // RedisBloom 2.8.2's MEMORY USAGE for BF.RESERVE k 0.001 200000000 (scaling): its bit
         // array's bytes, which its allocator serves from the size class above.
-        let params = FilterParams::for_capacity(200_000_000, 0.001 * HEAD_SHARE).unwrap();
+        let params = FilterParams::for_capacity(200_000_000, CHAIN.head_rate(0.001)).unwrap();
         assert!(params.bytes() <= 395_507_200);
         // In the server the bits are held in a head and 16 MiB segments (unit tests use
         // smaller ones): less than 2 MiB over their bytes, where one allocation took the
@@ -915,7 +886,7 @@ mod tests {
     fn older_bit_arrays_grow_with_sparse_sub_filters() {
         // A chain loaded from an older version (bit arrays only, capacity 100) keeps its bit
         // array and scales with sparse sub-filters, and answers for all its items.
-        let first = FilterParams::for_capacity(100, 0.01 * HEAD_SHARE).unwrap();
+        let first = FilterParams::for_capacity(100, CHAIN.head_rate(0.01)).unwrap();
         let mut old = Chain::from_parts(
             0,
             0.01,
@@ -943,7 +914,7 @@ mod tests {
 
     #[test]
     fn the_smallest_rates_named_are_accepted_and_scale_as_promised() {
-        let min = min_scaling_error_rate();
+        let min = CHAIN.min_scaling_error_rate();
         assert!(ChainError::ErrorRate
             .to_string()
             .contains(&format!("{min:.2e} for a scaling one")));

@@ -3,6 +3,7 @@
 pub mod any;
 pub mod blocked;
 pub mod body;
+pub mod budget;
 pub mod chain;
 pub mod codec;
 pub mod commands;

@@ -401,6 +401,25 @@ fn bad_windows_are_refused_and_create_nothing() {
             &["BF.RESERVE", "k", "0.01", "100", "WINDOW", "-5"],
             "ERR bad WINDOW",
         ),
+        // Scaling: too small to leave room for 20 layers, though a plain filter takes it.
+        (
+            &["BF.RESERVE", "k", "1e-9", "100", "WINDOW", "60"],
+            "ERR error rate too small (at least 1e-15 for a non-scaling windowed filter, \
+             5.25e-9 for a scaling one, which then has room for 20 layers)",
+        ),
+        (
+            &[
+                "BF.INSERT",
+                "k",
+                "ERROR",
+                "2e-15",
+                "WINDOW",
+                "60",
+                "ITEMS",
+                "a",
+            ],
+            "ERR error rate too small",
+        ),
         (
             &["BF.RESERVE", "k", "0.01", "100", "WINDOW", "soon"],
             "ERR bad WINDOW",
@@ -515,6 +534,23 @@ fn bad_windows_are_refused_and_create_nothing() {
     let keys: Vec<String> = redis::cmd("KEYS").arg("*").query(&mut c).unwrap();
     assert_eq!(keys, vec!["plain".to_string()]);
     assert!(!exists(&mut c, "plain", "a"));
+    // The rates the refusal names are taken.
+    ok(
+        &mut c,
+        &["BF.RESERVE", "edge", "5.25e-9", "100", "WINDOW", "60"],
+    );
+    ok(
+        &mut c,
+        &[
+            "BF.RESERVE",
+            "fixed",
+            "1e-15",
+            "100",
+            "NONSCALING",
+            "WINDOW",
+            "60",
+        ],
+    );
 }
 
 /// `BF.RESERVE` on an existing key: RedisBloom's `ERR item exists`, which says what else is

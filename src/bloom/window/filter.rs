@@ -26,9 +26,10 @@
 //! * non-scaling (expansion 0): the add is refused (`ChainError::Full`), until old items slide
 //!   out of the window and make room;
 //! * scaling (expansion e ≥ 1): a new layer of capacity e × the newest's takes the adds.
-//!   Error budget as in a scaling chain: the first layer gets `HEAD_SHARE`·p, and each new one
-//!   the fraction (1 − `TIGHTENING`) of what the live layers leave, so the compound rate (at
-//!   most the sum of the live layers' rates) stays ≤ p. A layer whose generations all slid
+//!   Error budget as in a scaling chain (`budget::WINDOW`): the first layer gets 0.8·p, and
+//!   each new one half of what the live layers leave, so the compound rate (at most the sum
+//!   of the live layers' rates) stays ≤ p; a new scaling filter must have room for 20
+//!   layers, as a chain must for 20 sub-filters. A layer whose generations all slid
 //!   out is dropped once the sweep has freed its partitions, giving its budget back.
 //!
 //! Forgetting costs O(1) per write: a write moves the layers' slot counts forward (GENS
@@ -38,17 +39,13 @@
 use super::layer::{Layer, LayerParams};
 use super::partition::SLOTS;
 use crate::bloom::any::Added;
+use crate::bloom::budget::WINDOW;
 use crate::bloom::chain::ChainError;
 use crate::bloom::filter::MIN_ERROR_RATE;
 use crate::core::alloc::{self, size_class};
 use crate::core::defrag::Defrag;
 use crate::core::hashing::{hash_item_seeded, ItemHash};
 
-/// The error-budget share of the first layer of a scaling filter: a filter that never grows
-/// pays log2(1/0.8) = 0.3 bit per stored item for the room to grow.
-pub const HEAD_SHARE: f64 = 0.8;
-/// Each later layer gets (1 − TIGHTENING) of the budget the live layers leave.
-pub const TIGHTENING: f64 = 0.5;
 /// Most layers a filter may have (scaling ×2 from capacity 1 reaches 2^50 in 50).
 pub const MAX_LAYERS: usize = 64;
 /// Latest time a filter may hold, ms (far beyond any clock; keeps slot arithmetic exact).
@@ -80,11 +77,12 @@ impl WindowParams {
             && window_ms.is_multiple_of(SLOTS as u64)
     }
 
-    /// The first layer's error rate.
+    /// The first layer's error rate. A filter that never grows pays log2(1/0.8) = 0.3 bit
+    /// per stored item for the room to grow.
     fn head_rate(&self) -> f64 {
         match self.expansion {
             0 => self.error_rate,
-            _ => self.error_rate * HEAD_SHARE,
+            _ => WINDOW.head_rate(self.error_rate),
         }
     }
 }
@@ -105,8 +103,9 @@ impl WindowFilter {
         if !WindowParams::valid_window(params.window_ms) || params.capacity == 0 {
             return Err(ChainError::Overflow);
         }
-        if !(MIN_ERROR_RATE..1.0).contains(&params.head_rate()) {
-            return Err(ChainError::ErrorRate);
+        let room = params.expansion == 0 || WINDOW.can_scale(params.error_rate);
+        if !room || !(MIN_ERROR_RATE..1.0).contains(&params.head_rate()) {
+            return Err(ChainError::WindowErrorRate);
         }
         let mut filter = Self {
             params,
@@ -233,7 +232,7 @@ impl WindowFilter {
             return Err(ChainError::CannotScale);
         }
         let spent: f64 = self.live_layers(head).map(|l| l.params().error_rate).sum();
-        let rate = (self.params.error_rate - spent) * (1.0 - TIGHTENING);
+        let rate = WINDOW.next_rate(self.params.error_rate, spent);
         if rate < MIN_ERROR_RATE {
             return Err(ChainError::CannotScale);
         }

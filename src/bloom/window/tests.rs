@@ -4,7 +4,9 @@ use super::codec;
 use super::filter::{WindowFilter, WindowParams};
 use super::partition::SLOTS;
 use crate::bloom::any::Added;
+use crate::bloom::budget::{MIN_SCALE_OUTS, WINDOW};
 use crate::bloom::chain::ChainError;
+use crate::bloom::filter::MIN_ERROR_RATE;
 use crate::core::hashing::{hash_item, ItemHash};
 use proptest::prelude::*;
 use std::collections::HashMap;
@@ -39,13 +41,13 @@ fn round_trip(f: &WindowFilter) -> WindowFilter {
 
 proptest! {
     /// Against a model of last-add times: every item is found before its last add + window
-    /// and not after + 1.25·window (up to false positives, which a 1e-9 rate excludes
+    /// and not after + 1.25·window (up to false positives, which a 1e-12 rate excludes
     /// here); times go backwards too.
     #[test]
     fn found_inside_the_window_gone_after_the_slack(
         ops in proptest::collection::vec((0u64..60, -3_000i64..9_000, any::<bool>()), 1..300),
     ) {
-        let mut f = WindowFilter::new(params(1000, 1e-9, 2), NO_LIMIT).unwrap();
+        let mut f = WindowFilter::new(params(1000, 1e-12, 0), NO_LIMIT).unwrap();
         let mut last: HashMap<u64, u64> = HashMap::new();
         let mut now = 1_000_000u64;
         for (item, step, is_add) in ops {
@@ -219,6 +221,38 @@ fn items_refreshed_from_an_earlier_layer_count_once() {
 /// A capacity whose filter can be sized but passes the limit is refused as too large for it;
 /// one no layer can have (more than 2^32 partitions), under a limit that would admit its
 /// size, as overflowing.
+/// A scaling filter is made only with room for 20 layers (`budget::WINDOW`), so that a
+/// rate too small is refused by `BF.RESERVE`, not by a later add; a non-scaling one takes
+/// rates down to `MIN_ERROR_RATE`.
+#[test]
+fn the_smallest_rates_named_are_accepted_and_scale_as_promised() {
+    let min = WINDOW.min_scaling_error_rate();
+    assert!(ChainError::WindowErrorRate
+        .to_string()
+        .contains(&format!("{min:.2e} for a scaling one")));
+    for rate in [min * 0.99, 7.71e-13, 2e-15] {
+        let refused = WindowFilter::new(params(1, rate, 2), NO_LIMIT);
+        assert_eq!(refused, Err(ChainError::WindowErrorRate), "{rate}");
+    }
+    assert_eq!(
+        WindowFilter::new(params(1, 9e-16, 0), NO_LIMIT),
+        Err(ChainError::WindowErrorRate)
+    );
+    assert!(WindowFilter::new(params(1, MIN_ERROR_RATE, 0), NO_LIMIT).is_ok());
+    // Expansion 1 and capacity 1: a layer takes an item or two, all within one slot.
+    let mut f = WindowFilter::new(params(1, min, 1), NO_LIMIT).unwrap();
+    let mut i = 0;
+    while f.layers().len() <= MIN_SCALE_OUTS {
+        let added = f.add(&h(i), 1_000, NO_LIMIT);
+        assert!(
+            added.is_ok(),
+            "item {i}, {} layers: {added:?}",
+            f.layers().len()
+        );
+        i += 1;
+    }
+}
+
 #[test]
 fn too_large_for_the_limit_before_overflowing() {
     const GIB: u64 = 1 << 30;
