@@ -12,6 +12,9 @@
 
 use super::filter::MIN_ERROR_RATE;
 
+/// The largest expansion (RedisBloom's bound): a sub-filter's capacity over the one before.
+pub const MAX_EXPANSION: u32 = 32_768;
+
 /// Sub-filters a new scaling filter must have room for after its first. With expansion 2,
 /// 20 of them hold about 2^21 times the first's capacity.
 pub const MIN_SCALE_OUTS: usize = 20;

@@ -35,7 +35,9 @@
 //! sent, as in RedisBloom), in chunks of at most `CHUNK_BYTES`.
 //!
 //! Decoding validates everything before allocating: magic, versions, reserved bytes, finite
-//! rates in (0, 1), k and m in range, items ≤ capacity and summing to the total, every sparse
+//! rates in (0, 1), the sub-filters' rates summing to at most p, expansion ≤ 32,768, k and m in
+//! range, each sub-filter's size bearing its capacity (its textbook rate at capacity at most
+//! twice its own, `SubParams::holds_its_rate`), items ≤ capacity and summing to the total, every sparse
 //! stream (exactly its items, distinct and below U, canonical: `sparse::is_valid`), the exact
 //! header length, and the key's total bytes against the caller's limit (`max-memory-per-key`).
 //! Data chunks are checked to lie within the data and to leave the padding bits zero before
@@ -55,6 +57,7 @@
 //!   the unseeded chains (seed 0), so a value written before seeds existed re-encodes to the
 //!   same bytes; a version 4 value with seed 0 is refused as non-canonical.
 
+use super::budget::MAX_EXPANSION;
 use super::chain::{memory_bytes_for, Chain};
 use super::filter::{FilterParams, Layout};
 use super::params::{SparseParams, SubParams};
@@ -208,14 +211,17 @@ fn decode_entries(bytes: &[u8]) -> Result<(Header, Extent), DecodeError> {
     if seeded && seed == 0 {
         return Err(BAD_DATA);
     }
-    if !(error_rate > 0.0 && error_rate < 1.0) || (expansion == 0 && count != 1) {
+    if !(error_rate > 0.0 && error_rate < 1.0)
+        || (expansion == 0 && count != 1)
+        || expansion > MAX_EXPANSION
+    {
         return Err(BAD_DATA);
     }
     let mut filters = Vec::new();
     filters
         .try_reserve_exact(count)
         .map_err(|_| OUT_OF_MEMORY)?;
-    let (mut items_sum, mut stream_words) = (0u64, 0usize);
+    let (mut items_sum, mut stream_words, mut rates) = (0u64, 0usize, 0.0);
     for _ in 0..count {
         let (capacity, rate, third, hashes) = (r.u64()?, r.f64()?, r.u64()?, r.u32()?);
         let (kind, items) = (r.u32()?, r.u64()?);
@@ -232,9 +238,10 @@ fn decode_entries(bytes: &[u8]) -> Result<(Header, Extent), DecodeError> {
             }
             _ => return Err(BAD_DATA),
         };
-        if !sub.is_valid() || items > sub.capacity() {
+        if !sub.is_valid() || items > sub.capacity() || !sub.holds_its_rate() {
             return Err(BAD_DATA);
         }
+        rates += sub.error_rate();
         if let SubParams::Sparse(p) = sub {
             stream_words += sparse::Shape::new(items, p.universe).stream_words();
         }
@@ -246,7 +253,11 @@ fn decode_entries(bytes: &[u8]) -> Result<(Header, Extent), DecodeError> {
         .filter(|(s, _)| matches!(s, SubParams::Sparse(_)))
         .count();
     // Unseeded, version 3 exactly when some sub-filter is sparse: one encoding per value.
-    if items_sum != total_items || (!seeded && (version == 3) != (sparse_count > 0)) {
+    // The sub-filters spend at most the chain's rate, as every schedule has them do.
+    if items_sum != total_items
+        || (!seeded && (version == 3) != (sparse_count > 0))
+        || rates > error_rate * (1.0 + 1e-9)
+    {
         return Err(BAD_DATA);
     }
     let header = Header {
@@ -600,16 +611,23 @@ mod tests {
         assert!(refused > 0);
     }
 
+    /// `c`'s encoding, checked to decode to `c`, and a decoder of it with `value` written at
+    /// byte `at`.
+    fn mutator(c: &Chain) -> impl Fn(usize, &[u8]) -> Result<Chain, DecodeError> {
+        let good = encode(c);
+        assert_eq!(&decode(&good, LIMIT).unwrap(), c);
+        move |at, value| {
+            let mut b = good.clone();
+            b[at..at + value.len()].copy_from_slice(value);
+            decode(&b, LIMIT)
+        }
+    }
+
     #[test]
     fn validation_refuses_bad_headers() {
         let c = chain(0.01, 10_000, 0, 50);
         let good = encode(&c);
-        assert_eq!(decode(&good, LIMIT).unwrap(), c);
-        let mutate = |at: usize, value: &[u8]| {
-            let mut b = good.clone();
-            b[at..at + value.len()].copy_from_slice(value);
-            decode(&b, LIMIT)
-        };
+        let mutate = mutator(&c);
         assert!(mutate(0, b"X").is_err()); // magic
         assert!(mutate(4, &[2]).is_err()); // version 2 must say blocked
         assert!(mutate(4, &[3]).is_err()); // version 3 must have a sparse sub-filter
@@ -632,6 +650,47 @@ mod tests {
         longer.push(0);
         assert!(decode(&longer, LIMIT).is_err());
         assert_eq!(decode(&good, 100).unwrap_err(), TOO_LARGE);
+    }
+
+    /// Headers whose parameters no sizing could have written: a sub-filter claiming more
+    /// capacity or other hashes than its bits bear, a universe too small for its rate,
+    /// sub-filters spending more than the chain's rate, an expansion past 32,768.
+    #[test]
+    fn headers_must_describe_filters_that_hold_their_rates() {
+        for (capacity, items) in [(10_000, 25_000), (100, 0)] {
+            let c = chain(0.01, capacity, 2, items);
+            let mutate = mutator(&c);
+            assert_eq!(mutate(16, &32_768u32.to_le_bytes()).map(|_| ()), Ok(()));
+            assert_eq!(mutate(16, &32_769u32.to_le_bytes()), Err(BAD_DATA));
+            assert_eq!(mutate(8, &1e-300f64.to_bits().to_le_bytes()), Err(BAD_DATA));
+            let spent = c.filters().iter().map(|f| f.error_rate()).sum::<f64>();
+            assert_eq!(
+                mutate(8, &spent.to_bits().to_le_bytes()).map(|_| ()),
+                Ok(())
+            );
+            assert_eq!(
+                mutate(8, &(spent * 0.99).to_bits().to_le_bytes()),
+                Err(BAD_DATA)
+            );
+            match c.filters()[0] {
+                SubParams::Bits(p) => {
+                    assert_eq!(mutate(32, &(1u64 << 40).to_le_bytes()), Err(BAD_DATA));
+                    assert_eq!(mutate(32 + 24, &1u32.to_le_bytes()), Err(BAD_DATA));
+                    assert_eq!(mutate(32 + 24, &64u32.to_le_bytes()), Err(BAD_DATA));
+                    // Twice the capacity at this rate: its textbook rate passes twice its own.
+                    let doubled = (2 * p.capacity).to_le_bytes();
+                    assert_eq!(mutate(32, &doubled), Err(BAD_DATA));
+                }
+                SubParams::Sparse(p) => {
+                    assert_eq!(items, 0, "an empty set, valid under any universe");
+                    let at_capacity = p.capacity.to_le_bytes();
+                    assert_eq!(mutate(32 + 16, &at_capacity), Err(BAD_DATA));
+                    // 0.6 of its universe: 1.67 times its rate, within the margin.
+                    let smaller = (p.universe * 3 / 5).to_le_bytes();
+                    assert_eq!(mutate(32 + 16, &smaller).map(|_| ()), Ok(()));
+                }
+            }
+        }
     }
 
     #[test]

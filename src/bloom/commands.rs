@@ -46,8 +46,9 @@
 //! after the command (`bf.reserve`, `bf.add`, `bf.madd`, `bf.insert`, `bf.loadchunk`).
 
 use super::any::{Added, BloomFilter, ChunkError, Env, Field};
+use super::budget::MAX_EXPANSION;
 use super::chain::Chain;
-use super::config::{self, MAX_EXPANSION};
+use super::config;
 use super::errors::{
     expansion_range, AT_AHEAD, BAD_AT, BAD_CAPACITY, BAD_ERROR_RATE, BAD_EXPANSION, BAD_INFO_FIELD,
     BAD_ITERATOR, BAD_LAYOUT, BAD_SEED, BAD_WINDOW, CAPACITY_RANGE, ERROR_RATE_RANGE,
@@ -226,7 +227,7 @@ fn parse_capacity(arg: &RedisString) -> Result<u64, RedisError> {
 
 fn parse_expansion(arg: &RedisString) -> Result<u32, RedisError> {
     let expansion = parse_i64(arg).ok_or(RedisError::Str(BAD_EXPANSION))?;
-    if !(0..=MAX_EXPANSION).contains(&expansion) {
+    if !(0..=i64::from(MAX_EXPANSION)).contains(&expansion) {
         return Err(expansion_range(MAX_EXPANSION));
     }
     Ok(expansion as u32)

@@ -4,17 +4,15 @@
 //! the same values; its arguments for the types lcbloom does not have are ignored with a
 //! warning (`load_args.rs`).
 
+use super::budget::MAX_EXPANSION;
 use super::filter::Layout;
 use crate::server::config::{Choice, Config, Integer, Rate, Seed, Setting};
 use crate::server::limits::MAX_CAPACITY;
 use crate::server::load_args::Ignored;
 
-/// RedisBloom's upper bound for EXPANSION.
-pub const MAX_EXPANSION: i64 = 32_768;
-
 static ERROR_RATE: Rate = Rate::new(0.01);
 static INITIAL_SIZE: Integer = Integer::new(100, 1, MAX_CAPACITY);
-static EXPANSION: Integer = Integer::new(2, 0, MAX_EXPANSION);
+static EXPANSION: Integer = Integer::new(2, 0, MAX_EXPANSION as i64);
 /// Standard by default: a blocked filter takes a few percent more memory (`blocked.rs`), and
 /// memory stays ≤ RedisBloom's unless an operator chooses speed. The names are
 /// `Layout::name`'s, in `LAYOUTS` order.

@@ -26,7 +26,7 @@ pub const EXISTS_NOT_WINDOWED: &str = "ERR item exists: a filter without a windo
 pub const ITEMS_REQUIRED: &str = "ERR ITEMS and at least one item are required";
 pub const BAD_INFO_FIELD: &str = "ERR Invalid information value"; // RedisBloom
 
-pub fn expansion_range(max: i64) -> RedisError {
+pub fn expansion_range(max: u32) -> RedisError {
     RedisError::String(format!(
         "ERR expansion must be between 0 (non-scaling) and {max}"
     ))

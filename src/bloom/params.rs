@@ -102,7 +102,16 @@ impl SubParams {
         }
     }
 
-    /// The expected false-positive rate of this sub-filter holding `items` (for plots).
+    /// Whether its size holds its capacity near its rate: the textbook rate at capacity at
+    /// most twice the stated one. Every sizing lcbloom has used passes with room (bit arrays
+    /// are sized for the rate, blocked ones and sparse sets larger); a header claiming more
+    /// capacity, or other hashes, than its bits bear does not.
+    pub fn holds_its_rate(&self) -> bool {
+        self.expected_fp(self.capacity()) <= 2.0 * self.error_rate()
+    }
+
+    /// The expected false-positive rate of this sub-filter holding `items` (for plots and
+    /// loads' checks).
     pub fn expected_fp(&self, items: u64) -> f64 {
         match self {
             SubParams::Bits(p) => super::fp::approx_fp(items as f64, p.bits, p.hashes),
@@ -216,4 +225,42 @@ static PARAMS: Interner<ChainParams> = Interner::new();
 /// The one shared copy of `params`.
 pub fn intern(params: ChainParams) -> Arc<ChainParams> {
     PARAMS.intern(params)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every sub-filter today's sizing makes passes the check loads apply, with room: both
+    /// layouts, bit arrays and sparse sets, capacities 1 to 10⁹, rates 1e-15 to 0.9.
+    #[test]
+    fn every_sizing_holds_its_rate() {
+        let mut worst: f64 = 0.0;
+        for layout in [Layout::Standard, Layout::Blocked] {
+            for capacity in [
+                1,
+                2,
+                7,
+                100,
+                1_000,
+                6_400,
+                100_000,
+                10_000_000,
+                1_000_000_000,
+            ] {
+                for rate in [1e-15, 1e-9, 1e-4, 0.001, 0.0055, 0.01, 0.05, 0.2, 0.5, 0.9] {
+                    let sub = SubParams::choose(layout, capacity, rate).unwrap();
+                    assert!(
+                        sub.holds_its_rate(),
+                        "{layout:?} {capacity} {rate}: {sub:?}"
+                    );
+                    worst = worst.max(sub.expected_fp(capacity) / rate);
+                }
+            }
+        }
+        assert!(
+            worst < 1.5,
+            "textbook rate at capacity up to {worst} times the stated one"
+        );
+    }
 }

@@ -48,6 +48,7 @@
 use super::filter::{WindowFilter, WindowParams, MAX_LAYERS, MAX_TIME, MAX_WINDOW_MS};
 use super::layer::{Layer, LayerParams};
 use super::partition::{self, Partition, GENS, SLOTS};
+use crate::bloom::budget::MAX_EXPANSION;
 use crate::bloom::filter::MIN_ERROR_RATE;
 use crate::core::alloc::size_class;
 use crate::core::chunks::{Reader, Writer};
@@ -61,7 +62,6 @@ pub const ENCODING_VERSION: u8 = 2;
 pub use crate::core::chunks::CHUNK_BYTES;
 /// Largest capacity (`config::MAX_CAPACITY`).
 const MAX_CAPACITY: u64 = 1 << 50;
-const MAX_EXPANSION: u32 = 32_768;
 const FIXED: usize = 56;
 /// The seed after the fixed fields (version 2).
 const SEED_BYTES: usize = 8;
