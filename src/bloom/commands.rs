@@ -48,6 +48,7 @@
 use super::any::{Added, BloomFilter, ChunkError, Env, Field};
 use super::budget::MAX_EXPANSION;
 use super::chain::Chain;
+use super::codec::BAD_DATA;
 use super::config;
 use super::errors::{
     expansion_range, AT_AHEAD, BAD_AT, BAD_CAPACITY, BAD_ERROR_RATE, BAD_EXPANSION, BAD_INFO_FIELD,
@@ -789,13 +790,12 @@ fn load_chunk(
     let mut key = Key::write(ctx, name);
     match write_filter(&mut key, |f| f.load_chunk(iterator, data))? {
         Some(loaded) => loaded.map_err(|e| match e {
-            ChunkError::Iterator => RedisError::Str(BAD_ITERATOR),
+            ChunkError::Iterator => BAD_DATA.into(),
             ChunkError::Exists => RedisError::Str(ITEM_EXISTS),
             ChunkError::Length => RedisError::Str(CHUNK_LENGTH),
             ChunkError::Data(e) => e.into(),
         }),
         None if iterator == 1 => create_from_header(&mut key, data, memory_limit(ctx)),
-        None if iterator < 1 => Err(RedisError::Str(BAD_ITERATOR)),
         None => Err(RedisError::Str(NOT_FOUND)),
     }
 }

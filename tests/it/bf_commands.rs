@@ -441,10 +441,9 @@ fn error_paths_leave_no_key() {
             &["BF.LOADCHUNK", "k", "x", "abcd"],
             "ERR Second argument must be numeric",
         ),
-        (
-            &["BF.LOADCHUNK", "k", "0", "abcd"],
-            "ERR Second argument must be numeric",
-        ),
+        // An iterator below 1: RedisBloom's replies, on a missing key and on a filter.
+        (&["BF.LOADCHUNK", "k", "0", "abcd"], "ERR not found"),
+        (&["BF.LOADCHUNK", "k", "-3", "abcd"], "ERR not found"),
         (
             &["BF.LOADCHUNK", "k", "1", "not a header"],
             "ERR received bad data",
@@ -512,6 +511,12 @@ fn error_paths_leave_no_key() {
         err(&mut c, &["BF.SCANDUMP", "f", "x"]),
         "ERR Second argument must be numeric"
     );
+    for iterator in ["0", "-1"] {
+        assert_eq!(
+            err(&mut c, &["BF.LOADCHUNK", "f", iterator, "abcd"]),
+            "ERR received bad data"
+        );
+    }
     assert_eq!(
         err(&mut c, &["BF.LOADCHUNK", "f", "1", "x"]),
         "ERR item exists"
