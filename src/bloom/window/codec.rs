@@ -40,7 +40,8 @@
 //!   the same bytes; a version 2 value with seed 0 is refused as non-canonical.
 //!
 //! Decoding validates before allocating: magic, versions, seed, slots, reserved byte, window,
-//! finite rates, capacities, the rates' sum, the exact header length, the data length against
+//! finite rates, capacities (each layer's the filter's times a power of its expansion, rising
+//! from layer to layer), the rates' sum, the exact header length, the data length against
 //! the records' minimum and the caller's memory limit. Each record is checked whole (counts,
 //! stream lengths, every set strictly increasing and below u, canonical padding) before it
 //! replaces its partition; a chunk is applied whole or not at all.
@@ -292,6 +293,22 @@ pub fn received_chunk(filter: &WindowFilter, loading: &Loading, offset: u64) -> 
     found
 }
 
+/// How many times a layer of `capacity` grew from the filter's first (capacity × expansion^j),
+/// if after a layer that grew `before` times: later layers grew more (expansion 1: as many),
+/// as `WindowFilter::scale` makes them. None if no filter of `params` has such a layer.
+fn growth(params: &WindowParams, capacity: u64, before: Option<u32>) -> Option<u32> {
+    let (mut c, mut j) = (params.capacity, 0);
+    while c < capacity && params.expansion > 1 {
+        c = c.checked_mul(u64::from(params.expansion))?;
+        j += 1;
+    }
+    let after = match before {
+        None => true,
+        Some(b) => j > b || (params.expansion <= 1 && j == b),
+    };
+    (c == capacity && after).then_some(j)
+}
+
 /// Decodes a header: the filter it describes (time and parameters, empty partitions) and
 /// the state that loads its data. `limit` bounds the bytes the filter may take.
 pub fn decode_header(bytes: &[u8], limit: u64) -> Result<(WindowFilter, Loading), DecodeError> {
@@ -340,11 +357,13 @@ pub fn decode_header(bytes: &[u8], limit: u64) -> Result<(WindowFilter, Loading)
     let s = time / params.slot_ms();
     let mut specs = Vec::with_capacity(count);
     let (mut rates, mut min_data, mut planned) = (0.0, 0u64, 0u64);
+    let mut grown = None;
     for _ in 0..count {
         let (capacity, rate) = (r.u64()?, r.f64()?);
         if !(1..=MAX_CAPACITY).contains(&capacity) || !(MIN_ERROR_RATE..1.0).contains(&rate) {
             return Err(err("bad layer"));
         }
+        grown = Some(growth(&params, capacity, grown).ok_or(err("bad layer capacity"))?);
         let lp = LayerParams::new(capacity, rate).ok_or(err("bad layer"))?;
         let mut refreshed = [[0u64; SLOTS]; GENS];
         for v in refreshed.iter_mut().flatten() {

@@ -516,6 +516,39 @@ fn seeded_filters_are_version_2_and_unseeded_ones_version_1() {
     }
 }
 
+/// Layers grow from the filter's capacity by its expansion, as scaling makes them (the oldest
+/// may have slid out): a header whose layers no filter of its parameters has is refused.
+#[test]
+fn layers_must_have_grown_from_the_filters_capacity() {
+    let f = filled(params(500, 0.01, 2), 9, 3_000, 7);
+    let capacities: Vec<u64> = f.layers().iter().map(|l| l.params().capacity).collect();
+    assert_eq!(capacities, [500, 1_000, 2_000]);
+    let (header, _) = encode(&f);
+    let per_layer = (header.len() - 64) / 3;
+    let mutate = |at: usize, value: &[u8]| {
+        let mut h = header.clone();
+        h[at..at + value.len()].copy_from_slice(value);
+        codec::decode_header(&h, NO_LIMIT)
+            .map(|_| ())
+            .map_err(|e| e.0)
+    };
+    let layer = |i: usize| 64 + i * per_layer;
+    let refused = Err("bad layer capacity");
+    assert_eq!(mutate(24, &500u64.to_le_bytes()), Ok(()), "unchanged");
+    // A filter of 250 whose first layer slid out.
+    assert_eq!(mutate(24, &250u64.to_le_bytes()), Ok(()));
+    assert_eq!(mutate(24, &1u64.to_le_bytes()), refused, "500 is not 1·2^j");
+    assert_eq!(mutate(24, &300u64.to_le_bytes()), refused);
+    assert_eq!(mutate(32, &3u32.to_le_bytes()), refused, "expansion 3");
+    assert_eq!(
+        mutate(layer(1), &500u64.to_le_bytes()),
+        refused,
+        "not grown"
+    );
+    assert_eq!(mutate(layer(2), &1_000u64.to_le_bytes()), refused);
+    assert_eq!(mutate(layer(0), &600u64.to_le_bytes()), refused);
+}
+
 #[test]
 fn seeds_move_the_items() {
     // The same items under seed 0, seed 1 and seed 2: three sets of fingerprints, each
