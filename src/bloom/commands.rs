@@ -47,7 +47,7 @@
 
 use super::any::{Added, BloomFilter, ChunkError, Env, Field};
 use super::budget::MAX_EXPANSION;
-use super::chain::Chain;
+use super::chain::{Chain, ChainError};
 use super::codec::BAD_DATA;
 use super::config;
 use super::errors::{
@@ -114,6 +114,9 @@ impl FilterParams {
                     expansion: self.expansion,
                     seed,
                 };
+                if !rebuilding && !params.has_room() {
+                    return Err(ChainError::WindowErrorRate.into());
+                }
                 NewFilter::Window(Windowed::with_params(params, limit)?)
             }
             None => NewFilter::Own(Chain::with_layout(

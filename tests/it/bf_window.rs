@@ -596,7 +596,7 @@ fn reserve_on_an_existing_filter_changes_nothing() {
 /// the server's clock: refused, nothing changes, no key made. An AOF that carries a later
 /// time (its master's) loads as written.
 #[test]
-fn a_clients_at_ahead_of_the_clock_is_refused_a_loaded_one_is_taken() {
+fn writes_refused_to_clients_are_taken_from_the_aof() {
     // Fixed seed: asks about "b" before it is added.
     let mut s = Server::builder()
         .fixed_seed()
@@ -638,7 +638,21 @@ fn a_clients_at_ahead_of_the_clock_is_refused_a_loaded_one_is_taken() {
     ok(&mut c, &["BF.INSERT", "w", "AT", &past, "ITEMS", "c"]);
     assert!(exists(&mut c, "w", "c"));
 
-    // The same write in the AOF (as a master whose clock was ahead would have logged it).
+    // A create at a rate a client is refused (no room for 20 layers).
+    let tiny = [
+        "BF.RESERVE",
+        "tiny",
+        "1e-9",
+        "100",
+        "WINDOW",
+        "60",
+        "SEED",
+        "5",
+    ];
+    assert!(err_text(cmd(&mut c, &tiny)).starts_with("ERR error rate too small"));
+
+    // Both in the AOF, as a master whose clock was ahead, and one of an earlier version
+    // that took the rate, would have logged them: taken.
     s.shutdown("SAVE");
     let incr = std::fs::read_dir(s.dir.join("appendonlydir"))
         .unwrap()
@@ -646,16 +660,19 @@ fn a_clients_at_ahead_of_the_clock_is_refused_a_loaded_one_is_taken() {
         .find(|p| p.to_string_lossy().ends_with(".incr.aof"))
         .expect("an incremental AOF file");
     let mut log = std::fs::read(&incr).unwrap();
-    let args = ["BF.INSERT", "w", "AT", &ahead, "ITEMS", "b"];
-    log.extend(format!("*{}\r\n", args.len()).bytes());
-    for a in args {
-        log.extend(format!("${}\r\n{a}\r\n", a.len()).bytes());
+    for args in [&["BF.INSERT", "w", "AT", &ahead, "ITEMS", "b"][..], &tiny] {
+        log.extend(format!("*{}\r\n", args.len()).bytes());
+        for a in args {
+            log.extend(format!("${}\r\n{a}\r\n", a.len()).bytes());
+        }
     }
     std::fs::write(&incr, log).unwrap();
     s.restart();
     let mut c = s.conn();
     assert!(exists(&mut c, "w", "b"));
     assert_eq!(info_field(&mut c, "w", "Time"), Value::Int(now + 3_600_000));
+    ok(&mut c, &["BF.ADD", "tiny", "x"]);
+    assert!(exists(&mut c, "tiny", "x"));
 }
 
 #[test]

@@ -77,6 +77,13 @@ impl WindowParams {
             && window_ms.is_multiple_of(SLOTS as u64)
     }
 
+    /// Whether a scaling filter of these parameters has room for 20 layers (`budget.rs`):
+    /// what a client's create must have, so that a rate too small is refused there rather
+    /// than at a later add. A create from a master or an AOF file is taken without it.
+    pub fn has_room(&self) -> bool {
+        self.expansion == 0 || WINDOW.can_scale(self.error_rate)
+    }
+
     /// The first layer's error rate. A filter that never grows pays log2(1/0.8) = 0.3 bit
     /// per stored item for the room to grow.
     fn head_rate(&self) -> f64 {
@@ -103,8 +110,7 @@ impl WindowFilter {
         if !WindowParams::valid_window(params.window_ms) || params.capacity == 0 {
             return Err(ChainError::Overflow);
         }
-        let room = params.expansion == 0 || WINDOW.can_scale(params.error_rate);
-        if !room || !(MIN_ERROR_RATE..1.0).contains(&params.head_rate()) {
+        if !(MIN_ERROR_RATE..1.0).contains(&params.head_rate()) {
             return Err(ChainError::WindowErrorRate);
         }
         let mut filter = Self {

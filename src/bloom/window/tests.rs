@@ -231,9 +231,15 @@ fn the_smallest_rates_named_are_accepted_and_scale_as_promised() {
         .to_string()
         .contains(&format!("{min:.2e} for a scaling one")));
     for rate in [min * 0.99, 7.71e-13, 2e-15] {
-        let refused = WindowFilter::new(params(1, rate, 2), NO_LIMIT);
-        assert_eq!(refused, Err(ChainError::WindowErrorRate), "{rate}");
+        assert!(!params(1, rate, 2).has_room(), "{rate}");
     }
+    assert!(params(1, min, 2).has_room() && params(1, 2e-15, 0).has_room());
+    // Without room, as a master's create is taken: down to the floor.
+    assert!(WindowFilter::new(params(1, 2e-15, 2), NO_LIMIT).is_ok());
+    assert_eq!(
+        WindowFilter::new(params(1, 1.2e-15, 2), NO_LIMIT),
+        Err(ChainError::WindowErrorRate)
+    );
     assert_eq!(
         WindowFilter::new(params(1, 9e-16, 0), NO_LIMIT),
         Err(ChainError::WindowErrorRate)
