@@ -70,7 +70,7 @@
 //! same counter with every bit zero (kind 2, no positions), loaded by `LC.LOADCHUNK key
 //! <shell>`; then its dense bitmap (the kind 1 body) in pieces of at most `CHUNK_BYTES`, each
 //! `LC.LOADCHUNK key <iterator> <piece>` with iterator = 1 + the byte offset where the piece
-//! ends, like `BF.SCANDUMP`. `write_dense` checks a piece (not exact mode, within the ⌈m/8⌉
+//! ends, like `BF.SCANDUMP`. `write_dense` checks a piece (a bitmap's, within the ⌈m/8⌉
 //! bytes, padding bits zero), makes a sparse counter dense and writes the piece. After the last
 //! piece the counter, and so its encoding, is the original. Exact and sparse counters (a few
 //! KB at most) always fit one command.
@@ -232,8 +232,12 @@ pub fn write_dense(
     limit: u64,
 ) -> Result<(), DecodeError> {
     let m = counter.bits();
-    if counter.is_exact() {
-        return Err(DecodeError("the counter is in exact mode"));
+    match counter.mode() {
+        Mode::Sparse | Mode::Dense => {}
+        Mode::Exact => return Err(DecodeError("the counter is in exact mode")),
+        Mode::Tokens | Mode::Registers => {
+            return Err(DecodeError("the counter is a sketch, not a bitmap"))
+        }
     }
     let end = offset
         .checked_add(piece.len() as u64)
@@ -547,6 +551,18 @@ mod tests {
         let mut exact = filled(0.01, 50_000, 10);
         assert!(write_dense(&mut exact, 0, &[1], NO_LIMIT).is_err());
         assert_eq!(exact, filled(0.01, 50_000, 10));
+        // Sketches hold no bitmap: a piece for one is refused, not dropped.
+        for items in [1_000, 6_000] {
+            let sketch = grown(0.01, 50_000, items);
+            let mut c = sketch.clone();
+            assert_eq!(
+                write_dense(&mut c, 0, &[1], NO_LIMIT),
+                Err(DecodeError("the counter is a sketch, not a bitmap")),
+                "{:?}",
+                sketch.mode()
+            );
+            assert_eq!(c, sketch);
+        }
         let original = filled(0.01, 50_000, 12_000);
         let mut c = original.clone();
         let dense = 17_134u64.div_ceil(8);

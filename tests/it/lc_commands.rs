@@ -428,6 +428,42 @@ fn loadchunk_recreates_a_counter_and_validates_its_payload() {
         .query::<()>(&mut c);
     assert!(err_text(r).contains("bitmap size out of range"));
     assert!(!exists(&mut c, "n"));
+    // A piece of a bitmap for a counter that has none is refused, changes nothing and is
+    // neither replicated nor notified (the offset does not move).
+    let _: () = redis::cmd("CONFIG")
+        .arg(&["SET", "lcbloom.max-memory-per-key", "1gb"])
+        .query(&mut c)
+        .unwrap();
+    for (key, n, mode) in [
+        ("e", 10, "exact"),
+        ("t", 1_000, "tokens"),
+        ("g", 6_000, "registers"),
+    ] {
+        lc_add(&mut c, key, &items(key, 0..n));
+        assert_eq!(
+            lc_info_field(&mut c, key, "Mode"),
+            Value::SimpleString(mode.into())
+        );
+        let (before, offset) = (
+            digest(&mut c, key),
+            info_int(&mut c, "replication", "master_repl_offset"),
+        );
+        let r = redis::cmd("LC.LOADCHUNK")
+            .arg(key)
+            .arg(2)
+            .arg("x")
+            .query::<()>(&mut c);
+        assert!(
+            err_text(r).starts_with("ERR invalid chunk: the counter is"),
+            "{mode}"
+        );
+        assert_eq!(digest(&mut c, key), before, "{mode}");
+        assert_eq!(
+            info_int(&mut c, "replication", "master_repl_offset"),
+            offset,
+            "{mode}"
+        );
+    }
 }
 
 #[test]
