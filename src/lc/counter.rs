@@ -11,7 +11,8 @@
 //!
 //! # Three modes (encoding version 3)
 //!
-//! A counter is in one of three modes, each a pure function of the set of items added:
+//! A counter is in one of three modes. What it keeps of its items is a pure function of their
+//! set; the running estimate of a sketch (`running.rs`) depends on their order as well:
 //!
 //! * **exact** while it has seen at most `L = exact_limit(m) = min(⌊m/64⌋, 8192)` distinct
 //!   fingerprints (267 with the defaults, 50,000 at 1 %): the sorted set of the items'
