@@ -58,13 +58,27 @@ const fn version(text: &str) -> i32 {
     parts[0] * 10_000 + parts[1] * 100 + parts[2]
 }
 
+/// Valkey's `VALKEYMODULE_OPTIONS_HANDLE_ATOMIC_SLOT_MIGRATION` (valkeymodule.h), a bit Redis 7
+/// gives no meaning: set only on Valkey.
+const VALKEY_HANDLES_ATOMIC_SLOT_MIGRATION: i32 = 1 << 5;
+
 /// `OnLoad`, after `RedisModule_Init`: the load arguments (`load_args.rs`), the families' types,
 /// their configs and the shared limits (the load arguments' values as defaults, then
 /// redis.conf's), `INFO lcbloom`, then their commands. Any failure is logged and fails the
 /// load, so a server with a bad `loadmodule` line does not start.
 pub fn load(ctx: &Context, args: &[RedisString], families: &[&'static Family]) -> Status {
-    // Without this a truncated or corrupt RDB value aborts the server inside rdb_load.
-    ctx.set_module_options(ModuleOptions::HANDLE_IO_ERRORS);
+    // Without HANDLE_IO_ERRORS a truncated or corrupt RDB value aborts the server inside
+    // rdb_load.
+    let mut options = ModuleOptions::HANDLE_IO_ERRORS;
+    if ctx.server_info("server").field("valkey_version").is_some() {
+        // Valkey 9 refuses atomic slot migration (`CLUSTER MIGRATESLOTS`) in the whole cluster
+        // while a loaded module has not declared that it handles it. This one does: a slot's
+        // values move as their AOF rewrite (the `LOADCHUNK` commands) and its later writes as
+        // a replication stream, which the target runs as a master's (no client limits, each
+        // windowed write at its own time). tests/it/ops_cluster.rs moves every type so.
+        options |= ModuleOptions::from_bits_retain(VALKEY_HANDLES_ATOMIC_SLOT_MIGRATION);
+    }
+    ctx.set_module_options(options);
     let configs: Vec<&'static Config> = limits::CONFIGS
         .iter()
         .chain(families.iter().flat_map(|f| f.configs))

@@ -167,3 +167,122 @@ fn command_getkeys_names_the_keys_of_every_command() {
         assert_eq!(got, *keys, "{command:?}");
     }
 }
+
+/// The node of `nodes` that owns `key` (the one that does not answer MOVED).
+fn owner(nodes: &[Server], key: &str) -> usize {
+    (0..nodes.len())
+        .find(|&i| {
+            let r = redis::cmd("BF.EXISTS")
+                .arg(key)
+                .arg("x")
+                .query::<Value>(&mut nodes[i].conn());
+            r.is_ok()
+        })
+        .expect("a node owns the slot")
+}
+
+/// Valkey 9's atomic slot migration (`CLUSTER MIGRATESLOTS`) moves a slot's filters,
+/// windowed filters and counters whole, with the writes made while it runs, even a value
+/// over the target's `max-memory-per-key` (a move rebuilds what was accepted). A server
+/// without it (Redis 7) refuses the command, and the test says so and ends.
+#[test]
+fn atomic_slot_migration_moves_every_type() {
+    let nodes = Server::cluster_with(ServerBuilder::fixed_seed);
+    let tag = "{m}";
+    let src = owner(&nodes, tag);
+    let dst = (src + 1) % nodes.len();
+    let (mut s, mut d) = (nodes[src].conn(), nodes[dst].conn());
+    if redis::cmd("CLUSTER")
+        .arg("GETSLOTMIGRATIONS")
+        .query::<Value>(&mut s)
+        .is_err()
+    {
+        eprintln!("this server has no atomic slot migration: nothing to test");
+        return;
+    }
+    let key = |k: &str| format!("{tag}{k}");
+    ok(&mut s, &["BF.RESERVE", &key("bf"), "0.01", "100000"]);
+    add_many(&mut s, "BF.MADD", &key("bf"), "i", 5_000);
+    ok(
+        &mut s,
+        &["BF.RESERVE", &key("win"), "0.01", "1000", "WINDOW", "600"],
+    );
+    add_many(&mut s, "BF.MADD", &key("win"), "i", 800);
+    add_many(&mut s, "LC.ADD", &key("lc"), "i", 6_000);
+    add_many(&mut s, "LC.ADD", &key("small"), "i", 50);
+    ok(&mut s, &["BF.RESERVE", &key("big"), "0.001", "200000"]);
+    ok(
+        &mut d,
+        &["CONFIG", "SET", "lcbloom.max-memory-per-key", "100000"],
+    );
+    let keys: Vec<String> = ["bf", "win", "lc", "small", "big"]
+        .iter()
+        .map(|k| key(k))
+        .collect();
+    let slot = slot(&mut s, tag);
+    let target: String = redis::cmd("CLUSTER").arg("MYID").query(&mut d).unwrap();
+    let slot_text = slot.to_string();
+    ok(
+        &mut s,
+        &[
+            "CLUSTER",
+            "MIGRATESLOTS",
+            "SLOTSRANGE",
+            &slot_text,
+            &slot_text,
+            "NODE",
+            &target,
+        ],
+    );
+    // Writes while it runs, until the slot has moved.
+    let mut written = Vec::new();
+    for i in 0..10_000 {
+        let item = format!("late{i}");
+        let win = redis::cmd("BF.ADD")
+            .arg(key("win"))
+            .arg(&item)
+            .query::<Value>(&mut s);
+        let lc = redis::cmd("LC.ADD")
+            .arg(key("lc"))
+            .arg(&item)
+            .query::<Value>(&mut s);
+        if win.is_err() || lc.is_err() {
+            break;
+        }
+        written.push(item);
+    }
+    let start = std::time::Instant::now();
+    loop {
+        let state = format!("{:?}", ok(&mut s, &["CLUSTER", "GETSLOTMIGRATIONS"]));
+        if state.contains("success") {
+            break;
+        }
+        assert!(!state.contains("fail"), "{state}");
+        assert!(start.elapsed().as_secs() < 60, "{state}");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let mut d = nodes[dst].conn();
+    for k in &keys {
+        assert_eq!(ok(&mut d, &["EXISTS", k]), Value::Int(1), "{k} moved");
+    }
+    let present = |c: &mut redis::Connection, k: &str, items: &[String]| -> bool {
+        let found: Vec<bool> = redis::cmd("BF.MEXISTS").arg(k).arg(items).query(c).unwrap();
+        found.iter().all(|&f| f)
+    };
+    assert!(present(&mut d, &key("bf"), &items("i", 5_000)));
+    assert!(present(&mut d, &key("win"), &items("i", 800)));
+    assert!(
+        present(&mut d, &key("win"), &written),
+        "writes made while it ran"
+    );
+    let readded: i64 = redis::cmd("LC.ADD")
+        .arg(key("lc"))
+        .arg(&written)
+        .query(&mut d)
+        .unwrap();
+    assert_eq!(
+        readded, 0,
+        "every write made while it ran is in the counter"
+    );
+    assert_eq!(ok(&mut d, &["LC.COUNT", &key("small")]), Value::Int(50));
+}
