@@ -266,7 +266,8 @@ pub fn merge(ctx: &Context, args: &[RedisString]) -> RedisResult {
             let Some(mut union) = Counter::empty_for_union(&sources) else {
                 return OK;
             };
-            if let (_, _, Some(e)) = union.absorb_all_within(&sources, u64::MAX) {
+            // A new key, bound by the limit as one LC.RESERVE makes.
+            if let (_, _, Some(e)) = union.absorb_all_within(&sources, memory_limit(ctx)) {
                 return Err(union_refused(e, &named));
             }
             store_word(&mut dest_key, StoredCounter::new(union))?;

@@ -657,7 +657,10 @@ impl Counter {
         union.block = match indicators {
             Indicators::Tokens(tokens) => union.sketch_block(p, tokens, running, limit)?,
             Indicators::Registers(registers, _) => {
-                union.check_registers_within(limit)?;
+                // The limit binds growth: registers this counter already has take no more.
+                if !(self.mode() == Mode::Registers && self.geometry.precision == p) {
+                    union.check_registers_within(limit)?;
+                }
                 registers_block_with(p, &registers, running)?
             }
         };

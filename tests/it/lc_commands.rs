@@ -768,3 +768,35 @@ fn exact_counters_of_one_size_merge_as_they_count() {
     // Past the exact limit (267 here) the merge is a sketch whose count is their number.
     assert_eq!(lc_count(&mut c, &["a"]), 400);
 }
+
+/// `max-memory-per-key` binds what a merge makes or grows, not registers a counter already
+/// has (one over the limit after `CONFIG SET` lowered it).
+#[test]
+fn merges_are_bound_by_the_limit_where_they_grow() {
+    let server = Server::start();
+    let mut c = server.conn();
+    lc_add(&mut c, "big", &items("i", 0..6_000));
+    lc_add(&mut c, "small", &items("s", 0..1));
+    assert_eq!(
+        lc_info_field(&mut c, "big", "Mode"),
+        Value::SimpleString("registers".into())
+    );
+    let _: () = redis::cmd("CONFIG")
+        .arg(&["SET", "lcbloom.max-memory-per-key", "5000"])
+        .query(&mut c)
+        .unwrap();
+    let too_large = |r: redis::RedisResult<()>| {
+        let e = err_text(r);
+        assert!(e.starts_with("ERR counter would take"), "{e}");
+    };
+    too_large(redis::cmd("LC.MERGE").arg(&["new", "big"]).query(&mut c));
+    assert!(!exists(&mut c, "new"), "a refused merge makes no key");
+    too_large(redis::cmd("LC.MERGE").arg(&["small", "big"]).query(&mut c));
+    assert_eq!(lc_count(&mut c, &["small"]), 1);
+    let before = lc_count(&mut c, &["big"]);
+    let _: () = redis::cmd("LC.MERGE")
+        .arg(&["big", "small"])
+        .query(&mut c)
+        .unwrap();
+    assert!(lc_count(&mut c, &["big"]) >= before);
+}
