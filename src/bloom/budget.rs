@@ -44,28 +44,23 @@ impl Budget {
         error_rate * self.head_share
     }
 
-    /// The next sub-filter's rate when the live ones spend `spent` of `error_rate`.
-    pub fn next_rate(&self, error_rate: f64, spent: f64) -> f64 {
-        (error_rate - spent) * (1.0 - self.tightening)
+    /// The next sub-filter's rate when the live ones spend `spent` of `error_rate`; None
+    /// below `MIN_ERROR_RATE` (or NaN): the filter cannot scale again.
+    pub fn next_rate(&self, error_rate: f64, spent: f64) -> Option<f64> {
+        let rate = (error_rate - spent) * (1.0 - self.tightening);
+        (rate >= MIN_ERROR_RATE).then_some(rate)
     }
 
     /// Whether a scaling filter of rate `error_rate` has room for [`MIN_SCALE_OUTS`]
     /// sub-filters after its first: the rates `next_rate` gives, before anything exists.
     pub fn can_scale(&self, error_rate: f64) -> bool {
-        // A NaN rate compares as too small.
-        let enough = |rate: f64| rate >= MIN_ERROR_RATE;
-        let mut spent = self.head_rate(error_rate);
-        if !enough(spent) {
-            return false;
-        }
-        for _ in 0..MIN_SCALE_OUTS {
-            let rate = self.next_rate(error_rate, spent);
-            if !enough(rate) {
-                return false;
-            }
-            spent += rate;
-        }
-        true
+        let head = self.head_rate(error_rate);
+        head >= MIN_ERROR_RATE
+            && (0..MIN_SCALE_OUTS)
+                .try_fold(head, |spent, _| {
+                    Some(spent + self.next_rate(error_rate, spent)?)
+                })
+                .is_some()
     }
 
     /// The smallest rate of a scaling filter, to three significant digits (rounded up, so
@@ -108,8 +103,8 @@ mod tests {
     fn the_rates_sum_to_at_most_the_budget() {
         for budget in [CHAIN, WINDOW] {
             let mut spent = budget.head_rate(0.01);
-            for _ in 0..200 {
-                spent += budget.next_rate(0.01, spent);
+            while let Some(rate) = budget.next_rate(0.01, spent) {
+                spent += rate;
             }
             assert!(
                 spent <= 0.01 && spent > 0.01 * (1.0 - 1e-9),

@@ -73,8 +73,6 @@ mod batch;
 /// capacity its rate then measures ≤ p over 3,600/p non-members, which resolve 5% of p at
 /// three standard deviations. About 0.11 more bits per item than sizing for p.
 pub const NONSCALING_SHARE: f64 = 0.95;
-/// The error-rate tightening ratio r between consecutive later sub-filters.
-pub const TIGHTENING: f64 = 0.8;
 /// The rate a non-scaling chain of rate `error_rate` sizes its sub-filter for: its share, but
 /// never below `MIN_ERROR_RATE` for a rate at or above it (the smallest rates accepted stay
 /// accepted, with less margin).
@@ -127,9 +125,8 @@ impl std::fmt::Display for ChainError {
             ),
             ChainError::WindowErrorRate => write!(
                 f,
-                "error rate too small (at least {:e} for a non-scaling windowed filter, \
-                 {:.2e} for a scaling one, which then has room for {MIN_SCALE_OUTS} layers)",
-                MIN_ERROR_RATE,
+                "error rate too small (at least {MIN_ERROR_RATE:e} for a non-scaling windowed \
+                 filter, {:.2e} for a scaling one, which then has room for {MIN_SCALE_OUTS} layers)",
                 WINDOW.min_scaling_error_rate()
             ),
             ChainError::CannotScale => write!(
@@ -480,10 +477,9 @@ impl Chain {
             .checked_mul(self.params.expansion as u64)
             .ok_or(ChainError::Overflow)?;
         let spent: f64 = subs.iter().map(SubParams::error_rate).sum();
-        let rate = CHAIN.next_rate(self.params.error_rate, spent);
-        if rate.is_nan() || rate < MIN_ERROR_RATE {
-            return Err(ChainError::CannotScale);
-        }
+        let rate = CHAIN
+            .next_rate(self.params.error_rate, spent)
+            .ok_or(ChainError::CannotScale)?;
         Ok(SubParams::choose(self.params.layout, capacity, rate)?)
     }
 
@@ -761,7 +757,7 @@ mod tests {
         let rates: Vec<f64> = c.filters().iter().map(SubParams::error_rate).collect();
         let left = 0.5 - rates.iter().sum::<f64>();
         assert!(rates.iter().all(|r| *r >= MIN_ERROR_RATE));
-        assert!(left * (1.0 - TIGHTENING) < MIN_ERROR_RATE);
+        assert!(left * (1.0 - CHAIN.tightening) < MIN_ERROR_RATE);
         assert!(c.filters().len() < 300);
     }
 

@@ -238,10 +238,9 @@ impl WindowFilter {
             return Err(ChainError::CannotScale);
         }
         let spent: f64 = self.live_layers(head).map(|l| l.params().error_rate).sum();
-        let rate = WINDOW.next_rate(self.params.error_rate, spent);
-        if rate < MIN_ERROR_RATE {
-            return Err(ChainError::CannotScale);
-        }
+        let rate = WINDOW
+            .next_rate(self.params.error_rate, spent)
+            .ok_or(ChainError::CannotScale)?;
         let capacity = self.layers[self.layers.len() - 1]
             .params()
             .capacity
