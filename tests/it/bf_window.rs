@@ -760,10 +760,6 @@ fn copy_memory_usage_events_and_info() {
     assert!(format!("{docs:?}").contains("WINDOW"));
 }
 
-/// A windowed filter half-way through a `BF.LOADCHUNK` load keeps its load through every path
-/// that copies it: `COPY`, `DUMP`/`RESTORE`, `DEBUG RELOAD`, an AOF rewrite and restart, and a
-/// replica's full sync each hold a value that takes the remaining chunks and ends equal to
-/// the source. Until then it refuses adds, which the chunks would overwrite.
 /// Windowed filters loaded from their encoding (RESTORE, an RDB load; `BF.LOADCHUNK` takes
 /// the same decoder) cost what `MEMORY USAGE` says, as filters built by commands do: many
 /// small keys, where a list the load allocated past its length would show.
@@ -815,6 +811,10 @@ fn loaded_filters_cost_what_memory_usage_says() {
     );
 }
 
+/// A windowed filter half-way through a `BF.LOADCHUNK` load keeps its load through every path
+/// that copies it: `COPY`, `BF.SCANDUMP`, `DUMP`/`RESTORE`, `DEBUG RELOAD`, an AOF rewrite and
+/// restart, and a replica's full sync each hold a value that takes the remaining chunks and
+/// ends equal to the source. Until then it refuses adds, which the chunks would overwrite.
 #[test]
 fn a_load_in_progress_survives_saves_copies_and_replicas() {
     for preamble in ["yes", "no"] {

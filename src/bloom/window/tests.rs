@@ -218,9 +218,6 @@ fn items_refreshed_from_an_earlier_layer_count_once() {
     assert!(f.cardinality(later).abs_diff(new) <= 2);
 }
 
-/// A capacity whose filter can be sized but passes the limit is refused as too large for it;
-/// one no layer can have (more than 2^32 partitions), under a limit that would admit its
-/// size, as overflowing.
 /// A scaling filter is made only with room for 20 layers (`budget::WINDOW`), so that a
 /// rate too small is refused by `BF.RESERVE`, not by a later add; a non-scaling one takes
 /// rates down to `MIN_ERROR_RATE`.
@@ -259,6 +256,9 @@ fn the_smallest_rates_named_are_accepted_and_scale_as_promised() {
     }
 }
 
+/// A capacity whose filter can be sized but passes the limit is refused as too large for it;
+/// one no layer can have (more than 2^32 partitions), under a limit that would admit its
+/// size, as overflowing.
 #[test]
 fn too_large_for_the_limit_before_overflowing() {
     const GIB: u64 = 1 << 30;
