@@ -126,13 +126,8 @@ fn measure(server: &Server, c: &mut Connection, shape: &Shape) -> (f64, f64) {
     let before = used_memory(c, 1);
     let keys = write(server, shape, shape.keys);
     let after = used_memory(c, 1);
-    let mut pipe = redis::pipe();
-    for key in &keys {
-        pipe.cmd("MEMORY").arg("USAGE").arg(key);
-    }
-    let usage: Vec<i64> = pipe.query(c).unwrap();
     let real = (after - before) as f64 / keys.len() as f64;
-    let reported = usage.iter().sum::<i64>() as f64 / keys.len() as f64;
+    let reported = memory_usage_of(c, &keys) as f64 / keys.len() as f64;
     (real, reported)
 }
 

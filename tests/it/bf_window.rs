@@ -772,37 +772,18 @@ fn loaded_filters_cost_what_memory_usage_says() {
     add_many(&mut c, "BF.MADD", "t", "i", 50);
     let payload: Vec<u8> = redis::cmd("DUMP").arg("t").query(&mut c).unwrap();
     let band = usage_band(&mut c);
-    let usage = |c: &mut Connection| -> i64 {
-        let mut pipe = redis::pipe();
-        for i in 0..KEYS {
-            pipe.cmd("MEMORY").arg("USAGE").arg(format!("k{i}"));
-        }
-        pipe.query::<Vec<i64>>(c).unwrap().iter().sum()
-    };
-    let restore = |keys: usize| {
-        let mut w = s.conn();
-        let mut pipe = redis::pipe();
-        for i in 0..keys {
-            pipe.cmd("RESTORE")
-                .arg(format!("k{i}"))
-                .arg(0)
-                .arg(&payload)
-                .ignore();
-        }
-        pipe.exec(&mut w).unwrap();
-    };
-    restore(100);
+    restore_copies(&s, &payload, 100);
     ok(&mut c, &["FLUSHALL", "SYNC"]);
     let before = used_memory(&mut c, 1);
-    restore(KEYS);
+    let keys = restore_copies(&s, &payload, KEYS);
     let grown = used_memory(&mut c, 1) - before;
-    let restored = usage(&mut c);
+    let restored = memory_usage_of(&mut c, &keys);
     assert!(
         band.contains(&(restored as f64 / grown as f64)),
         "restored: MEMORY USAGE {restored}, used_memory grew {grown}, outside {band:?}"
     );
     ok(&mut c, &["DEBUG", "RELOAD"]);
-    let (loaded, before) = (usage(&mut c), used_memory(&mut c, 1));
+    let (loaded, before) = (memory_usage_of(&mut c, &keys), used_memory(&mut c, 1));
     ok(&mut c, &["FLUSHALL", "SYNC"]);
     let freed = before - used_memory(&mut c, 1);
     assert!(

@@ -560,27 +560,10 @@ fn memory_usage_of_imported_filters_is_within_ten_percent() {
         let payload: Vec<u8> = redis::cmd("DUMP").arg(name).query(&mut ca).unwrap();
         ok(&mut c, &["FLUSHALL"]);
         let before = used_memory(&mut c, 1);
-        let mut writer = server.conn();
-        for chunk in (0..keys).collect::<Vec<_>>().chunks(50) {
-            let mut pipe = redis::pipe();
-            for i in chunk {
-                pipe.cmd("RESTORE")
-                    .arg(format!("k:{i}"))
-                    .arg(0)
-                    .arg(&payload)
-                    .ignore();
-            }
-            pipe.exec(&mut writer).unwrap();
-        }
-        drop(writer);
+        let names = restore_copies(&server, &payload, keys);
         let after = used_memory(&mut c, 1);
-        let mut pipe = redis::pipe();
-        for i in 0..keys {
-            pipe.cmd("MEMORY").arg("USAGE").arg(format!("k:{i}"));
-        }
-        let usage: Vec<i64> = pipe.query(&mut c).unwrap();
         let real = (after - before) as f64 / keys as f64;
-        let reported = usage.iter().sum::<i64>() as f64 / keys as f64;
+        let reported = memory_usage_of(&mut c, &names) as f64 / keys as f64;
         report += &format!("{name:<32} {real:>9.0} B/key real, MEMORY USAGE {reported:>9.0}\n");
         let band = usage_band(&mut c);
         assert!(

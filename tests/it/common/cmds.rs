@@ -1,5 +1,5 @@
 //! Command helpers shared by the integration tests: commands from string slices, item names,
-//! batched adds, BF.SCANDUMP walks and replica setup.
+//! batched adds, copies of a value and what they cost, BF.SCANDUMP walks and replica setup.
 
 use super::Server;
 use redis::{Connection, Value};
@@ -22,6 +22,31 @@ pub fn ok(conn: &mut Connection, args: &[&str]) -> Value {
 /// `n` item names `{prefix}0`, `{prefix}1`, ….
 pub fn items(prefix: &str, n: u32) -> Vec<String> {
     (0..n).map(|i| format!("{prefix}{i}")).collect()
+}
+
+/// `RESTORE`s `payload` as keys `k:0` … `k:{count − 1}`, through a connection of its own that
+/// is closed before this returns (its buffers are freed before `used_memory` is read again);
+/// the keys' names.
+pub fn restore_copies(server: &Server, payload: &[u8], count: usize) -> Vec<String> {
+    let keys: Vec<String> = (0..count).map(|i| format!("k:{i}")).collect();
+    let mut writer = server.conn();
+    for chunk in keys.chunks(50) {
+        let mut pipe = redis::pipe();
+        for key in chunk {
+            pipe.cmd("RESTORE").arg(key).arg(0).arg(payload).ignore();
+        }
+        pipe.exec(&mut writer).unwrap();
+    }
+    keys
+}
+
+/// The sum of `MEMORY USAGE` over `keys`, in one pipeline.
+pub fn memory_usage_of(c: &mut Connection, keys: &[String]) -> i64 {
+    let mut pipe = redis::pipe();
+    for key in keys {
+        pipe.cmd("MEMORY").arg("USAGE").arg(key);
+    }
+    pipe.query::<Vec<i64>>(c).unwrap().iter().sum()
 }
 
 /// `BF.MADD`/`LC.ADD` of `items(prefix, n)` in batches.
