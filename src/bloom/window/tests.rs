@@ -7,6 +7,7 @@ use crate::bloom::any::Added;
 use crate::bloom::budget::{MIN_SCALE_OUTS, WINDOW};
 use crate::bloom::chain::ChainError;
 use crate::bloom::filter::MIN_ERROR_RATE;
+use crate::core::decode::DecodeError;
 use crate::core::hashing::{hash_item, ItemHash};
 use proptest::prelude::*;
 use std::collections::HashMap;
@@ -474,6 +475,13 @@ fn filled(params: WindowParams, seed: u64, n: u64, step: u64) -> WindowFilter {
     f
 }
 
+/// Decodes `header` with `value` written at byte `at`.
+fn header_with(header: &[u8], at: usize, value: &[u8]) -> Result<(), DecodeError> {
+    let mut h = header.to_vec();
+    h[at..at + value.len()].copy_from_slice(value);
+    codec::decode_header(&h, NO_LIMIT).map(|_| ())
+}
+
 fn u64_at(bytes: &[u8], at: usize) -> u64 {
     u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap())
 }
@@ -506,11 +514,7 @@ fn seeded_filters_are_version_2_and_unseeded_ones_version_1() {
         assert_ne!(plain_chunks.concat(), chunks.concat());
         // Refused: seed 0 in version 2 (written as version 1), either version with the
         // other's header, a cut header, an unknown version.
-        let mutate = |at: usize, value: &[u8]| {
-            let mut h = header.clone();
-            h[at..at + value.len()].copy_from_slice(value);
-            codec::decode_header(&h, NO_LIMIT).map(|_| ())
-        };
+        let mutate = |at: usize, value: &[u8]| header_with(&header, at, value);
         assert!(mutate(56, &0u64.to_le_bytes()).is_err());
         assert!(mutate(4, &[1]).is_err());
         assert!(mutate(4, &[3]).is_err());
@@ -531,15 +535,9 @@ fn layers_must_have_grown_from_the_filters_capacity() {
     assert_eq!(capacities, [500, 1_000, 2_000]);
     let (header, _) = encode(&f);
     let per_layer = (header.len() - 64) / 3;
-    let mutate = |at: usize, value: &[u8]| {
-        let mut h = header.clone();
-        h[at..at + value.len()].copy_from_slice(value);
-        codec::decode_header(&h, NO_LIMIT)
-            .map(|_| ())
-            .map_err(|e| e.0)
-    };
+    let mutate = |at: usize, value: &[u8]| header_with(&header, at, value);
     let layer = |i: usize| 64 + i * per_layer;
-    let refused = Err("bad layer capacity");
+    let refused = Err(DecodeError("bad layer capacity"));
     assert_eq!(mutate(24, &500u64.to_le_bytes()), Ok(()), "unchanged");
     // A filter of 250 whose first layer slid out.
     assert_eq!(mutate(24, &250u64.to_le_bytes()), Ok(()));
