@@ -276,6 +276,13 @@ impl Counter {
         self.mode() == Mode::Exact
     }
 
+    /// Holds no item: the empty set, which leaves every union as it is (whatever its size,
+    /// it neither moves a union to its precision nor out of exact mode).
+    pub fn holds_nothing(&self) -> bool {
+        let header = self.header();
+        matches!(header.mode, Mode::Exact | Mode::Sparse) && header.count == 0
+    }
+
     /// The universe of the stream: `U` in exact mode, `m` in sparse mode.
     pub(super) fn universe(&self) -> u64 {
         match self.mode() {
@@ -491,6 +498,9 @@ impl Counter {
 
     /// Whether `other` can be absorbed into this counter.
     pub fn check_absorbable(&self, other: &Counter) -> Result<(), LcError> {
+        if other.holds_nothing() {
+            return Ok(());
+        }
         if (self.is_bitmap() && other.is_sketch()) || (self.is_sketch() && other.is_bitmap()) {
             return Err(LcError::SavedBitmap);
         }
@@ -523,6 +533,9 @@ impl Counter {
     /// at all, so a merge that stops part-way has absorbed exactly the sources before.
     pub fn absorb_within(&mut self, other: &Counter, limit: u64) -> Result<bool, LcError> {
         self.check_absorbable(other)?;
+        if other.holds_nothing() {
+            return Ok(false);
+        }
         if !self.is_bitmap() && !other.is_bitmap() {
             return self.absorb_sketch(other, limit);
         }
@@ -646,13 +659,14 @@ impl Counter {
 
     /// An empty counter with the geometry a union of `sources` gets: that of the smallest
     /// bitmap among them (the only size every other bitmap may fold into), else of the first
-    /// source (a sketch union takes the smallest precision as it absorbs). `None` when there
-    /// is no source.
+    /// source holding something (a sketch union takes the smallest precision as it absorbs),
+    /// else of the first source. `None` when there is no source.
     pub fn empty_for_union(sources: &[&Counter]) -> Option<Counter> {
-        let model = sources
-            .iter()
+        let held = || sources.iter().filter(|c| !c.holds_nothing());
+        let model = held()
             .filter(|c| c.is_bitmap())
             .min_by_key(|c| c.bits())
+            .or_else(|| held().next())
             .or_else(|| sources.first())?;
         Some(model.empty_like())
     }
@@ -665,12 +679,18 @@ impl Counter {
         items.sort_by_key(|item| !counter(item).is_bitmap());
     }
 
-    /// The number of distinct items in the union of `counters` (0 for none). When every
-    /// counter is exact with the same size, exact while they list few items in all, else
+    /// The number of distinct items in the union of `counters` (0 for none), empty ones left
+    /// out (`holds_nothing`). When every other counter is exact with the same size, exact while they list few items in all, else
     /// estimated from their fingerprints (`exact_union_count`); the sketch union's estimate
     /// when none is a bitmap (union.rs); otherwise estimated in the smallest bitmap, into
     /// which every other must fold.
     pub fn union_count(counters: &[&Counter]) -> Result<u64, LcError> {
+        let held: Vec<&Counter> = counters
+            .iter()
+            .copied()
+            .filter(|c| !c.holds_nothing())
+            .collect();
+        let counters = held.as_slice();
         match counters {
             [] => Ok(0),
             [one] => Ok(one.count()),

@@ -601,9 +601,13 @@ impl Counter {
         limit: u64,
         sorted: u64,
     ) -> Result<bool, LcError> {
+        // Empty sources leave the union as it is; this counter's own size binds it, empty or not.
         let mut all: Vec<&Counter> = Vec::with_capacity(others.len() + 1);
         all.push(self);
-        all.extend(others);
+        all.extend(others.iter().filter(|c| !c.holds_nothing()));
+        if all.len() == 1 {
+            return Ok(false);
+        }
         let listed: u64 = all.iter().map(|c| c.header().count).sum();
         // Exact counters of one size list fingerprints of one universe, whatever their
         // capacity or rate: their union is exact as `union_count`'s is.
@@ -625,7 +629,7 @@ impl Counter {
             .min_by_key(|c| c.geometry.precision)
             .map_or_else(|| self.geometry.clone(), |c| c.geometry.clone());
         let p = geometry.precision;
-        let indicators = if others.len() > 1 && listed > SORTED_UNION * token_limit(p) {
+        let indicators = if all.len() > 2 && listed > SORTED_UNION * token_limit(p) {
             Counter::union_registers(&all, p)?
         } else {
             Counter::union_indicators(&all, p, listed)?
@@ -634,13 +638,6 @@ impl Counter {
             geometry,
             block: Block::none(),
         };
-        // A union of empty counters is empty: in exact mode, as a counter of no items is (a
-        // token list of none is no encoding).
-        if matches!(&indicators, Indicators::Tokens(tokens) if tokens.is_empty()) {
-            let changed = union != *self;
-            *self = union;
-            return Ok(changed);
-        }
         // Compared as a merge would store them; the estimate only when something changed.
         let unchanged = p == self.geometry.precision
             && match (&indicators, self.mode()) {
@@ -902,10 +899,10 @@ mod tests {
         }
     }
 
-    /// A union of empty counters of other sizes (whose indicators are none) is an empty
-    /// counter in exact mode, which loads: it was a token list of none, which no load
-    /// accepts (found by the `lc_value` fuzz target; through the server, `LC.MERGE` of two
-    /// empty counters made an RDB that would not load).
+    /// A union of empty counters of other sizes is an empty counter in exact mode, which
+    /// loads: it was once a token list of none, which no load accepts (found by the
+    /// `lc_value` fuzz target; through the server, `LC.MERGE` of two empty counters made an
+    /// RDB that would not load).
     #[test]
     fn unions_of_empty_counters_stay_empty_and_load() {
         let new = |rate: f64, capacity: u64| Counter::reserve(rate, capacity, u64::MAX).unwrap();
@@ -925,6 +922,57 @@ mod tests {
                 assert_eq!(union.absorb(other), Ok(false));
             }
         }
+    }
+
+    /// Empty counters leave every union as it is, whatever their size: an exact counter of
+    /// 100 items counted or merged with empty counters of other sizes stays exact at 100 (it
+    /// counted 99 once, a sketch at the smaller precision), and sketches keep their own
+    /// precision. An empty destination's own size still binds a merge into it.
+    #[test]
+    fn empty_counters_leave_unions_as_they_are() {
+        let mut x = 41;
+        let fed = |rate: f64, capacity: u64, n: u64, x: &mut u64| {
+            let mut c = Counter::reserve(rate, capacity, u64::MAX).unwrap();
+            (0..n).for_each(|_| {
+                c.add_hash(crate::core::test_rng::step(x)).unwrap();
+            });
+            c
+        };
+        let empties = [(0.01, 1_000), (0.05, 100), (0.001, 100_000), (0.3, 1)]
+            .map(|(rate, capacity)| fed(rate, capacity, 0, &mut x));
+        let held = [
+            fed(0.01, 50_000, 100, &mut x),
+            fed(0.01, 1_000, 3_000, &mut x),
+            fed(0.01, 1_000, 30_000, &mut x),
+        ];
+        assert_eq!(
+            held.each_ref().map(|c| c.mode()),
+            [Mode::Exact, Mode::Tokens, Mode::Registers]
+        );
+        for c in &held {
+            let mut all = vec![c];
+            for empty in &empties {
+                assert_eq!(Counter::union_count(&[c, empty]), Ok(c.count()));
+                assert_eq!(Counter::union_count(&[empty, c]), Ok(c.count()));
+                let mut merged = c.clone();
+                assert_eq!(merged.absorb(empty), Ok(false));
+                assert_eq!(&merged, c);
+                all.push(empty);
+            }
+            assert_eq!(Counter::union_count(&all), Ok(c.count()));
+            let mut merged = c.clone();
+            let (changed, done, error) = merged.absorb_all_within(&all[1..], u64::MAX);
+            assert_eq!((changed, done, error, &merged), (false, 4, None, c));
+            // A new destination takes the geometry of the sources holding items.
+            let sources: Vec<&Counter> = all[1..].iter().copied().chain([c]).collect();
+            let model = Counter::empty_for_union(&sources);
+            assert_eq!(model.map(|m| m.geometry), Some(c.geometry.clone()));
+        }
+        assert_eq!(Counter::union_count(&empties.each_ref()), Ok(0));
+        // An empty destination of a coarser precision keeps it.
+        let mut coarse = empties[1].clone();
+        assert!(coarse.absorb(&held[2]).unwrap());
+        assert_eq!(coarse.geometry, empties[1].geometry);
     }
 
     /// A merge of exact counters whose union holds more fingerprints than an exact block can
@@ -1137,12 +1185,17 @@ mod reduction_tests {
                     [[&fine, &empty], [&fine, &direct], [half, other_half]];
                 for (e, [a, b]) in errors.iter_mut().zip(unions) {
                     let union = Counter::union_count(&[a, b]).unwrap();
-                    let error = union as f64 / n as f64 - 1.0;
-                    (e.0, e.1) = (e.0 + error, e.1 + error * error);
-                    // A merge that changes the destination counts the same (one that does not
-                    // keeps its running estimate), and its running state loads.
+                    // Merged into `b`, whose size binds the merge even when it is empty.
                     let mut merged = b.clone();
-                    if merged.absorb(a).unwrap() {
+                    let changed = merged.absorb(a).unwrap();
+                    let error = merged.count() as f64 / n as f64 - 1.0;
+                    (e.0, e.1) = (e.0 + error, e.1 + error * error);
+                    // The count leaves an empty counter out; a merge that changes a destination
+                    // holding items counts as the count does (one that does not keeps its
+                    // running estimate), and its running state loads.
+                    if b.holds_nothing() {
+                        assert_eq!(union, a.count());
+                    } else if changed {
                         assert_eq!(merged.count(), union);
                     }
                     let bytes = crate::lc::codec::encode(&merged);
@@ -1185,18 +1238,20 @@ mod reduction_tests {
         let mut into_finer = fed(0.0004, 30_000, &mut x);
         into_finer.absorb(&fed(0.001, 1_000, &mut x)).unwrap();
         loads(&into_finer);
-        // A 0.0004 counter and a 1% one of other items, merged, then counted again with an
-        // empty counter and merged again: within the 1% counter's error.
+        // A 0.0004 counter and a 1% one of other items, merged, then merged again into an
+        // empty counter (which counts what the first merge stored, not what it knew): within
+        // the 1% counter's error. Counted with the empty counter, the merge counts as alone.
         let (trials, mut sum) = (4, 0.0);
         for _ in 0..trials {
             let mut merged = fed(0.0004, 20_000, &mut x);
             merged.absorb(&fed(0.01, 20_000, &mut x)).unwrap();
             loads(&merged);
             let empty = fed(0.01, 0, &mut x);
-            let recount = Counter::union_count(&[&merged, &empty]).unwrap();
+            let count = Counter::union_count(&[&merged, &empty]).unwrap();
+            assert_eq!(count, merged.count());
             let mut copy = empty.clone();
-            copy.absorb(&merged).unwrap();
-            assert_eq!(copy.count(), recount);
+            assert!(copy.absorb(&merged).unwrap());
+            let recount = copy.count();
             let error = recount as f64 / 40_000.0 - 1.0;
             assert!(error.abs() < 0.025, "{recount}");
             sum += error;

@@ -800,3 +800,33 @@ fn merges_are_bound_by_the_limit_where_they_grow() {
         .unwrap();
     assert!(lc_count(&mut c, &["big"]) >= before);
 }
+
+/// Empty counters leave unions as they are, whatever their size: an exact counter of 100 items
+/// counted with empty counters of other sizes counts 100 (it counted 99), and merging them
+/// into it leaves its bytes as they were (it became a token list). A new destination takes
+/// the size of the sources holding items.
+#[test]
+fn empty_counters_leave_unions_as_they_are() {
+    let server = Server::start();
+    let mut c = server.conn();
+    lc_add(&mut c, "k", &items("i", 0..100));
+    ok(&mut c, &["LC.RESERVE", "e1", "0.05", "100"]);
+    ok(&mut c, &["LC.RESERVE", "e2", "0.001", "100000"]);
+    assert_eq!(lc_count(&mut c, &["k", "e1", "e2"]), 100);
+    assert_eq!(lc_count(&mut c, &["e1", "k"]), 100);
+    let dump = |c: &mut Connection| -> Vec<u8> { redis::cmd("DUMP").arg("k").query(c).unwrap() };
+    let before = dump(&mut c);
+    ok(&mut c, &["LC.MERGE", "k", "e1", "e2"]);
+    assert_eq!(dump(&mut c), before);
+    assert_eq!(lc_mode(&mut c, "k"), "exact");
+    ok(&mut c, &["LC.MERGE", "new", "e1", "k"]);
+    assert_eq!(
+        lc_info_field(&mut c, "new", "Mode"),
+        lc_info_field(&mut c, "k", "Mode")
+    );
+    assert_eq!(
+        lc_info_field(&mut c, "new", "Capacity"),
+        lc_info_field(&mut c, "k", "Capacity")
+    );
+    assert_eq!(lc_count(&mut c, &["new"]), 100);
+}
