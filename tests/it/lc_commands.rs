@@ -770,7 +770,8 @@ fn exact_counters_of_one_size_merge_as_they_count() {
 }
 
 /// `max-memory-per-key` binds what a merge makes or grows, not registers a counter already
-/// has (one over the limit after `CONFIG SET` lowered it).
+/// has (one over the limit after `CONFIG SET` lowered it). A merge makes a new key within
+/// the limit as `LC.RESERVE` makes one.
 #[test]
 fn merges_are_bound_by_the_limit_where_they_grow() {
     let server = Server::start();
@@ -791,6 +792,15 @@ fn merges_are_bound_by_the_limit_where_they_grow() {
     };
     too_large(redis::cmd("LC.MERGE").arg(&["new", "big"]).query(&mut c));
     assert!(!exists(&mut c, "new"), "a refused merge makes no key");
+    // A new key of a counter whose registers would pass the limit, refused as LC.RESERVE
+    // refuses it, though its source is exact (it was made).
+    too_large(redis::cmd("LC.MERGE").arg(&["new", "small"]).query(&mut c));
+    assert!(!exists(&mut c, "new"));
+    too_large(
+        redis::cmd("LC.RESERVE")
+            .arg(&["new", "0.01", "50000"])
+            .query(&mut c),
+    );
     too_large(redis::cmd("LC.MERGE").arg(&["small", "big"]).query(&mut c));
     assert_eq!(lc_count(&mut c, &["small"]), 1);
     let before = lc_count(&mut c, &["big"]);
