@@ -4,13 +4,18 @@
 //! the same values; its arguments for the types lcbloom does not have are ignored with a
 //! warning (`load_args.rs`).
 
-use super::budget::MAX_EXPANSION;
+use super::budget::{CHAIN, MAX_EXPANSION};
 use super::filter::Layout;
 use crate::server::config::{Choice, Config, Integer, Rate, Seed, Setting};
 use crate::server::limits::MAX_CAPACITY;
 use crate::server::load_args::Ignored;
 
-static ERROR_RATE: Rate = Rate::new(0.01);
+/// At least what a scaling filter takes, so that `BF.ADD` can create a filter with it.
+static ERROR_RATE: Rate = Rate::at_least(
+    0.01,
+    min_scaling_error_rate,
+    "the smallest rate a scaling filter takes",
+);
 static INITIAL_SIZE: Integer = Integer::new(100, 1, MAX_CAPACITY);
 static EXPANSION: Integer = Integer::new(2, 0, MAX_EXPANSION as i64);
 /// Standard by default: a blocked filter takes a few percent more memory (`blocked.rs`), and
@@ -68,6 +73,10 @@ pub static IGNORED_ARGUMENTS: &[Ignored] = &[
         why: "lcbloom has no cuckoo filters",
     },
 ];
+
+fn min_scaling_error_rate() -> f64 {
+    CHAIN.min_scaling_error_rate()
+}
 
 /// The defaults a Bloom filter created without parameters gets: (rate, capacity, expansion).
 pub fn defaults() -> (f64, u64, u32) {

@@ -298,6 +298,46 @@ fn insert_options() {
     );
 }
 
+/// `bf-error-rate` holds only rates a scaling filter takes: one below made every implicit
+/// create (`BF.ADD`, `BF.MADD`, `BF.INSERT` without options) fail, though the config took it.
+#[test]
+fn the_default_error_rate_is_one_a_new_filter_takes() {
+    let server = Server::start();
+    let mut c = server.conn();
+    let refused = err(&mut c, &["CONFIG", "SET", "lcbloom.bf-error-rate", "1e-20"]);
+    let allowed = "bf-error-rate must be a number from ";
+    let least = refused
+        .split_once(allowed)
+        .and_then(|(_, rest)| rest.split_once(' '))
+        .map(|(least, _)| least.to_string())
+        .unwrap_or_else(|| panic!("{refused}"));
+    assert!(
+        refused.contains("(the smallest rate a scaling filter takes)"),
+        "{refused}"
+    );
+    let shown = ok(&mut c, &["CONFIG", "GET", "lcbloom.bf-error-rate"]);
+    assert_eq!(
+        shown,
+        Value::Array(vec![
+            Value::BulkString(b"lcbloom.bf-error-rate".to_vec()),
+            Value::BulkString(b"0.01".to_vec())
+        ])
+    );
+    ok(&mut c, &["CONFIG", "SET", "lcbloom.bf-error-rate", &least]);
+    assert_eq!(int(&mut c, &["BF.ADD", "a", "x"]), 1);
+    ok(&mut c, &["BF.MADD", "m", "x"]);
+    ok(&mut c, &["BF.INSERT", "i", "ITEMS", "x"]);
+    let log = Server::builder()
+        .module_arg("bf-error-rate", "1e-30")
+        .start_expecting_failure();
+    assert!(
+        log.contains(&format!(
+            "load argument 'bf-error-rate' has the value '1e-30'; allowed: a number from {least}"
+        )),
+        "{log}"
+    );
+}
+
 #[test]
 fn error_paths_leave_no_key() {
     let server = Server::start();
