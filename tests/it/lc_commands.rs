@@ -741,14 +741,10 @@ fn error_rates_below_the_largest_sketch_are_refused() {
         };
         assert_eq!(rate, LEAST.parse().ok(), "{key}");
     }
-    let log = Server::builder()
-        .module_arg("lc-error-rate", "1e-9")
-        .start_expecting_failure();
-    assert!(
-        log.contains(&format!(
-            "load argument 'lc-error-rate' has the value '1e-9'; allowed: a number from {LEAST}"
-        )),
-        "{log}"
+    ServerBuilder::refusing_load_argument(
+        "lc-error-rate",
+        "1e-9",
+        &format!("a number from {LEAST}"),
     );
 }
 

@@ -148,6 +148,16 @@ impl ServerBuilder {
         panic!("the server started; log:\n{}", server.log_tail());
     }
 
+    /// Starts a server with the load argument `name value`, which it must refuse, saying what
+    /// the argument allows (from `allowed` on).
+    pub fn refusing_load_argument(name: &str, value: &str, allowed: &str) {
+        let log = Server::builder()
+            .module_arg(name, value)
+            .start_expecting_failure();
+        let said = format!("load argument '{name}' has the value '{value}'; allowed: {allowed}");
+        assert!(log.contains(&said), "{log}");
+    }
+
     pub fn start(self) -> Server {
         let mut server = self.server();
         server.launch();
