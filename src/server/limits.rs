@@ -81,14 +81,23 @@ pub fn check_item_count(ctx: &Context, items: usize) -> Result<(), RedisError> {
 
 /// `memory_limit` for a type's `rdb_load`, from the context of its IO handle.
 ///
+/// That context has no client, so a `RESTORE` its master sends does not show as `REPLICATED`.
+/// A read-only replica writes only what its master sends: there a `RESTORE` is rebuilding too
+/// (a replica with a lower limit refused it and lost the value). A writable replica limits
+/// every `RESTORE`, its master's included.
+///
 /// # Safety
 /// `io` must be the handle Redis passed to the running `rdb_load` (Redis frees the context
 /// this creates after the callback).
 pub unsafe fn load_memory_limit(io: *mut raw::RedisModuleIO) -> u64 {
     // SAFETY: a read of a function pointer Redis sets once at load.
-    match unsafe { raw::RedisModule_GetContextFromIO } {
-        // SAFETY: `io` is the live handle of the running callback (the caller's contract).
-        Some(get) => memory_limit(&Context::new(unsafe { get(io) })),
-        None => max_memory_per_key(),
-    }
+    let Some(get) = (unsafe { raw::RedisModule_GetContextFromIO }) else {
+        return max_memory_per_key();
+    };
+    // SAFETY: `io` is the live handle of the running callback (the caller's contract).
+    let ctx = Context::new(unsafe { get(io) });
+    let read_only_replica = ctx
+        .get_flags()
+        .contains(ContextFlags::SLAVE | ContextFlags::READONLY);
+    memory_limit_while(rebuilding(&ctx) || read_only_replica)
 }

@@ -17,14 +17,29 @@ fn replica_with_other_defaults_holds_identical_values_and_refuses_writes() {
     ok(&mut m, &["LC.RESERVE", "synced:lc", "0.001", "20000000"]);
     add_many(&mut m, "LC.ADD", "synced:lc", "s", 10_000);
     attach_replica(&master, &replica);
-    // The rest through the command stream.
+    // The rest through the command stream; values above the replica's limit restored too
+    // (a RESTORE loads as an RDB value does, where no client says it came from the master:
+    // the replica refused them and silently lost them).
     mixed_workload(&mut m);
+    for (from, to) in [
+        ("synced:large", "restored:bf"),
+        ("synced:lc", "restored:lc"),
+        ("synced:large", "bf:insert"),
+    ] {
+        let payload: Vec<u8> = redis::cmd("DUMP").arg(from).query(&mut m).unwrap();
+        let _: () = redis::cmd("RESTORE")
+            .arg(&[to, "0"])
+            .arg(&payload)
+            .arg("REPLACE")
+            .query(&mut m)
+            .unwrap();
+    }
     let acked: i64 = redis::cmd("WAIT").arg(1).arg(5000).query(&mut m).unwrap();
     assert_eq!(acked, 1);
 
     let mut r = replica.conn();
     let on_master = digests(&mut m);
-    assert_eq!(on_master.len(), 16, "{on_master:?}");
+    assert_eq!(on_master.len(), 18, "{on_master:?}");
     assert_eq!(digests(&mut r), on_master);
     // The same number of filters and counters.
     let keys = |info: Vec<String>| -> Vec<String> {
