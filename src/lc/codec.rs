@@ -251,10 +251,13 @@ pub fn write_dense(
     Ok(())
 }
 
+/// Why a counter larger than the caller's memory limit (`max-memory-per-key`) is refused.
+pub(super) const OVER_THE_LIMIT: &str = "larger than max-memory-per-key";
+
 /// A counter that a payload would make but memory does not allow, as a decoding error.
 fn decode_error(e: LcError) -> DecodeError {
     match e {
-        LcError::TooLarge { .. } => DecodeError("bitmap size out of range"),
+        LcError::TooLarge { .. } => DecodeError(OVER_THE_LIMIT),
         _ => DecodeError("out of memory"),
     }
 }
@@ -279,8 +282,11 @@ pub fn decode(bytes: &[u8], max_bytes: u64) -> Result<Counter, DecodeError> {
         return Err(DecodeError("error rate out of range"));
     }
     let m = r.varint()?;
-    if m == 0 || bitmap_bytes(m) > max_bytes {
+    if m == 0 {
         return Err(DecodeError("bitmap size out of range"));
+    }
+    if bitmap_bytes(m) > max_bytes {
+        return Err(DecodeError(OVER_THE_LIMIT));
     }
     let counter = match (version, kind) {
         (SKETCH_VERSION, KIND_TOKENS) => {
@@ -620,10 +626,7 @@ mod tests {
         }
         // A registers counter over the memory limit is refused.
         let c = grown(0.01, 50_000, 20_000);
-        assert_eq!(
-            decode(&encode(&c), 6_000),
-            Err(DecodeError("bitmap size out of range"))
-        );
+        assert_eq!(decode(&encode(&c), 6_000), Err(DecodeError(OVER_THE_LIMIT)));
     }
 
     /// Counters created with a rate below what new counters accept (`min_error_rate`) load
@@ -755,10 +758,7 @@ mod tests {
     #[test]
     fn rejects_what_does_not_add_up() {
         let good = encode(&filled(0.01, 50_000, 300));
-        assert_eq!(
-            decode(&good, 1000),
-            Err(DecodeError("bitmap size out of range"))
-        );
+        assert_eq!(decode(&good, 1000), Err(DecodeError(OVER_THE_LIMIT)));
         let mut v = good.clone();
         v[0] = 3;
         assert!(decode(&v, NO_LIMIT).is_err());

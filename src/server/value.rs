@@ -250,9 +250,24 @@ unsafe extern "C" fn rdb_load<T: StoredValue>(
                 let why = result
                     .err()
                     .unwrap_or_else(|| "a field of another kind".into());
+                // Only a client's RESTORE loads under a limit. Redis answers it "Bad data
+                // format" whatever the reason: the log gives it, and points at corruption
+                // only when the value was not simply over the limit.
+                let (source, hint) = match limit {
+                    u64::MAX => (
+                        "RDB",
+                        " (corrupt, or cut short by a save that failed: see the log of the \
+                         server that wrote it)",
+                    ),
+                    _ if why.contains("max-memory-per-key") => ("RESTORE", ""),
+                    _ => (
+                        "RESTORE",
+                        " (corrupt, or from a DUMP whose save failed: see the log of the \
+                         server that made it)",
+                    ),
+                };
                 log_warning(&format!(
-                    "lcbloom: refusing a {} from RDB: {why} (corrupt, or cut short by a save \
-                     that failed: see the log of the server that wrote it)",
+                    "lcbloom: refusing a {} from {source}: {why}{hint}",
                     T::NAME
                 ));
                 null_mut()

@@ -426,7 +426,7 @@ fn loadchunk_recreates_a_counter_and_validates_its_payload() {
         .arg("n")
         .arg(&big)
         .query::<()>(&mut c);
-    assert!(err_text(r).contains("bitmap size out of range"));
+    assert!(err_text(r).contains("larger than max-memory-per-key"));
     assert!(!exists(&mut c, "n"));
     // A piece of a bitmap for a counter that has none is refused, changes nothing and is
     // neither replicated nor notified (the offset does not move).

@@ -133,7 +133,7 @@ fn a_failed_foreground_save_is_refused_at_load() {
         assert!(
             clean
                 .log()
-                .contains(&format!("lcbloom: refusing a {name} from RDB")),
+                .contains(&format!("lcbloom: refusing a {name} from RESTORE")),
             "{key}: {}",
             clean.log()
         );

@@ -4,7 +4,7 @@
 //! do not give, checked against what any history could have made of the indicators
 //! (running.rs, "Bounds"); `μ` follows from the indicators and is recomputed.
 
-use super::{put_stream, read_stream};
+use super::{put_stream, read_stream, OVER_THE_LIMIT};
 use crate::core::chunks::{bytes_into_words, Reader, Writer};
 use crate::core::decode::DecodeError;
 use crate::core::ef;
@@ -124,7 +124,7 @@ pub fn read_registers(
 ) -> Result<Counter, DecodeError> {
     let p = read_precision(r, &counter)?;
     if registers_words(p) * 8 > max_bytes {
-        return Err(DecodeError("bitmap size out of range"));
+        return Err(DecodeError(OVER_THE_LIMIT));
     }
     let len = registers_bytes(p);
     if r.remaining() < len as usize {
