@@ -68,8 +68,9 @@ const VALKEY_HANDLES_ATOMIC_SLOT_MIGRATION: i32 = 1 << 5;
 /// load, so a server with a bad `loadmodule` line does not start.
 pub fn load(ctx: &Context, args: &[RedisString], families: &[&'static Family]) -> Status {
     // Without HANDLE_IO_ERRORS a truncated or corrupt RDB value aborts the server inside
-    // rdb_load.
-    let mut options = ModuleOptions::HANDLE_IO_ERRORS;
+    // rdb_load. Keys are signalled as modified only when a write changed them
+    // (`write::finish_write`).
+    let mut options = ModuleOptions::HANDLE_IO_ERRORS | ModuleOptions::NO_IMPLICIT_SIGNAL_MODIFIED;
     if ctx.server_info("server").field("valkey_version").is_some() {
         // Valkey 9 refuses atomic slot migration (`CLUSTER MIGRATESLOTS`) in the whole cluster
         // while a loaded module has not declared that it handles it. This one does: a slot's

@@ -201,8 +201,8 @@ impl<'a> From<Replicated<'a>> for Applied<'a> {
 }
 
 /// The one way a write command ends: replicas and the AOF get what was applied (see
-/// [`Applied`]) and, when something changed, the keyspace event `event` fires on `key` (class
-/// `d`, module types). Called before the reply, also when the reply is an error: a command
+/// [`Applied`]) and, when something changed, `key` is signalled as modified and the keyspace
+/// event `event` fires on it (class `d`, module types). Called before the reply, also when the reply is an error: a command
 /// that stopped part-way has still applied its first part.
 pub fn finish_write(ctx: &Context, event: &CStr, key: &RedisString, applied: Applied) {
     match applied {
@@ -213,7 +213,19 @@ pub fn finish_write(ctx: &Context, event: &CStr, key: &RedisString, applied: App
         Applied::Command(command) => command.replicate(ctx),
         Applied::Redo(commands) => redo(ctx, commands),
     }
+    signal_modified(ctx, key);
     notify(ctx, NotifyEvent::MODULE, event, key);
+}
+
+/// Tells Redis that the key changed: transactions that `WATCH` it abort, and clients caching
+/// it (`CLIENT TRACKING`) are told to drop it. The module has Redis leave this to it
+/// (`NO_IMPLICIT_SIGNAL_MODIFIED`, module.rs), which would otherwise do it for every key a
+/// write command opens: a write that changes nothing then disturbs no one, as with `PFADD`.
+fn signal_modified(ctx: &Context, key: &RedisString) {
+    // SAFETY: the context and key are live for the whole command.
+    unsafe {
+        raw::RedisModule_SignalModifiedKey.expect("SignalModifiedKey")(ctx.ctx, key.inner);
+    }
 }
 
 /// Propagates the commands that redo a write: out of line, since creates and partial writes

@@ -1,6 +1,7 @@
 //! `INFO lcbloom` follows every way values come and go (create, scale, mode switch, COPY,
 //! RESTORE, reload, DEL, UNLINK on the lazy-free thread, expiry, FLUSHALL) and returns to 0;
-//! every write fires its documented keyspace event.
+//! every write fires its documented keyspace event; only writes that change a key reach its
+//! watchers and the clients caching it.
 use crate::common::*;
 use redis::{Connection, Value};
 use std::time::{Duration, Instant};
@@ -272,4 +273,90 @@ fn every_write_fires_its_keyspace_event() {
     assert_eq!(events, expected);
     // Every event also reached the key's own channel (K), in the same order.
     assert_eq!(keyspace[..expected.len()], expected[..]);
+}
+
+/// Whether `write` (sent by another client) makes a transaction that `WATCH`es `key` abort.
+fn aborts_a_watcher(server: &Server, key: &str, write: &redis::Cmd) -> bool {
+    let mut watcher = server.conn();
+    ok(&mut watcher, &["WATCH", key]);
+    // Errors are part of the cases: a refused write changes nothing.
+    let _ = write.query::<Value>(&mut server.conn());
+    ok(&mut watcher, &["MULTI"]);
+    ok(&mut watcher, &["PING"]);
+    ok(&mut watcher, &["EXEC"]) == Value::Nil
+}
+
+/// Writes that change a key abort transactions watching it and invalidate clients caching it
+/// (`CLIENT TRACKING`); writes that change nothing or are refused disturb neither, as `PFADD`
+/// of a known item. Redis signalled every key a write command opened: an `LC.ADD` of an item
+/// already counted aborted every watcher of the key.
+#[test]
+fn watchers_and_caches_see_only_writes_that_change_something() {
+    let server = Server::builder().fixed_seed().start();
+    let mut c = server.conn();
+    ok(&mut c, &["BF.RESERVE", "source", "0.01", "100"]);
+    let (_, header): (i64, Vec<u8>) = redis::cmd("BF.SCANDUMP")
+        .arg(&["source", "0"])
+        .query(&mut c)
+        .unwrap();
+    ok(&mut c, &["LC.ADD", "lc2", "y"]);
+    let cases: &[(&str, &[&str], bool)] = &[
+        ("bf", &["BF.RESERVE", "bf", "0.01", "100"], true),
+        ("bf", &["BF.RESERVE", "bf", "0.01", "100"], false),
+        ("bf", &["BF.ADD", "bf", "a"], true),
+        ("bf", &["BF.ADD", "bf", "a"], false),
+        ("bf", &["BF.MADD", "bf", "a", "b"], true),
+        ("bf", &["BF.MADD", "bf", "a", "b"], false),
+        ("bf", &["BF.INSERT", "bf", "ITEMS", "c"], true),
+        ("bf", &["BF.INSERT", "bf", "NOCREATE", "ITEMS", "c"], false),
+        ("bf", &["LC.ADD", "bf", "c"], false),
+        ("w", &["BF.INSERT", "w", "WINDOW", "60", "ITEMS", "a"], true),
+        ("lc", &["LC.ADD", "lc", "x"], true),
+        ("lc", &["LC.ADD", "lc", "x"], false),
+        ("lc", &["LC.RESERVE", "lc", "0.01", "100"], false),
+        ("lc", &["LC.MERGE", "lc", "lc"], false),
+        ("lc", &["LC.MERGE", "lc", "lc2"], true),
+        ("lc", &["LC.MERGE", "lc", "lc2"], false),
+        ("lc", &["LC.MERGE", "lc", "missing"], false),
+    ];
+    for (key, args, changes) in cases {
+        let mut write = redis::cmd(args[0]);
+        write.arg(&args[1..]);
+        assert_eq!(aborts_a_watcher(&server, key, &write), *changes, "{args:?}");
+    }
+    // Loads of a header and of an empty counter's encoding (see src/lc/codec.rs), each made
+    // once, then refused (the key exists).
+    let mut encoding = vec![1u8, 1, 0, 100];
+    encoding.extend(0.5f64.to_le_bytes());
+    encoding.extend([64, 0]);
+    let mut loads = [redis::cmd("BF.LOADCHUNK"), redis::cmd("LC.LOADCHUNK")];
+    loads[0].arg("bf2").arg(1).arg(header);
+    loads[1].arg("lc3").arg(encoding);
+    for (key, load) in ["bf2", "lc3"].iter().zip(&loads) {
+        assert!(aborts_a_watcher(&server, key, load), "{key}");
+        assert!(!aborts_a_watcher(&server, key, load), "{key}");
+    }
+
+    // Tracking in broadcast mode: each write that changed a key invalidates it, in order.
+    let mut sub = server.conn();
+    let id: i64 = redis::cmd("CLIENT").arg("ID").query(&mut sub).unwrap();
+    let mut pubsub = sub.as_pubsub();
+    pubsub.subscribe("__redis__:invalidate").unwrap();
+    pubsub.set_read_timeout(Some(EVENT_WAIT)).unwrap();
+    let id = id.to_string();
+    ok(
+        &mut c,
+        &["CLIENT", "TRACKING", "on", "REDIRECT", &id, "BCAST"],
+    );
+    ok(&mut c, &["BF.ADD", "bf", "a"]);
+    ok(&mut c, &["BF.ADD", "bf", "new"]);
+    ok(&mut c, &["LC.ADD", "lc", "x"]);
+    ok(&mut c, &["LC.ADD", "lc", "new"]);
+    ok(&mut c, &["SET", "end", "x"]);
+    let mut invalidated = Vec::new();
+    while invalidated.last().map(String::as_str) != Some("end") {
+        let keys: Vec<String> = pubsub.get_message().unwrap().get_payload().unwrap();
+        invalidated.extend(keys);
+    }
+    assert_eq!(invalidated, ["bf", "lc", "end"]);
 }
