@@ -15,7 +15,7 @@
 //! | 5 | 1 | hash scheme (`hashing::HASH_SCHEME`, 1) |
 //! | 6 | 1 | slots per window (`partition::SLOTS`, 4) |
 //! | 7 | 1 | reserved, zero |
-//! | 8 | 8 | window, ms: a multiple of the slots, ≤ `MAX_WINDOW_MS` |
+//! | 8 | 8 | window, ms: whole seconds, ≤ `MAX_WINDOW_MS` |
 //! | 16 | 8 | requested error rate p, in (0, 1) |
 //! | 24 | 8 | capacity: items per window, 1..=2^50 |
 //! | 32 | 4 | expansion (0: non-scaling, then L = 1) |
@@ -46,7 +46,7 @@
 //! stream lengths, every set strictly increasing and below u, canonical padding) before it
 //! replaces its partition; a chunk is applied whole or not at all.
 
-use super::filter::{WindowFilter, WindowParams, MAX_LAYERS, MAX_TIME, MAX_WINDOW_MS};
+use super::filter::{WindowFilter, WindowParams, MAX_LAYERS, MAX_TIME};
 use super::layer::{Layer, LayerParams};
 use super::partition::{self, Partition, GENS, SLOTS};
 use crate::bloom::budget::MAX_EXPANSION;
@@ -338,7 +338,7 @@ pub fn decode_header(bytes: &[u8], limit: u64) -> Result<(WindowFilter, Loading)
         expansion,
         seed,
     };
-    if !WindowParams::valid_window(params.window_ms) || params.window_ms > MAX_WINDOW_MS {
+    if !WindowParams::valid_window(params.window_ms) {
         return Err(err("bad window"));
     }
     if !(params.error_rate > 0.0 && params.error_rate < 1.0) {

@@ -71,10 +71,10 @@ impl WindowParams {
         self.window_ms / SLOTS as u64
     }
 
-    /// Whether the window can be cut into slots of whole milliseconds.
+    /// Whether the window is whole seconds (`WINDOW seconds`; a second is cut into
+    /// `SLOTS` slots of whole milliseconds), at most `MAX_WINDOW_MS`.
     pub fn valid_window(window_ms: u64) -> bool {
-        (SLOTS as u64..=MAX_WINDOW_MS).contains(&window_ms)
-            && window_ms.is_multiple_of(SLOTS as u64)
+        (1000..=MAX_WINDOW_MS).contains(&window_ms) && window_ms.is_multiple_of(1000)
     }
 
     /// Whether a scaling filter of these parameters has room for 20 layers (`budget.rs`):

@@ -1,7 +1,7 @@
 //! The windowed filter's semantics, sizing and encoding, without a server.
 
 use super::codec;
-use super::filter::{WindowFilter, WindowParams};
+use super::filter::{WindowFilter, WindowParams, MAX_WINDOW_MS};
 use super::partition::SLOTS;
 use crate::bloom::any::Added;
 use crate::bloom::budget::{MIN_SCALE_OUTS, WINDOW};
@@ -551,6 +551,21 @@ fn layers_must_have_grown_from_the_filters_capacity() {
     );
     assert_eq!(mutate(layer(2), &1_000u64.to_le_bytes()), refused);
     assert_eq!(mutate(layer(0), &600u64.to_le_bytes()), refused);
+}
+
+/// A header's window is whole seconds, as `WINDOW seconds` makes it: one of 4 ms or 1,004 ms
+/// loaded, and `BF.INFO` showed `Window 0` or `1`.
+#[test]
+fn windows_are_whole_seconds() {
+    let (header, _) = encode(&filled(params(100, 0.01, 2), 9, 10, 7));
+    let window = |ms: u64| header_with(&header, 8, &ms.to_le_bytes());
+    assert_eq!(window(W), Ok(()), "unchanged");
+    for ms in [1_000, 3_000, MAX_WINDOW_MS] {
+        assert_eq!(window(ms), Ok(()), "{ms}");
+    }
+    for ms in [0, 4, 996, 1_004, 40_004, MAX_WINDOW_MS + 1_000] {
+        assert_eq!(window(ms), Err(DecodeError("bad window")), "{ms}");
+    }
 }
 
 #[test]
