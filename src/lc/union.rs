@@ -605,8 +605,22 @@ impl Counter {
         let mut all: Vec<&Counter> = Vec::with_capacity(others.len() + 1);
         all.push(self);
         all.extend(others.iter().filter(|c| !c.holds_nothing()));
-        if all.len() == 1 {
-            return Ok(false);
+        match all[..] {
+            [_] => return Ok(false),
+            // An empty counter united with one sketch of its geometry becomes a copy of it,
+            // running estimate included: a merge into a new key counts as its source does
+            // (a maximum-likelihood estimate of the same indicators could differ).
+            [me, only]
+                if me.holds_nothing() && only.is_sketch() && only.geometry == me.geometry =>
+            {
+                let copy = only.try_clone()?;
+                if copy.mode() == Mode::Registers {
+                    self.check_registers_within(limit)?;
+                }
+                *self = copy;
+                return Ok(true);
+            }
+            _ => {}
         }
         let listed: u64 = all.iter().map(|c| c.header().count).sum();
         // Exact counters of one size list fingerprints of one universe, whatever their
@@ -965,8 +979,13 @@ mod tests {
             assert_eq!((changed, done, error, &merged), (false, 4, None, c));
             // A new destination takes the geometry of the sources holding items.
             let sources: Vec<&Counter> = all[1..].iter().copied().chain([c]).collect();
-            let model = Counter::empty_for_union(&sources);
-            assert_eq!(model.map(|m| m.geometry), Some(c.geometry.clone()));
+            let mut new = Counter::empty_for_union(&sources).unwrap();
+            assert_eq!(new.geometry, c.geometry);
+            // It becomes a copy of the one source holding items, its count included (a
+            // sketch's was re-estimated: 300 items counted 300, their merge 302).
+            assert_eq!(new.absorb_all_within(&sources, u64::MAX), (true, 5, None));
+            assert_eq!((&new, new.count()), (c, c.count()));
+            assert_eq!(crate::lc::codec::encode(&new), crate::lc::codec::encode(c));
         }
         assert_eq!(Counter::union_count(&empties.each_ref()), Ok(0));
         // An empty destination of a coarser precision keeps it.

@@ -810,7 +810,7 @@ fn merges_are_bound_by_the_limit_where_they_grow() {
 /// Empty counters leave unions as they are, whatever their size: an exact counter of 100 items
 /// counted with empty counters of other sizes counts 100 (it counted 99), and merging them
 /// into it leaves its bytes as they were (it became a token list). A new destination takes
-/// the size of the sources holding items.
+/// the size of the sources holding items, and the state of the one source holding items.
 #[test]
 fn empty_counters_leave_unions_as_they_are() {
     let server = Server::start();
@@ -820,10 +820,12 @@ fn empty_counters_leave_unions_as_they_are() {
     ok(&mut c, &["LC.RESERVE", "e2", "0.001", "100000"]);
     assert_eq!(lc_count(&mut c, &["k", "e1", "e2"]), 100);
     assert_eq!(lc_count(&mut c, &["e1", "k"]), 100);
-    let dump = |c: &mut Connection| -> Vec<u8> { redis::cmd("DUMP").arg("k").query(c).unwrap() };
-    let before = dump(&mut c);
+    let dump = |c: &mut Connection, key: &str| -> Vec<u8> {
+        redis::cmd("DUMP").arg(key).query(c).unwrap()
+    };
+    let before = dump(&mut c, "k");
     ok(&mut c, &["LC.MERGE", "k", "e1", "e2"]);
-    assert_eq!(dump(&mut c), before);
+    assert_eq!(dump(&mut c, "k"), before);
     assert_eq!(lc_mode(&mut c, "k"), "exact");
     ok(&mut c, &["LC.MERGE", "new", "e1", "k"]);
     assert_eq!(
@@ -835,4 +837,10 @@ fn empty_counters_leave_unions_as_they_are() {
         lc_info_field(&mut c, "k", "Capacity")
     );
     assert_eq!(lc_count(&mut c, &["new"]), 100);
+    // A sketch merged alone into a new key is copied, its count too (it was re-estimated:
+    // 300 items counted 300, their merge 302).
+    lc_add(&mut c, "sketch", &items("s", 0..300));
+    assert_eq!(lc_mode(&mut c, "sketch"), "tokens");
+    ok(&mut c, &["LC.MERGE", "copy", "sketch", "e1", "missing"]);
+    assert_eq!(dump(&mut c, "copy"), dump(&mut c, "sketch"));
 }
