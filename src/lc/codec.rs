@@ -248,6 +248,9 @@ pub fn write_dense(
     }
     counter.make_dense(limit).map_err(decode_error)?;
     counter.write_bitmap_bytes(offset as usize, piece);
+    if end == m.div_ceil(8) {
+        counter.relist_if_sparse();
+    }
     Ok(())
 }
 
@@ -709,6 +712,19 @@ mod tests {
         write_dense(&mut rebuilt, 0, &bytes[..1_000], NO_LIMIT).unwrap();
         write_dense(&mut rebuilt, 1_000, &bytes[1_000..], NO_LIMIT).unwrap();
         assert_eq!(rebuilt, full);
+        // A bitmap of few bits ends as the list a load of it makes (it stayed dense, eight
+        // times the bytes, where a reload or a replica's full sync listed it).
+        let few = filled(0.01, 50_000, 1_000);
+        assert_eq!(few.mode(), Mode::Sparse);
+        let mut dense = few.clone();
+        dense.make_dense(NO_LIMIT).unwrap();
+        bytes.clear();
+        words_to_bytes(dense.bitmap_words().unwrap(), 0, 2_142, &mut bytes);
+        let mut rebuilt = decode(&shell, NO_LIMIT).unwrap();
+        write_dense(&mut rebuilt, 0, &bytes[..1_000], NO_LIMIT).unwrap();
+        assert_eq!(rebuilt.mode(), Mode::Dense);
+        write_dense(&mut rebuilt, 1_000, &bytes[1_000..], NO_LIMIT).unwrap();
+        assert_eq!((rebuilt.mode(), &rebuilt), (Mode::Sparse, &few));
     }
 
     /// Counters loaded from version 1 merge with version-2 counters of every mode as the

@@ -114,6 +114,21 @@ impl Counter {
         }
         set_dense_count(&mut self.block, self.geometry.m, zeros);
     }
+
+    /// Lists a dense counter with no more bits set than a list holds as that list, as a load
+    /// of its bitmap does (`bits_block`): after the last piece of a chunked load, so that it
+    /// has the form, and the size, a reload gives it.
+    /// Out of memory, it stays dense: the same bits, in the larger form.
+    pub(crate) fn relist_if_sparse(&mut self) {
+        let Some(words) = self.bitmap_words() else {
+            return;
+        };
+        if self.bits_set() <= self.geometry.sparse_limit {
+            if let Ok(block) = self.bits_block(SetBits::Words(words), u64::MAX) {
+                self.block = block;
+            }
+        }
+    }
 }
 
 /// A dense block's header and estimate for `zeros` zero bits out of `m`.
