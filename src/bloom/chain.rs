@@ -497,7 +497,9 @@ impl Chain {
             return Err(ChainError::TooLarge { needed, limit });
         }
         self.body.push(self.params.subs.len(), &sub)?;
-        self.params = shared::intern(params);
+        // A chain of parameters of its own leaves no entry behind per sub-filter it grew.
+        let old = std::mem::replace(&mut self.params, shared::intern(params));
+        shared::release(old);
         Ok(())
     }
 }

@@ -227,6 +227,11 @@ pub fn intern(params: ChainParams) -> Arc<ChainParams> {
     PARAMS.intern(params)
 }
 
+/// Gives back parameters a chain no longer uses (`Interner::release`).
+pub fn release(params: Arc<ChainParams>) {
+    PARAMS.release(params)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -3,14 +3,20 @@
 //! `Arc` (8 bytes each) instead of each carrying the parameters, which matters when a whole key
 //! costs about a hundred bytes.
 //!
-//! The table holds `Weak` references, so a value no key uses any more is freed with its last
-//! key (a hostile client creating many distinct parameters cannot make memory grow for good);
-//! entries whose value is gone are swept when the table has doubled since the last sweep.
-//! Dropping an `Arc` never touches the table, so values may be freed on Redis's lazy-free
-//! thread; interning takes a lock and runs where values are created (commands, RDB load, copy).
+//! The table maps a value's 64-bit hash to a `Weak` reference and holds no copy of its own, so
+//! a value costs its one `Arc` and a table slot, and a value no key uses any more is freed with
+//! its last key (a hostile client creating many distinct parameters cannot make memory grow
+//! for good). Entries whose value is gone are removed at once when their last holder gives
+//! the value back through [`Interner::release`] (a filter replacing its parameters as it
+//! grows), else swept when the table has doubled since the last sweep; until then such an
+//! entry keeps the `Arc`'s allocation, not the value's own. Two values of one hash are rare
+//! enough that the second is simply not shared. Dropping an `Arc` never touches the table, so
+//! values may be freed on Redis's lazy-free thread; interning takes a lock and runs where
+//! values are created (commands, RDB load, copy).
 
+use std::collections::hash_map::DefaultHasher;
 use std::collections::HashMap;
-use std::hash::Hash;
+use std::hash::{Hash, Hasher};
 use std::sync::{Arc, LazyLock, Mutex, Weak};
 
 pub struct Interner<T> {
@@ -18,12 +24,19 @@ pub struct Interner<T> {
 }
 
 struct Table<T> {
-    entries: HashMap<T, Weak<T>>,
+    entries: HashMap<u64, Weak<T>>,
     /// Entries after the last sweep: the next one runs at twice as many.
     swept_at: usize,
 }
 
-impl<T: Eq + Hash + Clone> Interner<T> {
+/// The table's key of a value (a fixed hasher: the same value, the same key).
+fn key_of<T: Hash>(value: &T) -> u64 {
+    let mut hasher = DefaultHasher::new();
+    value.hash(&mut hasher);
+    hasher.finish()
+}
+
+impl<T: Eq + Hash> Interner<T> {
     pub const fn new() -> Self {
         Self {
             table: LazyLock::new(|| {
@@ -35,30 +48,54 @@ impl<T: Eq + Hash + Clone> Interner<T> {
         }
     }
 
+    fn table(&self) -> std::sync::MutexGuard<'_, Table<T>> {
+        // A panic while the lock is held cannot leave the map inconsistent (each step is one
+        // map operation), so a poisoned lock is still usable.
+        self.table.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     /// The shared copy of `value`, made if no live one exists.
     pub fn intern(&self, value: T) -> Arc<T> {
-        // A panic while the lock is held cannot leave the map inconsistent (each step below is
-        // one map operation), so a poisoned lock is still usable.
-        let mut table = self.table.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(live) = table.entries.get(&value).and_then(Weak::upgrade) {
-            return live;
+        let key = key_of(&value);
+        let mut table = self.table();
+        match table.entries.get(&key).map(Weak::upgrade) {
+            Some(Some(live)) if *live == value => return live,
+            // Another value of the same hash: this one goes unshared.
+            Some(Some(_)) => return Arc::new(value),
+            _ => {}
         }
         if table.entries.len() >= 2 * table.swept_at.max(32) {
             table.entries.retain(|_, weak| weak.strong_count() > 0);
             table.swept_at = table.entries.len();
         }
-        let shared = Arc::new(value.clone());
-        table.entries.insert(value, Arc::downgrade(&shared));
+        let shared = Arc::new(value);
+        table.entries.insert(key, Arc::downgrade(&shared));
         shared
+    }
+
+    /// Gives `value` back: when it was the last holder, its entry goes with it now rather
+    /// than at the next sweep. (Other holders may drop theirs without this, on any thread.)
+    pub fn release(&self, value: Arc<T>) {
+        if Arc::strong_count(&value) > 1 {
+            return;
+        }
+        let key = key_of(&*value);
+        let mut table = self.table();
+        // Under the lock no one can upgrade the entry: a count of 1 is this holder alone.
+        let ours = table
+            .entries
+            .get(&key)
+            .is_some_and(|weak| weak.as_ptr() == Arc::as_ptr(&value));
+        if ours && Arc::strong_count(&value) == 1 {
+            table.entries.remove(&key);
+        }
+        drop(table);
+        drop(value);
     }
 
     /// Entries in the table, live or not yet swept (for tests).
     pub fn len(&self) -> usize {
-        self.table
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .entries
-            .len()
+        self.table().entries.len()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -66,7 +103,7 @@ impl<T: Eq + Hash + Clone> Interner<T> {
     }
 }
 
-impl<T: Eq + Hash + Clone> Default for Interner<T> {
+impl<T: Eq + Hash> Default for Interner<T> {
     fn default() -> Self {
         Self::new()
     }
@@ -88,6 +125,49 @@ mod tests {
         // Freed with its last user: a new one is made.
         let again = interner.intern((1, 2));
         assert_eq!(Arc::strong_count(&again), 1);
+    }
+
+    #[test]
+    fn released_values_leave_the_table_at_once() {
+        let interner: Interner<Vec<u64>> = Interner::new();
+        let kept = interner.intern(vec![0]);
+        // A value grown step by step, each step giving the last one back.
+        let mut grown = interner.intern(vec![1]);
+        for i in 2..100 {
+            let mut next = (*grown).clone();
+            next.push(i);
+            let old = std::mem::replace(&mut grown, interner.intern(next));
+            interner.release(old);
+        }
+        assert_eq!(interner.len(), 2);
+        // A value still held elsewhere stays.
+        let other = grown.clone();
+        interner.release(grown);
+        assert!(Arc::ptr_eq(&other, &interner.intern((*other).clone())));
+        interner.release(other);
+        assert_eq!(interner.len(), 1);
+        assert!(Arc::ptr_eq(&kept, &interner.intern(vec![0])));
+    }
+
+    /// Values whose hashes collide (all hash alike here) stay correct: the first is shared,
+    /// the others are not.
+    #[test]
+    fn values_of_one_hash_are_each_right() {
+        #[derive(PartialEq, Eq, Debug)]
+        struct Same(u64);
+        impl Hash for Same {
+            fn hash<H: Hasher>(&self, _: &mut H) {}
+        }
+        let interner: Interner<Same> = Interner::new();
+        let a = interner.intern(Same(1));
+        let b = interner.intern(Same(2));
+        assert_eq!((a.0, b.0), (1, 2));
+        assert!(Arc::ptr_eq(&a, &interner.intern(Same(1))));
+        assert_eq!(interner.intern(Same(2)).0, 2);
+        // Once the first is gone, the slot takes the next.
+        interner.release(a);
+        let b2 = interner.intern(Same(2));
+        assert!(Arc::ptr_eq(&b2, &interner.intern(Same(2))));
     }
 
     #[test]
