@@ -51,10 +51,10 @@ use super::chain::{Chain, ChainError};
 use super::codec::BAD_DATA;
 use super::config;
 use super::errors::{
-    expansion_range, AT_AHEAD, BAD_AT, BAD_CAPACITY, BAD_ERROR_RATE, BAD_EXPANSION, BAD_INFO_FIELD,
-    BAD_ITERATOR, BAD_LAYOUT, BAD_SEED, BAD_WINDOW, CAPACITY_RANGE, ERROR_RATE_RANGE,
-    EXISTS_NOT_WINDOWED, ITEMS_REQUIRED, NONSCALING_EXPANSION, NOT_WINDOWED, NO_EXPANSION,
-    NO_LAYOUT, WINDOW_LAYOUT,
+    expansion_range, AT_AHEAD, AT_WITHOUT_WINDOW, BAD_AT, BAD_CAPACITY, BAD_ERROR_RATE,
+    BAD_EXPANSION, BAD_INFO_FIELD, BAD_ITERATOR, BAD_LAYOUT, BAD_SEED, BAD_WINDOW, CAPACITY_RANGE,
+    ERROR_RATE_RANGE, EXISTS_NOT_WINDOWED, ITEMS_REQUIRED, NONSCALING_EXPANSION, NOT_WINDOWED,
+    NO_EXPANSION, NO_LAYOUT, WINDOW_LAYOUT,
 };
 use super::filter::Layout;
 use super::load::{from_header, NewFilter};
@@ -581,8 +581,9 @@ fn add_items(
         Some(added) => added.map(|()| None)?,
         None => {
             let mut create = create.ok_or(RedisError::Str(NOT_FOUND))?;
+            // WINDOW or AT, and no WINDOW: AT alone, which a filter without a window refuses.
             if windowed.is_some() && create.window.is_none() {
-                return Err(RedisError::Str(NOT_WINDOWED));
+                return Err(RedisError::Str(AT_WITHOUT_WINDOW));
             }
             let filter = create.build(env.memory_limit(), env.rebuilding())?;
             create_filter(&mut key, filter, &mut add)??;

@@ -21,6 +21,9 @@ pub const AT_AHEAD: &str = "ERR bad AT: later than the server's clock";
 pub const WINDOW_LAYOUT: &str = "ERR WINDOW and LAYOUT cannot be combined";
 pub const BAD_SEED: &str = "ERR bad SEED: an integer from 0 to 18446744073709551615";
 pub const NOT_WINDOWED: &str = "ERR WINDOW or AT on a filter without a window";
+/// `AT` where the command would create a filter without `WINDOW`.
+pub const AT_WITHOUT_WINDOW: &str =
+    "ERR AT needs a windowed filter: no such key, and no WINDOW to create one";
 /// `BF.RESERVE ... WINDOW` on a key holding a filter without one (RedisBloom's text first).
 pub const EXISTS_NOT_WINDOWED: &str = "ERR item exists: a filter without a window";
 pub const ITEMS_REQUIRED: &str = "ERR ITEMS and at least one item are required";

@@ -504,7 +504,7 @@ fn bad_windows_are_refused_and_create_nothing() {
         ),
         (
             &["BF.INSERT", "k", "AT", "1000", "ITEMS", "a"],
-            "ERR WINDOW or AT on a filter without a window",
+            "ERR AT needs a windowed filter: no such key, and no WINDOW to create one",
         ),
         (
             &["BF.INSERT", "k", "WINDOW", "5", "AT", "-1", "ITEMS", "a"],
