@@ -13,7 +13,7 @@ use crate::server::limits;
 use crate::server::load_args::{self, Ignored};
 use crate::server::stats::{self, InfoField};
 use redis_module::native_types::RedisType;
-use redis_module::{Context, ModuleOptions, RedisString, Status};
+use redis_module::{raw, Context, ModuleOptions, RedisString, Status};
 use std::ffi::CStr;
 
 /// Everything a family registers.
@@ -62,6 +62,32 @@ const fn version(text: &str) -> i32 {
 /// gives no meaning: set only on Valkey.
 const VALKEY_HANDLES_ATOMIC_SLOT_MIGRATION: i32 = 1 << 5;
 
+/// Whether the server is Valkey: `INFO server` has `valkey_version`. The field is read as the
+/// C string Redis lends (the crate's `field` retains a string it never frees: 17 bytes a load).
+fn is_valkey(ctx: &Context) -> bool {
+    // SAFETY: reads of function pointers Redis sets once at load.
+    let (Some(info_of), Some(field), Some(free)) = (unsafe {
+        (
+            raw::RedisModule_GetServerInfo,
+            raw::RedisModule_ServerInfoGetFieldC,
+            raw::RedisModule_FreeServerInfo,
+        )
+    }) else {
+        return false;
+    };
+    // SAFETY: OnLoad's context; the info data lives until freed here, and the field's text
+    // is only tested for null while it does.
+    unsafe {
+        let info = info_of(ctx.ctx, c"server".as_ptr());
+        if info.is_null() {
+            return false;
+        }
+        let found = !field(info, c"valkey_version".as_ptr()).is_null();
+        free(ctx.ctx, info);
+        found
+    }
+}
+
 /// `OnLoad`, after `RedisModule_Init`: the load arguments (`load_args.rs`), the families' types,
 /// their configs and the shared limits (the load arguments' values as defaults, then
 /// redis.conf's), `INFO lcbloom`, then their commands. Any failure is logged and fails the
@@ -71,7 +97,7 @@ pub fn load(ctx: &Context, args: &[RedisString], families: &[&'static Family]) -
     // rdb_load. Keys are signalled as modified only when a write changed them
     // (`write::finish_write`).
     let mut options = ModuleOptions::HANDLE_IO_ERRORS | ModuleOptions::NO_IMPLICIT_SIGNAL_MODIFIED;
-    if ctx.server_info("server").field("valkey_version").is_some() {
+    if is_valkey(ctx) {
         // Valkey 9 refuses atomic slot migration (`CLUSTER MIGRATESLOTS`) in the whole cluster
         // while a loaded module has not declared that it handles it. This one does: a slot's
         // values move as their AOF rewrite (the `LOADCHUNK` commands) and its later writes as
