@@ -119,14 +119,19 @@ impl FilterParams {
                 }
                 NewFilter::Window(Windowed::with_params(params, limit)?)
             }
-            None => NewFilter::Own(Chain::with_layout(
-                self.layout,
-                seed,
-                self.rate,
-                self.capacity,
-                self.expansion,
-                limit,
-            )?),
+            None => {
+                if !rebuilding && !Chain::has_room(self.rate, self.expansion) {
+                    return Err(ChainError::ErrorRate.into());
+                }
+                NewFilter::Own(Chain::with_layout(
+                    self.layout,
+                    seed,
+                    self.rate,
+                    self.capacity,
+                    self.expansion,
+                    limit,
+                )?)
+            }
         })
     }
 

@@ -594,7 +594,7 @@ fn reserve_on_an_existing_filter_changes_nothing() {
 
 /// A client's `AT` may lie in the past (the filter's clock never goes back), never ahead of
 /// the server's clock: refused, nothing changes, no key made. An AOF that carries a later
-/// time (its master's) loads as written.
+/// time (its master's) loads as written, as do creates at rates a client is refused.
 #[test]
 fn writes_refused_to_clients_are_taken_from_the_aof() {
     // Fixed seed: asks about "b" before it is added.
@@ -650,6 +650,10 @@ fn writes_refused_to_clients_are_taken_from_the_aof() {
         "5",
     ];
     assert!(err_text(cmd(&mut c, &tiny)).starts_with("ERR error rate too small"));
+    // Likewise a filter without a window (no room for 20 sub-filters): once refused from
+    // the AOF too, so that a key an earlier build wrote there was lost at the next start.
+    let plain_tiny = ["BF.RESERVE", "plain", "1e-13", "100", "SEED", "5"];
+    assert!(err_text(cmd(&mut c, &plain_tiny)).starts_with("ERR error rate too small"));
 
     // Both in the AOF, as a master whose clock was ahead, and one of an earlier version
     // that took the rate, would have logged them: taken.
@@ -660,7 +664,11 @@ fn writes_refused_to_clients_are_taken_from_the_aof() {
         .find(|p| p.to_string_lossy().ends_with(".incr.aof"))
         .expect("an incremental AOF file");
     let mut log = std::fs::read(&incr).unwrap();
-    for args in [&["BF.INSERT", "w", "AT", &ahead, "ITEMS", "b"][..], &tiny] {
+    for args in [
+        &["BF.INSERT", "w", "AT", &ahead, "ITEMS", "b"][..],
+        &tiny,
+        &plain_tiny,
+    ] {
         log.extend(format!("*{}\r\n", args.len()).bytes());
         for a in args {
             log.extend(format!("${}\r\n{a}\r\n", a.len()).bytes());
@@ -671,8 +679,11 @@ fn writes_refused_to_clients_are_taken_from_the_aof() {
     let mut c = s.conn();
     assert!(exists(&mut c, "w", "b"));
     assert_eq!(info_field(&mut c, "w", "Time"), Value::Int(now + 3_600_000));
-    ok(&mut c, &["BF.ADD", "tiny", "x"]);
-    assert!(exists(&mut c, "tiny", "x"));
+    for key in ["tiny", "plain"] {
+        assert_eq!(ok(&mut c, &["EXISTS", key]), Value::Int(1), "{key}");
+        ok(&mut c, &["BF.ADD", key, "x"]);
+        assert!(exists(&mut c, key, "x"), "{key}");
+    }
 }
 
 #[test]
