@@ -185,8 +185,8 @@ impl Chain {
     /// Whether a chain of this rate and expansion has room to scale [`MIN_SCALE_OUTS`] times
     /// (`budget.rs`): what a client's create must have, so that a rate too small is refused
     /// there rather than at a later add. A create from a master or an AOF file is taken
-    /// without it, down to a first sub-filter of `MIN_ERROR_RATE`: builds before the rule
-    /// wrote such creates.
+    /// without it, down to a first sub-filter of `MIN_ERROR_RATE`: it was accepted when it
+    /// was logged, and a command refused on replay loses its key.
     pub fn has_room(error_rate: f64, expansion: u32) -> bool {
         expansion == 0 || CHAIN.can_scale(error_rate)
     }
