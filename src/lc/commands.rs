@@ -42,7 +42,11 @@ pub fn reserve(ctx: &Context, args: &[RedisString]) -> RedisResult {
     if write_word::<StoredCounter>(&mut key)?.is_some() {
         return Err(RedisError::Str(ITEM_EXISTS));
     }
-    let counter = Counter::reserve(rate, capacity, memory_limit(ctx))?;
+    // The smallest rate binds clients: what a master or an AOF file logged must replay.
+    let counter = match rebuilding(ctx) {
+        true => Counter::reserve_logged(rate, capacity, u64::MAX),
+        false => Counter::reserve(rate, capacity, memory_limit(ctx)),
+    }?;
     store_word(&mut key, StoredCounter::new(counter))?;
     finish_write(ctx, c"lc.reserve", key_name, Applied::Whole);
     OK

@@ -200,10 +200,30 @@ impl Counter {
     /// the most it grows to (its exact set and token lists stay in smaller size classes: see
     /// `geometry::token_limit`), would take more than `max_bytes`.
     pub fn reserve(error_rate: f64, capacity: u64, max_bytes: u64) -> Result<Counter, LcError> {
+        Self::reserve_at_least(error_rate, capacity, max_bytes, min_error_rate())
+    }
+
+    /// [`Counter::reserve`] of any rate in (0, 1): what a master or an AOF file logged, which
+    /// was accepted then and must replay. A rate below `min_error_rate` gets the largest
+    /// sketch, as a loaded counter of such a rate does.
+    pub fn reserve_logged(
+        error_rate: f64,
+        capacity: u64,
+        max_bytes: u64,
+    ) -> Result<Counter, LcError> {
+        Self::reserve_at_least(error_rate, capacity, max_bytes, 0.0)
+    }
+
+    fn reserve_at_least(
+        error_rate: f64,
+        capacity: u64,
+        max_bytes: u64,
+        least: f64,
+    ) -> Result<Counter, LcError> {
         if capacity == 0 || !(error_rate > 0.0 && error_rate < 1.0) {
             return Err(LcError::InvalidParameters);
         }
-        if error_rate < min_error_rate() {
+        if error_rate < least {
             return Err(LcError::ErrorRateTooSmall);
         }
         let bytes = registers_words(precision_for(error_rate)) * 8;

@@ -658,23 +658,14 @@ fn writes_refused_to_clients_are_taken_from_the_aof() {
     // Both in the AOF, as a master whose clock was ahead, and one of an earlier version
     // that took the rate, would have logged them: taken.
     s.shutdown("SAVE");
-    let incr = std::fs::read_dir(s.dir.join("appendonlydir"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .find(|p| p.to_string_lossy().ends_with(".incr.aof"))
-        .expect("an incremental AOF file");
-    let mut log = std::fs::read(&incr).unwrap();
-    for args in [
-        &["BF.INSERT", "w", "AT", &ahead, "ITEMS", "b"][..],
-        &tiny,
-        &plain_tiny,
-    ] {
-        log.extend(format!("*{}\r\n", args.len()).bytes());
-        for a in args {
-            log.extend(format!("${}\r\n{a}\r\n", a.len()).bytes());
-        }
-    }
-    std::fs::write(&incr, log).unwrap();
+    append_to_aof(
+        &s,
+        &[
+            &["BF.INSERT", "w", "AT", &ahead, "ITEMS", "b"],
+            &tiny,
+            &plain_tiny,
+        ],
+    );
     s.restart();
     let mut c = s.conn();
     assert!(exists(&mut c, "w", "b"));

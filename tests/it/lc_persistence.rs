@@ -1,9 +1,10 @@
 //! Linear counters survive every way Redis moves values: DEBUG RELOAD, RDB restart, DUMP/RESTORE,
 //! COPY, AOF rewrite without RDB preamble, AOF replay and replication to a replica loaded with
 //! other lc-* defaults — with identical counts and DEBUG DIGEST-VALUE.
+use crate::common::fixtures::unhex;
 use crate::common::fuzz::{crc64, dump_payload, split_dump};
 use crate::common::*;
-use redis::Connection;
+use redis::{Connection, Value};
 
 /// Counters in every state and body encoding: (key, count).
 fn populate(c: &mut Connection) -> Vec<String> {
@@ -323,4 +324,76 @@ fn restore_of_mutated_payloads_never_crashes() {
     assert!(refused > 2_000);
     let n: i64 = redis::cmd("LC.COUNT").arg("exact").query(&mut c).unwrap();
     assert_eq!(n, 100);
+}
+
+/// A token list of no tokens, which a union of two empty counters of different sizes once
+/// stored: `DUMP` of `LC.MERGE d e r` after `LC.ADD e` and `LC.RESERVE r 0.01 1000`. It loads
+/// as the empty counter; refused, it made a saved RDB stop the server's start.
+#[test]
+fn an_empty_token_list_loads_as_the_empty_counter() {
+    let payload = unhex(
+        "078195c6e5a2898b080105c31a2312030104d086037b14ae47e17a843fee85010b00e005000100\
+         00000a00f89ea9a761273160",
+    );
+    let mut server = Server::start();
+    let mut c = server.conn();
+    let _: () = redis::cmd("RESTORE")
+        .arg(&["d", "0"])
+        .arg(&payload)
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(lc_mode(&mut c, "d"), "exact");
+    ok(&mut c, &["SAVE"]);
+    server.restart();
+    let mut c = server.conn();
+    assert_eq!(lc_mode(&mut c, "d"), "exact");
+    let count: i64 = redis::cmd("LC.COUNT").arg("d").query(&mut c).unwrap();
+    assert_eq!(count, 0);
+    let added: i64 = redis::cmd("LC.ADD").arg(&["d", "x"]).query(&mut c).unwrap();
+    assert_eq!(added, 1);
+}
+
+/// A create an AOF file logged at a rate below what clients may ask (the largest sketch's
+/// standard error) replays: the counter keeps its rate and capacity and gets the largest
+/// sketch, as a saved one does. It was refused, and Redis skips a refused AOF command: the
+/// key was lost, or made again with the defaults by the next `LC.ADD`.
+#[test]
+fn creates_logged_below_the_smallest_rate_replay() {
+    let mut server = Server::builder()
+        .arg("appendonly", "yes")
+        .arg("appendfsync", "always")
+        .arg("aof-use-rdb-preamble", "no")
+        .start();
+    let mut c = server.conn();
+    let refused = cmd(&mut c, &["LC.RESERVE", "fine", "0.0001", "1000"]);
+    assert!(err_text(refused).starts_with("ERR error rate must be at least"));
+    server.shutdown("SAVE");
+    let items: Vec<String> = (0..5_000).map(|i| format!("i{i}")).collect();
+    let mut add = vec!["LC.ADD", "fine"];
+    add.extend(items.iter().map(String::as_str));
+    append_to_aof(
+        &server,
+        &[
+            &["LC.RESERVE", "fine", "0.0001", "1000"],
+            &["LC.RESERVE", "alone", "1e-6", "10"],
+            &add,
+        ],
+    );
+    server.restart();
+    let mut c = server.conn();
+    for (key, rate, capacity) in [("fine", 0.0001, 1000), ("alone", 1e-6, 10)] {
+        let rate_shown = match lc_info_field(&mut c, key, "Error rate") {
+            Value::BulkString(b) => String::from_utf8_lossy(&b).parse::<f64>().ok(),
+            Value::Double(d) => Some(d),
+            _ => None,
+        };
+        assert_eq!(rate_shown, Some(rate), "{key}");
+        assert_eq!(
+            lc_info_field(&mut c, key, "Capacity"),
+            Value::Int(capacity),
+            "{key}"
+        );
+    }
+    let count: i64 = redis::cmd("LC.COUNT").arg("fine").query(&mut c).unwrap();
+    assert!((count - 5_000).abs() <= 50, "{count}");
 }

@@ -96,8 +96,18 @@ fn read_running(
 pub fn read_tokens(r: &mut Reader, mut counter: Counter) -> Result<Counter, DecodeError> {
     let p = read_precision(r, &counter)?;
     let k = r.varint()?;
-    if k == 0 || k > token_limit(p) {
+    if k > token_limit(p) {
         return Err(DecodeError("token count out of range"));
+    }
+    if k == 0 {
+        // A list of no tokens, which unions of empty counters of two sizes once stored (a
+        // saved one stopped the whole RDB from loading): the empty counter, in exact mode.
+        read_stream(r, 0, token_universe(p))?;
+        let (estimate, variance) = (r.f64()?, r.f64()?);
+        if estimate != 0.0 || variance != 0.0 {
+            return Err(DecodeError("running estimate of no tokens not 0"));
+        }
+        return Ok(counter);
     }
     let (words, shape) = read_stream(r, k, token_universe(p))?;
     let mut set = 0u128;

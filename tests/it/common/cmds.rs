@@ -105,6 +105,24 @@ pub fn scandump_into(c: &mut Connection, key: &str, target: &str) -> usize {
 }
 
 /// Makes `replica` replicate `master` and waits for the link.
+/// Appends `commands` to the incremental AOF file of a server started with `appendonly yes`
+/// and stopped: what a master or another build would have logged.
+pub fn append_to_aof(server: &Server, commands: &[&[&str]]) {
+    let incr = std::fs::read_dir(server.dir.join("appendonlydir"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.to_string_lossy().ends_with(".incr.aof"))
+        .expect("an incremental AOF file");
+    let mut log = std::fs::read(&incr).unwrap();
+    for args in commands {
+        log.extend(format!("*{}\r\n", args.len()).bytes());
+        for a in *args {
+            log.extend(format!("${}\r\n{a}\r\n", a.len()).bytes());
+        }
+    }
+    std::fs::write(&incr, log).unwrap();
+}
+
 pub fn attach_replica(master: &Server, replica: &Server) {
     let mut r = replica.conn();
     ok(
