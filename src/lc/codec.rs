@@ -56,11 +56,13 @@
 //!
 //! # Validation
 //!
-//! `decode` checks everything before allocating or indexing: versions, ranges, the bitmap
-//! size against the caller's memory limit, every count against the bytes left, streams (value
-//! count, strictly increasing, below their universe, padding bits), no trailing bytes, and
-//! canonical form (shortest varints, the kind the encoder would pick). A byte string of the
-//! current version that decodes therefore re-encodes to exactly the same bytes.
+//! `decode` checks everything before allocating or indexing: versions, ranges, a saved
+//! bitmap's size and a sketch's registers against the caller's memory limit, every count
+//! against the bytes left, streams (value count, strictly increasing, below their universe,
+//! padding bits), no trailing bytes, and canonical form (shortest varints, the kind the
+//! encoder would pick). A byte string of the current version that decodes therefore
+//! re-encodes to exactly the same bytes, but for a token list of no tokens, which loads as
+//! the empty counter.
 //!
 //! # Chunked form (AOF rewrite of large counters)
 //!
@@ -87,6 +89,7 @@
 //!     written for exact sets (2) and read for bitmaps saved by earlier builds.
 
 use super::counter::{bitmap_bytes, exact_limit, Counter, LcError, Mode, SetBits};
+use super::geometry::MAX_BITS;
 use crate::core::decode::DecodeError;
 use crate::core::ef::{self, Shape};
 use crate::core::hashing::{reduce, HASH_SCHEME};
@@ -285,10 +288,12 @@ pub fn decode(bytes: &[u8], max_bytes: u64) -> Result<Counter, DecodeError> {
         return Err(DecodeError("error rate out of range"));
     }
     let m = r.varint()?;
-    if m == 0 {
+    if m == 0 || m >= MAX_BITS {
         return Err(DecodeError("bitmap size out of range"));
     }
-    if bitmap_bytes(m) > max_bytes {
+    // Only a saved bitmap takes the bytes of `m` bits; an exact set or a sketch of a counter
+    // reserved for a large capacity is small (a DUMP of one was refused by its own RESTORE).
+    if matches!(kind, KIND_DENSE | KIND_SET | KIND_ZEROS) && bitmap_bytes(m) > max_bytes {
         return Err(DecodeError(OVER_THE_LIMIT));
     }
     let counter = match (version, kind) {

@@ -420,14 +420,26 @@ fn loadchunk_recreates_a_counter_and_validates_its_payload() {
         .arg(&["SET", "lcbloom.max-memory-per-key", "1024"])
         .query(&mut c)
         .unwrap();
-    // 16,000 bits take 2,000 bytes.
-    let big = empty_encoding(100, 0.01, 16_000);
+    // A saved bitmap of 16,000 bits, half of them set, takes 2,000 bytes.
+    let mut big = vec![1, 1, 1, 100];
+    big.extend_from_slice(&0.01f64.to_le_bytes());
+    big.extend_from_slice(&[(16_000u16 as u8) | 0x80, (16_000u16 >> 7) as u8]);
+    big.extend(std::iter::repeat_n(0x55u8, 2_000));
     let r = redis::cmd("LC.LOADCHUNK")
         .arg("n")
         .arg(&big)
         .query::<()>(&mut c);
     assert!(err_text(r).contains("larger than max-memory-per-key"));
     assert!(!exists(&mut c, "n"));
+    // An exact set of that size takes its fingerprints' bytes only.
+    let exact = empty_encoding(100, 0.01, 16_000);
+    let _: () = redis::cmd("LC.LOADCHUNK")
+        .arg("n")
+        .arg(&exact)
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(lc_mode(&mut c, "n"), "exact");
+    let _: i64 = redis::cmd("DEL").arg("n").query(&mut c).unwrap();
     // A piece of a bitmap for a counter that has none is refused, changes nothing and is
     // neither replicated nor notified (the offset does not move).
     let _: () = redis::cmd("CONFIG")

@@ -397,3 +397,34 @@ fn creates_logged_below_the_smallest_rate_replay() {
     let count: i64 = redis::cmd("LC.COUNT").arg("fine").query(&mut c).unwrap();
     assert!((count - 5_000).abs() <= 50, "{count}");
 }
+
+/// A counter reserved for a large capacity is small until it grows (an exact set, then a
+/// sketch), and its `DUMP` restores under any `max-memory-per-key` that holds it: `RESTORE`
+/// weighed it by the bitmap its capacity would need, and refused its own server's `DUMP`
+/// (the largest capacity always; 10⁷ under a 256 KB limit).
+#[test]
+fn counters_of_large_capacities_restore() {
+    let server = Server::start();
+    let mut c = server.conn();
+    ok(
+        &mut c,
+        &["CONFIG", "SET", "lcbloom.max-memory-per-key", "256kb"],
+    );
+    for (key, capacity, items) in [
+        ("largest", "1125899906842624", 3u32),
+        ("large", "10000000", 3),
+        ("sketch", "10000000", 2_000),
+    ] {
+        ok(&mut c, &["LC.RESERVE", key, "0.01", capacity]);
+        add_many(&mut c, "LC.ADD", key, "i", items);
+        let payload: Vec<u8> = redis::cmd("DUMP").arg(key).query(&mut c).unwrap();
+        let copy = format!("{key}:copy");
+        let _: () = redis::cmd("RESTORE")
+            .arg(&copy)
+            .arg(0)
+            .arg(&payload)
+            .query(&mut c)
+            .unwrap();
+        assert_eq!(digest(&mut c, &copy), digest(&mut c, key), "{key}");
+    }
+}
