@@ -51,6 +51,15 @@ impl Budget {
         (rate >= MIN_ERROR_RATE).then_some(rate)
     }
 
+    /// Whether a filter of this rate and expansion (0: non-scaling) has room to scale
+    /// [`MIN_SCALE_OUTS`] times: what a client's create must have, so that a rate too small is
+    /// refused there rather than at a later add. A create from a master or an AOF file is
+    /// taken without it, down to a first sub-filter of `MIN_ERROR_RATE`: it was accepted when
+    /// it was logged, and a command refused on replay loses its key.
+    pub fn has_room(&self, error_rate: f64, expansion: u32) -> bool {
+        expansion == 0 || self.can_scale(error_rate)
+    }
+
     /// Whether a scaling filter of rate `error_rate` has room for [`MIN_SCALE_OUTS`]
     /// sub-filters after its first: the rates `next_rate` gives, before anything exists.
     pub fn can_scale(&self, error_rate: f64) -> bool {

@@ -182,15 +182,6 @@ pub struct Chain {
 }
 
 impl Chain {
-    /// Whether a chain of this rate and expansion has room to scale [`MIN_SCALE_OUTS`] times
-    /// (`budget.rs`): what a client's create must have, so that a rate too small is refused
-    /// there rather than at a later add. A create from a master or an AOF file is taken
-    /// without it, down to a first sub-filter of `MIN_ERROR_RATE`: it was accepted when it
-    /// was logged, and a command refused on replay loses its key.
-    pub fn has_room(error_rate: f64, expansion: u32) -> bool {
-        expansion == 0 || CHAIN.can_scale(error_rate)
-    }
-
     /// A standard-layout chain with one empty filter and no seed (0), refused if it would take
     /// more than `limit` bytes.
     pub fn new(
@@ -918,7 +909,7 @@ mod tests {
         assert_eq!(Chain::new(9e-16, 10, 0, GIB), Err(ChainError::ErrorRate));
         assert!(Chain::new(1e-15, 10, 0, GIB).is_ok());
         // Without room to scale, as a master's create is taken: down to the floor.
-        assert!(!Chain::has_room(2e-15, 2) && Chain::has_room(2e-15, 0));
+        assert!(!CHAIN.has_room(2e-15, 2) && CHAIN.has_room(2e-15, 0));
         let mut c = Chain::new(2e-15, 10, 2, GIB).unwrap();
         assert!((0..10u64).all(|i| c.add(&h(i), GIB) == Ok(true)));
     }
@@ -930,7 +921,7 @@ mod tests {
             .to_string()
             .contains(&format!("{min:.2e} for a scaling one")));
         assert_eq!(format!("{min:.2e}").parse::<f64>().unwrap(), min);
-        assert!(!Chain::has_room(min * 0.99, 1) && Chain::has_room(min, 1));
+        assert!(!CHAIN.has_room(min * 0.99, 1) && CHAIN.has_room(min, 1));
         // Expansion 1 and capacity 1: each new item adds a sub-filter.
         let mut c = Chain::new(min, 1, 1, u64::MAX).unwrap();
         for i in 0..=MIN_SCALE_OUTS as u64 {

@@ -46,7 +46,7 @@
 //! after the command (`bf.reserve`, `bf.add`, `bf.madd`, `bf.insert`, `bf.loadchunk`).
 
 use super::any::{Added, BloomFilter, ChunkError, Env, Field};
-use super::budget::MAX_EXPANSION;
+use super::budget::{self, MAX_EXPANSION};
 use super::chain::{Chain, ChainError};
 use super::codec::BAD_DATA;
 use super::config;
@@ -114,13 +114,13 @@ impl FilterParams {
                     expansion: self.expansion,
                     seed,
                 };
-                if !rebuilding && !params.has_room() {
+                if !rebuilding && !budget::WINDOW.has_room(self.rate, self.expansion) {
                     return Err(ChainError::WindowErrorRate.into());
                 }
                 NewFilter::Window(Windowed::with_params(params, limit)?)
             }
             None => {
-                if !rebuilding && !Chain::has_room(self.rate, self.expansion) {
+                if !rebuilding && !budget::CHAIN.has_room(self.rate, self.expansion) {
                     return Err(ChainError::ErrorRate.into());
                 }
                 NewFilter::Own(Chain::with_layout(

@@ -77,13 +77,6 @@ impl WindowParams {
         (1000..=MAX_WINDOW_MS).contains(&window_ms) && window_ms.is_multiple_of(1000)
     }
 
-    /// Whether a scaling filter of these parameters has room for 20 layers (`budget.rs`):
-    /// what a client's create must have, so that a rate too small is refused there rather
-    /// than at a later add. A create from a master or an AOF file is taken without it.
-    pub fn has_room(&self) -> bool {
-        self.expansion == 0 || WINDOW.can_scale(self.error_rate)
-    }
-
     /// The first layer's error rate. A filter that never grows pays log2(1/0.8) = 0.3 bit
     /// per stored item for the room to grow.
     fn head_rate(&self) -> f64 {

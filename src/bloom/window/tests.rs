@@ -229,9 +229,9 @@ fn the_smallest_rates_named_are_accepted_and_scale_as_promised() {
         .to_string()
         .contains(&format!("{min:.2e} for a scaling one")));
     for rate in [min * 0.99, 7.71e-13, 2e-15] {
-        assert!(!params(1, rate, 2).has_room(), "{rate}");
+        assert!(!WINDOW.has_room(rate, 2), "{rate}");
     }
-    assert!(params(1, min, 2).has_room() && params(1, 2e-15, 0).has_room());
+    assert!(WINDOW.has_room(min, 2) && WINDOW.has_room(2e-15, 0));
     // Without room, as a master's create is taken: down to the floor.
     assert!(WindowFilter::new(params(1, 2e-15, 2), NO_LIMIT).is_ok());
     assert_eq!(
