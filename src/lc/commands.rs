@@ -21,7 +21,9 @@ use super::stored::{CounterRef, StoredCounter};
 use crate::core::chunks::chunk_start;
 use crate::server::args::{parse_in_range, parse_rate};
 use crate::server::errors::{CHUNK_LENGTH, ITEM_EXISTS, NOT_FOUND};
-use crate::server::limits::{check_item_count, memory_limit, rebuilding, MAX_CAPACITY};
+use crate::server::limits::{
+    check_item_count, memory_limit, memory_limit_while, rebuilding, MAX_CAPACITY,
+};
 use crate::server::reply::{count as count_reply, flag, ordered_map};
 use crate::server::value::{
     modify, read_word, read_words_closing, store_word, write_word, write_word_or_store, Key, Lent,
@@ -43,9 +45,11 @@ pub fn reserve(ctx: &Context, args: &[RedisString]) -> RedisResult {
         return Err(RedisError::Str(ITEM_EXISTS));
     }
     // The smallest rate binds clients: what a master or an AOF file logged must replay.
-    let counter = match rebuilding(ctx) {
-        true => Counter::reserve_logged(rate, capacity, u64::MAX),
-        false => Counter::reserve(rate, capacity, memory_limit(ctx)),
+    let rebuilding = rebuilding(ctx);
+    let limit = memory_limit_while(rebuilding);
+    let counter = match rebuilding {
+        true => Counter::reserve_logged(rate, capacity, limit),
+        false => Counter::reserve(rate, capacity, limit),
     }?;
     store_word(&mut key, StoredCounter::new(counter))?;
     finish_write(ctx, c"lc.reserve", key_name, Applied::Whole);
