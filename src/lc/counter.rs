@@ -700,10 +700,10 @@ impl Counter {
     }
 
     /// The number of distinct items in the union of `counters` (0 for none), empty ones left
-    /// out (`holds_nothing`). When every other counter is exact with the same size, exact while they list few items in all, else
-    /// estimated from their fingerprints (`exact_union_count`); the sketch union's estimate
-    /// when none is a bitmap (union.rs); otherwise estimated in the smallest bitmap, into
-    /// which every other must fold.
+    /// out (`holds_nothing`). When every other counter is exact with the same size, exact
+    /// while they list few items in all, else estimated from their fingerprints
+    /// (`exact_union_count`); the sketch union's estimate when none is a bitmap (union.rs);
+    /// otherwise estimated in the smallest bitmap, into which every other must fold.
     pub fn union_count(counters: &[&Counter]) -> Result<u64, LcError> {
         let held: Vec<&Counter> = counters
             .iter()

@@ -117,8 +117,8 @@ impl Counter {
 
     /// Lists a dense counter with no more bits set than a list holds as that list, as a load
     /// of its bitmap does (`bits_block`): after the last piece of a chunked load, so that it
-    /// has the form, and the size, a reload gives it.
-    /// Out of memory, it stays dense: the same bits, in the larger form.
+    /// has the form, and the size, a reload gives it. Out of memory, it stays dense: the same
+    /// bits, in the larger form.
     pub(crate) fn relist_if_sparse(&mut self) {
         let Some(words) = self.bitmap_words() else {
             return;

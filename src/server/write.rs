@@ -202,8 +202,8 @@ impl<'a> From<Replicated<'a>> for Applied<'a> {
 
 /// The one way a write command ends: replicas and the AOF get what was applied (see
 /// [`Applied`]) and, when something changed, `key` is signalled as modified and the keyspace
-/// event `event` fires on it (class `d`, module types). Called before the reply, also when the reply is an error: a command
-/// that stopped part-way has still applied its first part.
+/// event `event` fires on it (class `d`, module types). Called before the reply, also when
+/// the reply is an error: a command that stopped part-way has still applied its first part.
 pub fn finish_write(ctx: &Context, event: &CStr, key: &RedisString, applied: Applied) {
     match applied {
         Applied::Nothing => return,

@@ -382,12 +382,7 @@ fn creates_logged_below_the_smallest_rate_replay() {
     server.restart();
     let mut c = server.conn();
     for (key, rate, capacity) in [("fine", 0.0001, 1000), ("alone", 1e-6, 10)] {
-        let rate_shown = match lc_info_field(&mut c, key, "Error rate") {
-            Value::BulkString(b) => String::from_utf8_lossy(&b).parse::<f64>().ok(),
-            Value::Double(d) => Some(d),
-            _ => None,
-        };
-        assert_eq!(rate_shown, Some(rate), "{key}");
+        assert_eq!(lc_error_rate(&mut c, key), Some(rate), "{key}");
         assert_eq!(
             lc_info_field(&mut c, key, "Capacity"),
             Value::Int(capacity),

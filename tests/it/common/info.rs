@@ -61,6 +61,16 @@ pub fn lc_info_field(c: &mut Connection, key: &str, field: &str) -> Value {
         .1
 }
 
+/// A counter's `Error rate` as a number: Redis 7.0 writes a double in decimal, 7.2 on in
+/// exponent form, RESP3 as a double.
+pub fn lc_error_rate(c: &mut Connection, key: &str) -> Option<f64> {
+    match lc_info_field(c, key, "Error rate") {
+        Value::BulkString(b) => String::from_utf8_lossy(&b).parse::<f64>().ok(),
+        Value::Double(d) => Some(d),
+        _ => None,
+    }
+}
+
 /// A counter's `Mode` (exact, sparse or dense).
 pub fn lc_mode(c: &mut Connection, key: &str) -> String {
     match lc_info_field(c, key, "Mode") {
