@@ -9,7 +9,7 @@
 //! itself (`BF.ADD`, `BF.EXISTS`) is a RESP3 boolean, as RedisBloom's. docs/commands.md states
 //! the rule.
 
-use redis_module::{raw, Context, RedisResult, RedisValue};
+use redis_module::{raw, Context, ContextFlags, RedisResult, RedisValue};
 use std::ffi::{c_int, CString};
 
 /// A yes/no field of an INFO-like reply: 1 or 0, in RESP2 and RESP3 alike.
@@ -36,15 +36,26 @@ pub fn ordered_map_simple_names(ctx: &Context, fields: Vec<(&str, RedisValue)>) 
 }
 
 fn map(ctx: &Context, fields: Vec<(&str, RedisValue)>, simple: bool) -> RedisResult {
+    let resp3 = ctx.get_flags().contains(ContextFlags::FLAGS_RESP3);
     raw::reply_with_map(ctx.ctx, fields.len() as std::os::raw::c_long);
     for (name, value) in fields {
         match CString::new(name) {
             Ok(name) if simple => raw::reply_with_simple_string(ctx.ctx, name.as_ptr()),
             _ => raw::reply_with_string_buffer(ctx.ctx, name.as_ptr().cast(), name.len()),
         };
-        ctx.reply(Ok(value));
+        match value {
+            RedisValue::Float(x) if !resp3 => ctx.reply(Ok(resp2_double(x))),
+            value => ctx.reply(Ok(value)),
+        };
     }
     Ok(RedisValue::NoReply)
+}
+
+/// A double as RESP2's bulk string, in the fewest digits that read back as the same double
+/// (`0.05`), as Redis 7.2 and later send it; Redis 7.0 writes 17 significant digits
+/// (`0.050000000000000003`).
+fn resp2_double(x: f64) -> RedisValue {
+    RedisValue::BulkString(format!("{x}"))
 }
 
 /// Sends a handler's reply: the common scalar replies straight to the module API, the rest

@@ -173,6 +173,11 @@ fn info_reply_shapes_in_resp2_and_resp3() {
     assert_eq!(fields[6].1, Value::Int(10));
     assert_eq!(fields[7].1, Value::BulkString(b"0".to_vec()));
     assert_eq!(fields[8].1, Value::Int(0));
+    // Doubles in RESP2 in their fewest digits on every server: Redis 7.0's own formatting
+    // would send 0.05 as `0.050000000000000003`.
+    ok(&mut c, &["LC.RESERVE", "coarse", "0.05", "1000"]);
+    let coarse: Vec<(String, Value)> = lc_info(&mut c, "coarse");
+    assert_eq!(coarse[1].1, Value::BulkString(b"0.05".to_vec()));
 
     let mut c3 = server.conn3();
     let reply: Value = redis::cmd("LC.INFO").arg("k").query(&mut c3).unwrap();
