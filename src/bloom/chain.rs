@@ -39,7 +39,8 @@
 //!   in a later version without breaking stored values; only new sub-filters follow it.
 //! * Limits, checked before anything is allocated: the key's total bytes stay within the
 //!   caller's limit (`max-memory-per-key`), p_i stays ≥ `MIN_ERROR_RATE` (about 200 scale-outs
-//!   at most), capacity arithmetic is checked. Each failure is an error, never an abort.
+//!   at most), a chain never grows past `MAX_SUB_FILTERS` (a loaded one may start near it),
+//!   capacity arithmetic is checked. Each failure is an error, never an abort.
 //! * `items` counts the adds that returned "new"; each sub-filter counts its own.
 //! * A sub-filter is a bit array or a sparse set of fingerprints (`sparse.rs`), chosen when it
 //!   is added: sparse if its capacity is at most `sparse::MAX_CAPACITY` and the set at capacity
@@ -69,6 +70,11 @@ use std::sync::Arc;
 
 mod batch;
 
+/// Most sub-filters a chain holds, and so the most a saved one may have (`codec.rs`). Scaling
+/// stops near 200 at the rate floor; a chain loaded with more than that (`BF.LOADCHUNK`,
+/// `RESTORE`) stops growing here, so that what it grows to still loads.
+pub const MAX_SUB_FILTERS: usize = 1024;
+
 /// The share of the error budget a non-scaling chain's one sub-filter is sized for: at
 /// capacity its rate then measures ≤ p over 3,600/p non-members, which resolve 5% of p at
 /// three standard deviations. About 0.11 more bits per item than sizing for p.
@@ -97,6 +103,8 @@ pub enum ChainError {
     WindowErrorRate,
     /// Scaling again would push a sub-filter's error rate below `MIN_ERROR_RATE`.
     CannotScale,
+    /// The chain holds `MAX_SUB_FILTERS` sub-filters (or a windowed filter its most layers).
+    MostSubFilters,
     /// Capacity or size arithmetic overflows.
     Overflow,
     /// RedisBloom's sizing cannot make an imported chain's next link, or the chain has its
@@ -132,6 +140,10 @@ impl std::fmt::Display for ChainError {
             ChainError::CannotScale => write!(
                 f,
                 "filter cannot scale further: a new sub-filter's error rate would be below {MIN_ERROR_RATE:e}"
+            ),
+            ChainError::MostSubFilters => write!(
+                f,
+                "filter cannot scale further: it holds the most sub-filters a filter may have"
             ),
             ChainError::Overflow => write!(f, "filter too large (capacity overflows)"),
             ChainError::CannotGrow => write!(f, "problem inserting into filter"),
@@ -472,6 +484,9 @@ impl Chain {
     /// The next sub-filter: capacity c·e^i, error rate (p − Σ p_j)·(1−r).
     fn next_params(&self) -> Result<SubParams, ChainError> {
         let subs = &self.params.subs;
+        if subs.len() >= MAX_SUB_FILTERS {
+            return Err(ChainError::MostSubFilters);
+        }
         let capacity = subs[subs.len() - 1]
             .capacity()
             .checked_mul(self.params.expansion as u64)

@@ -58,7 +58,7 @@
 //!   same bytes; a version 4 value with seed 0 is refused as non-canonical.
 
 use super::budget::MAX_EXPANSION;
-use super::chain::{memory_bytes_for, Chain};
+use super::chain::{memory_bytes_for, Chain, MAX_SUB_FILTERS};
 use super::filter::{FilterParams, Layout};
 use super::params::{SparseParams, SubParams};
 use super::sparse;
@@ -72,8 +72,6 @@ pub const MAGIC: &[u8; 4] = b"LCBF";
 /// The newest encoding version (see "Versions" above).
 pub const ENCODING_VERSION: u8 = 4;
 pub use crate::core::chunks::CHUNK_BYTES;
-/// Most sub-filters a value may have (scaling stops near 200, see `chain.rs`).
-pub const MAX_FILTERS: u32 = 1024;
 const FIXED: usize = 32;
 /// The seed after the fixed fields (version 4).
 const SEED_BYTES: usize = 8;
@@ -189,10 +187,10 @@ fn decode_entries(bytes: &[u8]) -> Result<(Header, Extent), DecodeError> {
     let (magic, version, scheme, layout, reserved) =
         (r.take(4)?, r.byte()?, r.byte()?, r.byte()?, r.byte()?);
     let (error_rate, expansion, count, total_items) = (r.f64()?, r.u32()?, r.u32()?, r.u64()?);
-    if !(1..=MAX_FILTERS).contains(&count) {
+    let count = count as usize;
+    if !(1..=MAX_SUB_FILTERS).contains(&count) {
         return Err(BAD_DATA);
     }
-    let count = count as usize;
     let (version, layout) = match (version, layout) {
         (1, 0) => (1, Layout::Standard),
         (2, 1) => (2, Layout::Blocked),
@@ -510,6 +508,30 @@ mod tests {
             let _ = c.add(&c.hash(&i.to_le_bytes()), LIMIT);
         }
         c
+    }
+
+    /// A chain loaded with nearly the most sub-filters a saved one may have grows to that
+    /// many and no further, so that whatever it grows to still loads.
+    #[test]
+    fn chains_stop_growing_at_the_most_sub_filters_a_value_may_have() {
+        use crate::bloom::chain::{ChainError, MAX_SUB_FILTERS};
+        let sub = SubParams::Bits(FilterParams::for_capacity(1, 1e-6).unwrap());
+        let subs = vec![(sub, 1); MAX_SUB_FILTERS - 1];
+        let mut c = Chain::from_parts(7, 0.01, 1, Layout::Standard, &subs, &[]).unwrap();
+        let (mut grew, mut refused) = (false, false);
+        for i in 0..1_000u64 {
+            match c.add(&c.hash(&i.to_le_bytes()), LIMIT) {
+                Ok(_) => grew |= c.filters().len() == MAX_SUB_FILTERS,
+                Err(e) => {
+                    assert_eq!(e, ChainError::MostSubFilters);
+                    refused = true;
+                    break;
+                }
+            }
+        }
+        assert!(grew && refused);
+        assert_eq!(c.filters().len(), MAX_SUB_FILTERS);
+        assert_eq!(decode(&encode(&c), LIMIT).unwrap(), c);
     }
 
     #[test]

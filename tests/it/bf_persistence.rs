@@ -113,6 +113,62 @@ fn debug_reload_and_restart_from_rdb() {
     }
 }
 
+/// A filter loaded with 1,024 sub-filters (the most a saved filter may have) refuses to grow
+/// past them, so that `DUMP`, `DEBUG RELOAD` and a restart still load it. It used to grow to
+/// 1,025, which no load took: the RDB of the whole server then failed to load.
+#[test]
+fn filters_never_grow_past_what_loads() {
+    let mut server = Server::start();
+    let mut c = server.conn();
+    let count = 1_024u32;
+    // Version 1 header: rate 0.01, expansion 2, no items; each sub-filter of capacity 1 a
+    // 64-bit array with 64 hashes.
+    let mut header = b"LCBF\x01\x01\x00\x00".to_vec();
+    header.extend(0.01f64.to_le_bytes());
+    header.extend(2u32.to_le_bytes());
+    header.extend(count.to_le_bytes());
+    header.extend(0u64.to_le_bytes());
+    for _ in 0..count {
+        header.extend(1u64.to_le_bytes());
+        header.extend((0.001 / f64::from(count)).to_le_bytes());
+        header.extend(64u64.to_le_bytes());
+        header.extend(64u32.to_le_bytes());
+        header.extend(0u32.to_le_bytes());
+        header.extend(0u64.to_le_bytes());
+    }
+    let loaded = redis::cmd("BF.LOADCHUNK")
+        .arg("f")
+        .arg(1)
+        .arg(header)
+        .query::<String>(&mut c);
+    assert_eq!(loaded.unwrap(), "OK");
+    // The last sub-filter takes one item; the next would need a 1,025th.
+    assert_eq!(ok(&mut c, &["BF.ADD", "f", "a"]), Value::Int(1));
+    let refused = redis::cmd("BF.ADD").arg(&["f", "b"]).query::<Value>(&mut c);
+    assert!(
+        err_text(refused).contains("most sub-filters"),
+        "a 1,025th sub-filter was made"
+    );
+    let filters = ok(&mut c, &["BF.INFO", "f", "FILTERS"]);
+    assert_eq!(filters, Value::Array(vec![Value::Int(1_024)]));
+    let before = digest(&mut c, "f");
+    let dump: Vec<u8> = redis::cmd("DUMP").arg("f").query(&mut c).unwrap();
+    redis::cmd("RESTORE")
+        .arg("g")
+        .arg(0)
+        .arg(dump)
+        .exec(&mut c)
+        .unwrap();
+    assert_eq!(digest(&mut c, "g"), before);
+    ok(&mut c, &["DEBUG", "RELOAD"]);
+    assert_eq!(digest(&mut c, "f"), before);
+    ok(&mut c, &["SAVE"]);
+    server.restart();
+    let mut c = server.conn();
+    assert_eq!(digest(&mut c, "f"), before);
+    assert_eq!(ok(&mut c, &["BF.EXISTS", "f", "a"]), Value::Int(1));
+}
+
 #[test]
 fn dump_restore_copy_and_memory_usage() {
     let server = Server::start();

@@ -228,7 +228,7 @@ impl WindowFilter {
             return Err(ChainError::Full);
         }
         if self.layers.len() >= MAX_LAYERS {
-            return Err(ChainError::CannotScale);
+            return Err(ChainError::MostSubFilters);
         }
         let spent: f64 = self.live_layers(head).map(|l| l.params().error_rate).sum();
         let rate = WINDOW
