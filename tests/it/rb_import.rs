@@ -154,6 +154,108 @@ fn redisbloom_scandump_loadchunk_in_and_back() {
     round_trip(Way::Loadchunk);
 }
 
+/// Filters RedisBloom cannot grow come across by every way in: expansion 4294967296 (stored
+/// as 0 in RedisBloom's 32 bits) and a chain whose growth failed, which carries a last link
+/// RedisBloom appended without a bit array. The first answers as in RedisBloom; the second for
+/// the items it holds, where RedisBloom answers every lookup "present". An add that needs a
+/// new link fails, as in RedisBloom. Both used to stop an RDB load (the server did not start).
+#[test]
+fn filters_redisbloom_cannot_grow_come_across() {
+    let Some(module) = rb::module() else { return };
+    let a = rb::server(&module);
+    let mut ca = a.conn();
+    let rb_text = |r: redis::RedisResult<Value>| err_text(r);
+    ok(
+        &mut ca,
+        &[
+            "BF.RESERVE",
+            "zero",
+            "0.01",
+            "1000",
+            "EXPANSION",
+            "4294967296",
+        ],
+    );
+    ok(&mut ca, &["BF.MADD", "zero", "a", "b", "c"]);
+    ok(
+        &mut ca,
+        &[
+            "BF.RESERVE",
+            "failed",
+            "0.01",
+            "10",
+            "EXPANSION",
+            "4294967296",
+        ],
+    );
+    let mut failed_members = Vec::new();
+    for i in 0.. {
+        let item = format!("f{i}");
+        match redis::cmd("BF.ADD")
+            .arg(&["failed", &item])
+            .query::<Value>(&mut ca)
+        {
+            Ok(Value::Int(1)) => failed_members.push(item.into_bytes()),
+            Ok(_) => {}
+            Err(e) => {
+                assert!(e.to_string().contains("problem inserting"), "{e}");
+                break;
+            }
+        }
+    }
+    // RedisBloom's own answer after the failed growth: every item "present".
+    assert_eq!(
+        ok(&mut ca, &["BF.EXISTS", "failed", "never-added"]),
+        Value::Int(1)
+    );
+    ok(&mut ca, &["BF.RESERVE", "plain", "0.01", "100"]);
+    ok(&mut ca, &["BF.ADD", "plain", "p"]);
+    let samples = [
+        Sample {
+            key: "zero".into(),
+            members: vec![b"a".to_vec(), b"b".to_vec(), b"c".to_vec()],
+        },
+        Sample {
+            key: "failed".into(),
+            members: failed_members,
+        },
+        Sample {
+            key: "plain".into(),
+            members: vec![b"p".to_vec()],
+        },
+    ];
+    let non_members = rb::non_members(2_000);
+    for way in [Way::Rdb, Way::Aof, Way::Restore, Way::Loadchunk] {
+        let b = transfer(way, &a, None, &samples);
+        let mut cb = b.conn();
+        let info = server_info(&mut cb, "lcbloom");
+        assert_eq!(info["lcbloom_bf_redisbloom_keys"], "3", "{way:?}");
+        assert_eq!(info["lcbloom_aof_lost_keys"], "0", "{way:?}");
+        for s in &samples {
+            assert!(rb::mexists(&mut cb, &s.key, &s.members)
+                .iter()
+                .all(|&e| e == 1));
+        }
+        let expansion = ["BF.INFO", "zero", "EXPANSION"];
+        assert_eq!(ok(&mut cb, &expansion), ok(&mut ca, &expansion), "{way:?}");
+        let zero_fp = rb::differing(&mut ca, &mut cb, "zero", &non_members);
+        assert_eq!(zero_fp, 0, "{way:?}: answers of the expansion-0 filter");
+        let failed_fp: i64 = rb::mexists(&mut cb, "failed", &non_members).iter().sum();
+        assert!(
+            failed_fp < 100,
+            "{way:?}: {failed_fp} of 2,000 non-members present"
+        );
+        let refused = redis::cmd("BF.ADD")
+            .arg(&["failed", "new"])
+            .query::<Value>(&mut cb);
+        assert_eq!(
+            rb_text(refused),
+            "ERR problem inserting into filter",
+            "{way:?}"
+        );
+    }
+}
+
 #[test]
 fn an_rdb_file_with_every_encver_loads() {
     let Some(module) = rb::module() else { return };

@@ -66,14 +66,16 @@ impl RedisBloomChain {
     }
 
     /// A chain from decoded parts, checked as a whole (each link is checked by its decoder):
-    /// 1..=MAX_LINKS links, known options, growth ≥ 1 unless NO_SCALING, Σ link sizes = size.
+    /// 1..=MAX_LINKS links, known options, Σ link sizes = size. Any growth: RedisBloom keeps
+    /// `EXPANSION` in 32 bits, so a multiple of 2^32 is stored as 0, and such a chain cannot
+    /// grow (its next link would hold 0 items: the add fails, as in RedisBloom).
     pub fn from_parts(
         size: u64,
         options: u32,
         growth: u32,
         links: Vec<Link>,
     ) -> Result<Self, DecodeError> {
-        check_chain_fields(size, options, growth, links.len() as u64, || {
+        check_chain_fields(size, options, links.len() as u64, || {
             links
                 .iter()
                 .try_fold(0u64, |sum, l| sum.checked_add(l.size))
@@ -306,6 +308,15 @@ impl batch::Lookup<HashPair> for RedisBloomChain {
     }
 }
 
+/// Whether a link is one RedisBloom failed to make: when `bloom_init` refuses a new link (0
+/// entries, from growth 0; an error rate halved to 0), RedisBloom still appends it, without a
+/// bit array, and saves it. It holds nothing, and while it is last RedisBloom answers every
+/// lookup "present". Decoders drop it when it is the last link (where RedisBloom leaves it),
+/// so the chain answers for what it holds and an add that needs a new link fails again.
+pub fn is_unmade(params: &LinkParams, size: u64) -> bool {
+    params.bytes == 0 && size == 0
+}
+
 /// A link count outside 1..=MAX_LINKS.
 pub const BAD_LINK_COUNT: DecodeError =
     DecodeError("bad RedisBloom data: number of filters out of range");
@@ -315,7 +326,6 @@ pub const BAD_LINK_COUNT: DecodeError =
 pub fn check_chain_fields(
     size: u64,
     options: u32,
-    growth: u32,
     links: u64,
     link_sizes: impl FnOnce() -> Option<u64>,
 ) -> Result<(), DecodeError> {
@@ -324,11 +334,6 @@ pub fn check_chain_fields(
     }
     if options & !super::link::ALL_OPTIONS != 0 {
         return Err(DecodeError("bad RedisBloom data: unknown options"));
-    }
-    if growth == 0 && options & NO_SCALING == 0 {
-        return Err(DecodeError(
-            "bad RedisBloom data: expansion 0 on a scaling filter",
-        ));
     }
     if link_sizes() != Some(size) {
         return Err(DecodeError(
@@ -535,13 +540,12 @@ mod tests {
 
     #[test]
     fn chain_checks() {
-        assert!(check_chain_fields(0, 5, 2, 0, || Some(0)).is_err());
-        assert!(check_chain_fields(0, 5, 2, 1000, || Some(0)).is_err());
-        assert!(check_chain_fields(0, 16, 2, 1, || Some(0)).is_err());
-        assert!(check_chain_fields(0, 5, 0, 1, || Some(0)).is_err());
-        assert!(check_chain_fields(0, 13, 0, 1, || Some(0)).is_ok());
-        assert!(check_chain_fields(3, 5, 2, 1, || Some(2)).is_err());
-        assert!(check_chain_fields(3, 5, 2, 1, || None).is_err());
+        assert!(check_chain_fields(0, 5, 0, || Some(0)).is_err());
+        assert!(check_chain_fields(0, 5, 1000, || Some(0)).is_err());
+        assert!(check_chain_fields(0, 16, 1, || Some(0)).is_err());
+        assert!(check_chain_fields(0, 5, 1, || Some(0)).is_ok());
+        assert!(check_chain_fields(3, 5, 1, || Some(2)).is_err());
+        assert!(check_chain_fields(3, 5, 1, || None).is_err());
     }
 
     #[test]

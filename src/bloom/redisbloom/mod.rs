@@ -43,7 +43,9 @@
 //! f64 bpe, u32 hashes, u64 entries, u8 n2. Data chunks follow the links' arrays.
 //!
 //! Validation (every decoder): 1..=999 links (RedisBloom 2.8.2 aborts on 1000 or more), known
-//! options, growth ≥ 1 unless NO_SCALING, Σ link sizes = size, per link error in (0, 1), k as
+//! options, any growth (0 stands for a multiple of 2^32: such a chain cannot grow), a last
+//! link RedisBloom failed to make (no bit array, no items) dropped (`chain::is_unmade`), Σ link
+//! sizes = size, per link error in (0, 1), k as
 //! derived from bpe (so k ≤ 1100), n2 ≤ 63, bits ≥ 1, bits and M within the array; memory is
 //! bounded by the caller's limit before the arrays are allocated. RedisBloom 2.8.2 checks
 //! none of this when loading an RDB value, and crashes on some such payloads.

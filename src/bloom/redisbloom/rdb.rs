@@ -2,7 +2,7 @@
 //! field reader/writer: the type adapter maps it to `RedisModule_Load*`/`Save*`, the DUMP
 //! codec (`dump.rs`) to bytes. Field order and presence are in the header of `mod.rs`.
 
-use super::chain::{memory_bytes_for, RedisBloomChain, BAD_LINK_COUNT, MAX_LINKS};
+use super::chain::{is_unmade, memory_bytes_for, RedisBloomChain, BAD_LINK_COUNT, MAX_LINKS};
 use super::link::{Link, LinkParams, MAX_HASHES};
 use super::{DecodeError, TOO_LARGE};
 
@@ -59,7 +59,7 @@ pub fn decode(
     }
     let mut links: Vec<Link> = Vec::with_capacity(nfilters as usize);
     let mut data_bytes = 0u64;
-    for _ in 0..nfilters {
+    for index in 0..nfilters {
         let entries = r.unsigned()?;
         let error = r.double()?;
         let hashes = r.unsigned()?;
@@ -97,9 +97,12 @@ pub fn decode(
         if !within(params.bytes) {
             return Err(TOO_LARGE);
         }
+        let link_size = r.unsigned()?;
+        if index + 1 == nfilters && index > 0 && is_unmade(&params, link_size) {
+            break;
+        }
         params.validate()?;
         data_bytes += params.bytes;
-        let link_size = r.unsigned()?;
         links.push(Link {
             params,
             size: link_size,
@@ -131,6 +134,7 @@ pub fn encode(chain: &RedisBloomChain, w: &mut impl FieldWriter) {
 #[cfg(test)]
 pub mod tests {
     use super::*;
+    use crate::bloom::chain::ChainError;
 
     /// One field, as the tests record them.
     #[derive(Clone, Debug, PartialEq)]
@@ -261,7 +265,6 @@ pub mod tests {
             (1, Field::U(1000)),         // too many links (RedisBloom 2.8.2 asserts)
             (2, Field::U(16)),           // unknown option
             (2, Field::U(1 << 33)),      // options wider than RedisBloom's unsigned
-            (3, Field::U(0)),            // growth 0 on a scaling chain
             (5, Field::D(0.0)),          // error
             (5, Field::D(f64::NAN)),     // error
             (6, Field::U(0)),            // hashes
@@ -285,5 +288,61 @@ pub mod tests {
                 "cut at {cut}"
             );
         }
+    }
+
+    /// `EXPANSION 4294967296` (kept as 0 in RedisBloom's 32 bits): the chain loads, answers
+    /// for its items, and refuses the add that would need a second link, as RedisBloom does.
+    #[test]
+    fn growth_zero_loads_and_cannot_grow() {
+        let mut c = RedisBloomChain::reserve(0.01, 10, Some(0), u64::MAX).unwrap();
+        let loaded = read(fields(&c), 4, u64::MAX).unwrap();
+        assert_eq!((loaded.growth(), loaded.expansion()), (0, Some(0)));
+        let mut added = 0;
+        let refused =
+            (0..100).find_map(
+                |i| match c.add(&c.hash(format!("i{i}").as_bytes()), u64::MAX) {
+                    Ok(new) => {
+                        added += u64::from(new);
+                        None
+                    }
+                    Err(e) => Some(e),
+                },
+            );
+        assert_eq!((refused, added), (Some(ChainError::CannotGrow), 10));
+        assert_eq!(read(fields(&c), 4, u64::MAX), Ok(c));
+    }
+
+    /// The link RedisBloom appends when it cannot make one (every field 0, no bit array, no
+    /// items) is dropped when it is last, where RedisBloom leaves it; anywhere else, or alone,
+    /// it is refused.
+    #[test]
+    fn a_last_link_redisbloom_failed_to_make_is_dropped() {
+        let c = sample();
+        let unmade = [
+            Field::U(0),
+            Field::D(0.0),
+            Field::U(0),
+            Field::D(0.0),
+            Field::U(0),
+            Field::U(0),
+            Field::B(Vec::new()),
+            Field::U(0),
+        ];
+        let links = c.links().len() as u64;
+        let with_unmade = |at: usize| {
+            let mut f = fields(&c);
+            f[1] = Field::U(links + 1);
+            let place = 4 + 8 * at;
+            f.splice(place..place, unmade.iter().cloned());
+            f
+        };
+        assert_eq!(
+            read(with_unmade(links as usize), 4, u64::MAX),
+            Ok(c.clone())
+        );
+        assert!(read(with_unmade(0), 4, u64::MAX).is_err());
+        let mut alone = vec![Field::U(0), Field::U(1), Field::U(5), Field::U(2)];
+        alone.extend(unmade.iter().cloned());
+        assert!(read(alone, 4, u64::MAX).is_err());
     }
 }

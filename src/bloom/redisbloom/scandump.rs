@@ -10,7 +10,7 @@
 //! (`bloom/commands.rs` tells them apart, with [`looks_like_header`]). That is how a
 //! RedisBloom AOF rewrite or `BF.SCANDUMP` stream loads into lcbloom.
 
-use super::chain::{check_chain_fields, memory_bytes_for, zeroed, RedisBloomChain};
+use super::chain::{check_chain_fields, is_unmade, memory_bytes_for, zeroed, RedisBloomChain};
 use super::link::{Link, LinkParams};
 use super::{DecodeError, BAD_DATA, OUT_OF_MEMORY, TOO_LARGE};
 use crate::core::chunks::{Reader, Writer, CHUNK_BYTES};
@@ -74,11 +74,14 @@ pub fn decode_header(header: &[u8], limit: u64) -> Result<RedisBloomChain, Decod
         };
         params.push((p, size));
     }
-    check_chain_fields(size, options, growth, nfilters as u64, || {
+    check_chain_fields(size, options, nfilters as u64, || {
         params
             .iter()
             .try_fold(0u64, |s, (_, size)| s.checked_add(*size))
     })?;
+    if params.len() > 1 && params.last().is_some_and(|(p, size)| is_unmade(p, *size)) {
+        params.pop();
+    }
     let mut data_bytes = 0u64;
     for (p, _) in &params {
         p.validate()?;
@@ -192,6 +195,24 @@ mod tests {
         assert_eq!(chunk(&c, 0), None);
         assert_eq!(chunk(&c, 5).unwrap().0, 17);
         assert_eq!(chunk(&c, 5).unwrap().1.len(), 12);
+    }
+
+    /// A header whose last link RedisBloom failed to make (every field 0) gives the chain
+    /// without it; the data chunks that follow are the other links' (`rdb.rs` tests the same).
+    #[test]
+    fn a_last_link_redisbloom_failed_to_make_is_dropped() {
+        let c = grown();
+        let mut header = encode_header(&c);
+        header[8..12].copy_from_slice(&(c.links().len() as u32 + 1).to_le_bytes());
+        header.extend([0u8; PER_LINK]);
+        assert_eq!(
+            decode_header(&header, u64::MAX),
+            decode_header(&encode_header(&c), u64::MAX)
+        );
+        assert_eq!(
+            decode_header(&header, u64::MAX).unwrap().links().len(),
+            c.links().len()
+        );
     }
 
     #[test]
