@@ -80,6 +80,36 @@ pub fn log_warning(message: &str) {
     log(redis_module::logging::RedisLogLevel::Warning, message);
 }
 
+/// A key name as a log line shows it: its first 200 bytes, escaped (`\xNN` for bytes
+/// outside printable ASCII).
+pub fn shown_key_name(name: &[u8]) -> String {
+    name.iter()
+        .take(200)
+        .flat_map(|b| std::ascii::escape_default(*b))
+        .map(char::from)
+        .collect()
+}
+
+/// The name of the key a type callback's IO handle loads, as [`shown_key_name`] shows it;
+/// None where the server does not say.
+///
+/// # Safety
+///
+/// `io` is the handle Redis passed to the running callback.
+pub unsafe fn key_name_of_io(io: *mut raw::RedisModuleIO) -> Option<String> {
+    // SAFETY: function pointers Redis sets at load; the key, when there is one, is a string
+    // the server owns for the callback's duration.
+    unsafe {
+        let key = raw::RedisModule_GetKeyNameFromIO?(io);
+        if key.is_null() {
+            return None;
+        }
+        let mut len = 0usize;
+        let ptr = raw::RedisModule_StringPtrLen?(key, &mut len);
+        (!ptr.is_null()).then(|| shown_key_name(std::slice::from_raw_parts(ptr.cast(), len)))
+    }
+}
+
 /// [`log_warning`] at notice level.
 pub fn log_notice(message: &str) {
     log(redis_module::logging::RedisLogLevel::Notice, message);

@@ -25,7 +25,7 @@
 //! a key missing or incomplete after the start, so each is logged at warning level with its key
 //! and the reason, and each such key is counted once in `aof_lost_keys`.
 
-use crate::server::ffi::{guard_callback, log_warning};
+use crate::server::ffi::{guard_callback, log_warning, shown_key_name};
 use redis_module::{raw, Context, ContextFlags, InfoContext, RedisError, RedisString};
 use std::collections::BTreeSet;
 use std::os::raw::c_int;
@@ -96,13 +96,7 @@ pub fn note_refused_write(ctx: &Context, command: &str, key: &RedisString, why: 
     if !ctx.get_flags().contains(ContextFlags::LOADING) {
         return;
     }
-    let name: String = key
-        .as_slice()
-        .iter()
-        .take(200)
-        .flat_map(|b| std::ascii::escape_default(*b))
-        .map(char::from)
-        .collect();
+    let name = shown_key_name(key.as_slice());
     log_warning(&format!(
         "lcbloom: LOST KEY while loading the AOF: {command} of key '{name}' was refused ({why}); \
          the key is missing or incomplete (counted in INFO lcbloom, aof_lost_keys)"

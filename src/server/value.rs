@@ -17,7 +17,7 @@
 //!   new word when a write changed it.
 
 use crate::core::defrag::{Defrag, Mover};
-use crate::server::ffi::{guard_callback, log_warning};
+use crate::server::ffi::{guard_callback, key_name_of_io, log_warning};
 use crate::server::limits::{load_memory_limit, note_loaded_size};
 use crate::server::save;
 use crate::server::stats::{self, Tally};
@@ -266,8 +266,13 @@ unsafe extern "C" fn rdb_load<T: StoredValue>(
                          server that made it)",
                     ),
                 };
+                // SAFETY: `rdb` is the handle Redis passed to this rdb_load.
+                let key = match unsafe { key_name_of_io(rdb) } {
+                    Some(name) => format!(" (key '{name}')"),
+                    None => String::new(),
+                };
                 log_warning(&format!(
-                    "lcbloom: refusing a {} from {source}: {why}{hint}",
+                    "lcbloom: refusing a {}{key} from {source}: {why}{hint}",
                     T::NAME
                 ));
                 null_mut()

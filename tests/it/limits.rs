@@ -53,11 +53,11 @@ fn memory_limit_binds_clients_and_restore_but_not_loading() {
         assert!(err_text(refused).contains("Bad data format"));
         assert_eq!(ok(&mut c, &["EXISTS", key]), Value::Int(0));
     }
-    // The log says why, not that the payload may be corrupt.
+    // The log names the key and says why, not that the payload may be corrupt.
     let log = server.log();
     for refused in [
-        "refusing a Bloom filter from RESTORE: filter would exceed max-memory-per-key\n",
-        "refusing a linear counter from RESTORE: larger than max-memory-per-key\n",
+        "refusing a Bloom filter (key 'bf2') from RESTORE: filter would exceed max-memory-per-key\n",
+        "refusing a linear counter (key 'lc2') from RESTORE: larger than max-memory-per-key\n",
     ] {
         assert!(log.contains(refused), "{refused}: {log}");
     }

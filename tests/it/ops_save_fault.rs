@@ -131,9 +131,9 @@ fn a_failed_foreground_save_is_refused_at_load() {
             .unwrap_err();
         assert!(err.to_string().contains("Bad data format"), "{key}: {err}");
         assert!(
-            clean
-                .log()
-                .contains(&format!("lcbloom: refusing a {name} from RESTORE")),
+            clean.log().contains(&format!(
+                "lcbloom: refusing a {name} (key '{key}') from RESTORE"
+            )),
             "{key}: {}",
             clean.log()
         );

@@ -313,7 +313,7 @@ fn corrupt_and_foreign_rdb_values_stop_the_load_loudly() {
         (
             "corrupt",
             corrupt_value(),
-            "lcbloom: refusing a RedisBloom filter from RDB: bad RedisBloom data: hash count",
+            "lcbloom: refusing a RedisBloom filter (key 'bad') from RDB: bad RedisBloom data: hash count",
         ),
         (
             "encver 5",
