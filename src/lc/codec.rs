@@ -88,8 +88,8 @@
 //! 3 — sketches (kinds 4 and 5) for counters past their exact set; versions 1 and 2 still
 //!     written for exact sets (2) and read for bitmaps saved by earlier builds.
 
-use super::counter::{bitmap_bytes, exact_limit, Counter, LcError, Mode, SetBits};
-use super::geometry::MAX_BITS;
+use super::counter::{charged_bytes, exact_limit, Counter, LcError, Mode, SetBits};
+use super::geometry::{dense_words, MAX_BITS};
 use crate::core::decode::DecodeError;
 use crate::core::ef::{self, Shape};
 use crate::core::hashing::{reduce, HASH_SCHEME};
@@ -291,9 +291,11 @@ pub fn decode(bytes: &[u8], max_bytes: u64) -> Result<Counter, DecodeError> {
     if m == 0 || m >= MAX_BITS {
         return Err(DecodeError("bitmap size out of range"));
     }
-    // Only a saved bitmap takes the bytes of `m` bits; an exact set or a sketch of a counter
-    // reserved for a large capacity is small (a DUMP of one was refused by its own RESTORE).
-    if matches!(kind, KIND_DENSE | KIND_SET | KIND_ZEROS) && bitmap_bytes(m) > max_bytes {
+    // Only a saved bitmap takes the bytes of `m` bits (checked before it is read); an exact
+    // set or a sketch of a counter reserved for a large capacity is small, and is checked
+    // for what it may grow to once decoded.
+    let bitmap = matches!(kind, KIND_DENSE | KIND_SET | KIND_ZEROS);
+    if bitmap && charged_bytes(dense_words(m)) > max_bytes {
         return Err(DecodeError(OVER_THE_LIMIT));
     }
     let counter = match (version, kind) {
@@ -377,6 +379,9 @@ pub fn decode(bytes: &[u8], max_bytes: u64) -> Result<Counter, DecodeError> {
     if r.remaining() != 0 {
         return Err(DecodeError("trailing bytes"));
     }
+    counter
+        .check_growth_within(max_bytes)
+        .map_err(decode_error)?;
     Ok(counter)
 }
 
@@ -774,6 +779,29 @@ mod tests {
                 }
             );
         }
+    }
+
+    /// A saved bitmap is weighed by the block it loads into, in its size class: every bit of
+    /// 2^23 set (a 19-byte body) takes 1 MiB and two words, a 1.25 MiB class, over a 1 MiB
+    /// limit; 2^33 bits (1 GiB and two words) are over the default 1 GiB.
+    #[test]
+    fn saved_bitmaps_are_weighed_by_their_size_class() {
+        let all_set = |m_varint: &[u8]| {
+            let mut v = vec![2, 1, KIND_ZEROS, 0xd0, 0x86, 0x03];
+            v.extend_from_slice(&0.01f64.to_le_bytes());
+            v.extend_from_slice(m_varint);
+            v.push(0);
+            v
+        };
+        let mib = all_set(&[0x80, 0x80, 0x80, 0x04]);
+        assert_eq!(decode(&mib, 1 << 20), Err(DecodeError(OVER_THE_LIMIT)));
+        assert_eq!(decode(&mib, 1_310_720).unwrap().memory_bytes(), 1_310_720);
+        let gib = all_set(&[0x80, 0x80, 0x80, 0x80, 0x20]);
+        assert_eq!(decode(&gib, 1 << 30), Err(DecodeError(OVER_THE_LIMIT)));
+        // An exact counter is weighed by what it grows to: a default one by its registers.
+        let exact = encode(&filled(0.01, 50_000, 10));
+        assert_eq!(decode(&exact, 7_167), Err(DecodeError(OVER_THE_LIMIT)));
+        assert!(decode(&exact, 7_168).is_ok());
     }
 
     #[test]

@@ -274,11 +274,11 @@ pub fn merge(ctx: &Context, args: &[RedisString]) -> RedisResult {
             let Some(mut union) = Counter::empty_for_union(&sources) else {
                 return OK;
             };
-            // A new key, bound by the limit as one LC.RESERVE makes: by its registers, the
-            // most a sketch grows to (a saved bitmap's union, by the bitmap it makes).
+            // A new key, bound by the limit as one LC.RESERVE makes: by the most it grows to
+            // (a saved bitmap's union, by the bitmap it makes).
             let limit = memory_limit(ctx);
             if !sources.iter().any(|c| c.is_bitmap()) {
-                union.check_registers_within(limit)?;
+                union.check_growth_within(limit)?;
             }
             if let (_, _, Some(e)) = union.absorb_all_within(&sources, limit) {
                 return Err(union_refused(e, &named));

@@ -84,14 +84,14 @@
 //! 2 — fingerprints, the sparse mode, the single block.
 //! 3 — past the exact set, the sketch (tokens, then registers) instead of a bitmap.
 
-pub use super::geometry::{bitmap_bytes, bits_for, exact_limit, Geometry};
+pub use super::geometry::{bits_for, charged_bytes, exact_limit, Geometry};
 use super::geometry::{
     dense_words, estimate, registers_words, standard_error, stream_words, tokens_words, MAX_BITS,
     SATURATION_ZEROS,
 };
 pub use super::header::Mode;
 use super::header::{Header, DENSE_ESTIMATE, SKETCH_STREAM, STREAM};
-use super::levels::{ml_relative_error, precision_for, set_levels, MAX_PRECISION};
+use super::levels::{ml_relative_error, set_levels, MAX_PRECISION};
 use crate::core::block::Block;
 use crate::core::defrag::Defrag;
 use crate::core::ef::Shape;
@@ -196,9 +196,8 @@ impl std::fmt::Debug for Counter {
 }
 
 impl Counter {
-    /// An empty counter sized for `capacity` items at `error_rate`, refused when its registers,
-    /// the most it grows to (its exact set and token lists stay in smaller size classes: see
-    /// `geometry::token_limit`), would take more than `max_bytes`.
+    /// An empty counter sized for `capacity` items at `error_rate`, refused when the most it
+    /// grows to (`Geometry::most_bytes`) would take more than `max_bytes`.
     pub fn reserve(error_rate: f64, capacity: u64, max_bytes: u64) -> Result<Counter, LcError> {
         Self::reserve_at_least(error_rate, capacity, max_bytes, min_error_rate())
     }
@@ -226,19 +225,31 @@ impl Counter {
         if error_rate < least {
             return Err(LcError::ErrorRateTooSmall);
         }
-        let bytes = registers_words(precision_for(error_rate)) * 8;
-        if bytes > max_bytes {
-            return Err(LcError::TooLarge {
-                bytes,
-                limit: max_bytes,
-            });
-        }
         // The exact set's size follows the bitmap a counter of this capacity would have had
         // (part of the encoding); none exists beyond the sizing range.
         let m = bits_for(capacity, error_rate)
             .filter(|&m| m < MAX_BITS)
             .ok_or(LcError::InvalidParameters)?;
-        Ok(Counter::empty(capacity, error_rate, m))
+        let counter = Counter::empty(capacity, error_rate, m);
+        counter.check_growth_within(max_bytes)?;
+        Ok(counter)
+    }
+
+    /// Refuses a counter that could grow past `limit` bytes in its mode (the limit binds what a
+    /// client makes, so it is checked when a counter is made, and at each switch to a larger
+    /// form): an exact counter by `Geometry::most_bytes`, a sketch by its registers.
+    pub fn check_growth_within(&self, limit: u64) -> Result<(), LcError> {
+        let bytes = match self.mode() {
+            Mode::Exact => self.geometry.most_bytes(),
+            Mode::Tokens | Mode::Registers => {
+                charged_bytes(registers_words(self.geometry.precision))
+            }
+            Mode::Sparse | Mode::Dense => charged_bytes(dense_words(self.geometry.m)),
+        };
+        if bytes > limit {
+            return Err(LcError::TooLarge { bytes, limit });
+        }
+        Ok(())
     }
 
     /// An empty counter with a given geometry (no validation: callers have validated it, and
@@ -534,7 +545,7 @@ impl Counter {
     }
 
     pub(super) fn check_dense_within(&self, limit: u64) -> Result<(), LcError> {
-        let bytes = bitmap_bytes(self.geometry.m);
+        let bytes = charged_bytes(dense_words(self.geometry.m));
         if bytes > limit {
             return Err(LcError::TooLarge { bytes, limit });
         }
@@ -790,6 +801,7 @@ pub fn bit_positions(words: &[u64], zeros: bool, m: u64) -> impl Iterator<Item =
 mod tests {
     use super::*;
     use crate::lc::geometry::registers_words;
+    use crate::lc::levels::precision_for;
     use proptest::prelude::*;
 
     /// Counters of the same mode, header and size compare by their lists and registers: two
@@ -853,36 +865,37 @@ mod tests {
         );
     }
 
-    /// The limit binds what a counter allocates at most, its registers (6,952 bytes at 1%,
-    /// 27 bits for each of 2^11), whatever its capacity; no bitmap is ever allocated.
+    /// The limit binds what a counter allocates at most, in the allocator's size classes (as
+    /// `LC.INFO`'s Size counts them): its registers (6,952 bytes at 1%, 27 bits for each of
+    /// 2^11, in a 7,168-byte class), or its exact set where a large capacity makes that larger
+    /// (8,192 fingerprints at 10^7: 40,960 bytes); no bitmap is ever allocated.
     #[test]
     fn reserve_respects_the_memory_limit() {
-        for capacity in [1_000, 50_000, 10_000_000] {
-            let err = Counter::reserve(0.01, capacity, 6_951).unwrap_err();
+        for (capacity, most) in [(1_000, 7_168), (50_000, 7_168), (10_000_000, 40_960)] {
+            let err = Counter::reserve(0.01, capacity, most - 1).unwrap_err();
             assert_eq!(
                 err,
                 LcError::TooLarge {
-                    bytes: 6_952,
-                    limit: 6_951
+                    bytes: most,
+                    limit: most - 1
                 }
             );
-            assert!(Counter::reserve(0.01, capacity, 6_952).is_ok());
+            // A counter that fits its limit when it is made never needs more.
+            let mut c = Counter::reserve(0.01, capacity, most).unwrap();
+            for i in 0..20_000u64 {
+                c.add_within(&i.to_le_bytes(), most).unwrap();
+                assert!(c.block.memory_bytes() <= most, "{capacity}: item {i}");
+            }
+            assert_eq!(c.mode(), Mode::Registers);
         }
         let refused = Counter::reserve(0.001, 1_000, 100_000).unwrap_err();
         assert_eq!(
             refused,
             LcError::TooLarge {
-                bytes: 884_776,
+                bytes: 917_504,
                 limit: 100_000
             }
         );
-        // A counter that fits its limit at reserve never meets it later.
-        let mut c = Counter::reserve(0.01, 1_000, 6_952).unwrap();
-        for i in 0..20_000u64 {
-            c.add_within(&i.to_le_bytes(), 6_952).unwrap();
-        }
-        assert_eq!(c.mode(), Mode::Registers);
-        assert!(c.block.memory_bytes() <= 7_168);
     }
 
     /// The default geometry, pinned: these numbers are part of encoding version 2.
@@ -975,7 +988,7 @@ mod tests {
         }
         assert_eq!(c.room_before_dense(), 0);
         let full = c.clone();
-        let bytes = registers_words(11) * 8;
+        let bytes = charged_bytes(registers_words(11));
         let i = add_until_refused(&mut c, i, item, bytes);
         assert_eq!(c, full);
         assert!(c.add_within(&item(i), bytes).unwrap());
@@ -998,7 +1011,7 @@ mod tests {
         }
         assert_eq!(c.mode(), Mode::Sparse);
         let full = c.clone();
-        let bytes = bitmap_bytes(c.bits());
+        let bytes = charged_bytes(dense_words(c.bits()));
         // The next new bit needs the bitmap.
         add_until_refused(&mut c, i, |i| i.to_le_bytes().to_vec(), bytes);
         assert_eq!(c, full);

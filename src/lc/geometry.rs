@@ -93,10 +93,10 @@ pub fn bits_for(capacity: u64, error_rate: f64) -> Option<u64> {
     Some(hi)
 }
 
-/// Bytes a bitmap of `m` bits takes (whole 64-bit words): what the memory limit is checked
-/// against.
-pub fn bitmap_bytes(m: u64) -> u64 {
-    m.div_ceil(64) * 8
+/// Bytes a block of `words` words takes from the allocator, its size class: what
+/// `max-memory-per-key` is checked against, as `LC.INFO`'s Size and `MEMORY USAGE` count it.
+pub fn charged_bytes(words: u64) -> u64 {
+    size_class(words * 8)
 }
 
 /// How many fingerprints a counter of `m` bits keeps before leaving exact mode.
@@ -181,6 +181,15 @@ impl Geometry {
 
     pub fn exact_limit(&self) -> u64 {
         self.exact_limit
+    }
+
+    /// The most bytes a counter of this geometry grows to: its registers, or its exact set at
+    /// its limit where that is larger (counters reserved for large capacities: up to 8,192
+    /// fingerprints). Token lists stay in smaller size classes than the registers
+    /// (`token_limit`); only saved bitmaps are larger, and are weighed by their own bitmap.
+    pub fn most_bytes(&self) -> u64 {
+        let exact = stream_words(Shape::new(self.exact_limit, self.universe()));
+        charged_bytes(registers_words(self.precision)).max(charged_bytes(exact))
     }
 
     pub fn sparse_limit(&self) -> u64 {
@@ -398,7 +407,7 @@ mod tests {
             let m = bits_for(n, e).unwrap();
             let g = Geometry::new(n, e, m);
             assert_eq!(
-                (m, bitmap_bytes(m), g.exact_limit, g.sparse_limit),
+                (m, m.div_ceil(64) * 8, g.exact_limit, g.sparse_limit),
                 (bits, bytes, exact, sparse),
                 "capacity {n}, error {e}"
             );

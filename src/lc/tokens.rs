@@ -4,7 +4,7 @@
 //! its exact count as the running estimate, and turns into registers past `token_limit`.
 
 use super::counter::{Counter, LcError};
-use super::geometry::{registers_words, token_universe, tokens_words};
+use super::geometry::{charged_bytes, registers_words, token_universe, tokens_words};
 use super::header::{Header, Mode, SKETCH_STREAM};
 use super::levels::{token, update, weight};
 use super::running::Running;
@@ -85,7 +85,7 @@ impl Counter {
     }
 
     pub(super) fn check_registers_within(&self, limit: u64) -> Result<(), LcError> {
-        let bytes = registers_words(self.geometry.precision) * 8;
+        let bytes = charged_bytes(registers_words(self.geometry.precision));
         if bytes > limit {
             return Err(LcError::TooLarge { bytes, limit });
         }

@@ -64,33 +64,44 @@ fn reserve_and_its_errors() {
         let r = redis::cmd("LC.RESERVE").arg(args).query::<()>(&mut c);
         assert!(err_text(r).contains("wrong number of arguments"));
     }
-    // A counter at 1% takes 6,952 bytes at most (its registers), whatever its capacity: the
-    // limit binds that, not the bitmap the capacity once asked for (19,272 bytes at 10^6).
-    let _: () = redis::cmd("CONFIG")
-        .arg(&["SET", "lcbloom.max-memory-per-key", "10000"])
-        .query(&mut c)
-        .unwrap();
+    // The limit binds the most a counter grows to, in the allocator's size classes (as
+    // LC.INFO's Size counts them): at 1% its registers (7,168 bytes), or its exact set where
+    // a large capacity makes that larger (10,240 bytes at 10^6), never the bitmap the
+    // capacity once asked for (19,272 bytes at 10^6).
+    let set_limit = |c: &mut Connection, limit: &str| {
+        let _: () = redis::cmd("CONFIG")
+            .arg(&["SET", "lcbloom.max-memory-per-key", limit])
+            .query(c)
+            .unwrap();
+    };
+    set_limit(&mut c, "10239");
+    let r = redis::cmd("LC.RESERVE")
+        .arg(&["big", "0.01", "1000000"])
+        .query::<()>(&mut c);
+    assert!(err_text(r).starts_with("ERR counter would take 10240 bytes"));
+    set_limit(&mut c, "10240");
     let _: () = redis::cmd("LC.RESERVE")
         .arg(&["big", "0.01", "1000000"])
         .query(&mut c)
         .unwrap();
-    let items: Vec<String> = (0..20_000).map(|i| format!("i{i}")).collect();
-    let _: i64 = redis::cmd("LC.ADD")
-        .arg("big")
-        .arg(&items)
-        .query(&mut c)
-        .unwrap();
+    for chunk in 0..40 {
+        let items: Vec<String> = (0..500).map(|i| format!("i{chunk}-{i}")).collect();
+        let _: i64 = redis::cmd("LC.ADD")
+            .arg("big")
+            .arg(&items)
+            .query(&mut c)
+            .unwrap();
+        let size = lc_info_field(&mut c, "big", "Size");
+        assert!(matches!(size, Value::Int(s) if s <= 10_240), "{size:?}");
+    }
     assert_eq!(lc_mode(&mut c, "big"), "registers");
-    let _: () = redis::cmd("CONFIG")
-        .arg(&["SET", "lcbloom.max-memory-per-key", "6951"])
-        .query(&mut c)
-        .unwrap();
+    set_limit(&mut c, "7167");
     let r = redis::cmd("LC.RESERVE")
         .arg(&["r", "0.01", "1000"])
         .query::<()>(&mut c);
     let text = err_text(r);
     assert!(
-        text.starts_with("ERR counter would take 6952 bytes"),
+        text.starts_with("ERR counter would take 7168 bytes"),
         "{text}"
     );
     assert!(text.contains("max-memory-per-key"));
@@ -422,21 +433,23 @@ fn loadchunk_recreates_a_counter_and_validates_its_payload() {
         );
     }
     let _: () = redis::cmd("CONFIG")
-        .arg(&["SET", "lcbloom.max-memory-per-key", "1024"])
+        .arg(&["SET", "lcbloom.max-memory-per-key", "7168"])
         .query(&mut c)
         .unwrap();
-    // A saved bitmap of 16,000 bits, half of them set, takes 2,000 bytes.
+    // A saved bitmap of 64,000 bits, half of them set, takes 8,192 bytes (its words and
+    // header in their size class).
     let mut big = vec![1, 1, 1, 100];
     big.extend_from_slice(&0.01f64.to_le_bytes());
-    big.extend_from_slice(&[(16_000u16 as u8) | 0x80, (16_000u16 >> 7) as u8]);
-    big.extend(std::iter::repeat_n(0x55u8, 2_000));
+    let m = 64_000u32;
+    big.extend_from_slice(&[(m as u8) | 0x80, ((m >> 7) as u8) | 0x80, (m >> 14) as u8]);
+    big.extend(std::iter::repeat_n(0x55u8, 8_000));
     let r = redis::cmd("LC.LOADCHUNK")
         .arg("n")
         .arg(&big)
         .query::<()>(&mut c);
     assert!(err_text(r).contains("larger than max-memory-per-key"));
     assert!(!exists(&mut c, "n"));
-    // An exact set of that size takes its fingerprints' bytes only.
+    // An exact set takes its fingerprints' bytes, and grows to its registers at most.
     let exact = empty_encoding(100, 0.01, 16_000);
     let _: () = redis::cmd("LC.LOADCHUNK")
         .arg("n")

@@ -9,7 +9,7 @@ use crate::core::chunks::{bytes_into_words, Reader, Writer};
 use crate::core::decode::DecodeError;
 use crate::core::ef;
 use crate::lc::counter::Counter;
-use crate::lc::geometry::{registers_words, token_limit, token_universe};
+use crate::lc::geometry::{charged_bytes, registers_words, token_limit, token_universe};
 use crate::lc::header::{Mode, SKETCH_REGISTERS, SKETCH_STREAM};
 use crate::lc::levels::{
     forgotten_levels, max_level, registers_counts, weight, REGISTER_BITS, WINDOW,
@@ -133,7 +133,7 @@ pub fn read_registers(
     max_bytes: u64,
 ) -> Result<Counter, DecodeError> {
     let p = read_precision(r, &counter)?;
-    if registers_words(p) * 8 > max_bytes {
+    if charged_bytes(registers_words(p)) > max_bytes {
         return Err(DecodeError(OVER_THE_LIMIT));
     }
     let len = registers_bytes(p);
