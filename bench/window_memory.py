@@ -11,12 +11,15 @@ items for comparison. Memory does not depend on the machine's load.
 Usage: window_memory.py PORT (a server with lcbloom loaded, nothing else in db 0).
 """
 import sys
+import time
 
 import redis
 
 N = 1_000_000
 BATCH = 1_000
-T0 = 4_102_444_800_000  # ms, a multiple of the 25 s slots of a 100 s window
+# ms, a multiple of the 25 s slots of a 100 s window, an hour in the past: the run spans 200 s
+# of filter time, and `AT` may not pass the server's clock.
+T0 = (int(time.time()) - 3_600) // 25 * 25_000
 
 
 def windowed(r, rate, scaling):

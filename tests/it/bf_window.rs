@@ -762,6 +762,28 @@ fn copy_memory_usage_events_and_info() {
     assert!(format!("{docs:?}").contains("WINDOW"));
 }
 
+/// A windowed filter made by `BF.RESERVE` has room for the layers it holds, as a loaded one
+/// does: a small one costs the same before and after a reload, and well under a kilobyte. The
+/// first layer pushed into an empty list used to make room for four (1,504 bytes for any
+/// filter of capacity up to 1,000, against 544 now).
+#[test]
+fn small_windowed_filters_cost_what_loaded_ones_do() {
+    let s = Server::start();
+    let mut c = s.conn();
+    for (key, capacity) in [("w10", "10"), ("w1000", "1000")] {
+        ok(
+            &mut c,
+            &["BF.RESERVE", key, "0.001", capacity, "WINDOW", "2592000"],
+        );
+        ok(&mut c, &["BF.MADD", key, "a", "b", "c"]);
+    }
+    let usage = |c: &mut Connection, key: &str| int(ok(c, &["MEMORY", "USAGE", key]));
+    let made = [usage(&mut c, "w10"), usage(&mut c, "w1000")];
+    assert!(made.iter().all(|&m| m < 800), "{made:?}");
+    ok(&mut c, &["DEBUG", "RELOAD"]);
+    assert_eq!([usage(&mut c, "w10"), usage(&mut c, "w1000")], made);
+}
+
 /// Windowed filters loaded from their encoding (RESTORE, an RDB load; `BF.LOADCHUNK` takes
 /// the same decoder) cost what `MEMORY USAGE` says, as filters built by commands do: many
 /// small keys, where a list the load allocated past its length would show.

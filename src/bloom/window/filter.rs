@@ -113,6 +113,12 @@ impl WindowFilter {
         };
         let lp = filter.layer_params(params.capacity, params.head_rate(), limit)?;
         let layer = Layer::new(lp, 0).ok_or(ChainError::OutOfMemory)?;
+        // Room for exactly the layers it has, as a loaded filter: a first push would make
+        // room for four (about 1 KB more on every key, most of which keep one layer).
+        filter
+            .layers
+            .try_reserve_exact(1)
+            .map_err(|_| ChainError::OutOfMemory)?;
         filter.layers.push(layer);
         Ok(filter)
     }
@@ -241,7 +247,7 @@ impl WindowFilter {
             .ok_or(ChainError::Overflow)?;
         let lp = self.layer_params(capacity, rate, limit)?;
         self.layers
-            .try_reserve(1)
+            .try_reserve_exact(1)
             .map_err(|_| ChainError::OutOfMemory)?;
         let layer = Layer::new(lp, head).ok_or(ChainError::OutOfMemory)?;
         self.layers.push(layer);
