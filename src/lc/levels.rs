@@ -338,6 +338,7 @@ pub fn reduced_level(k: u64, dropped_bit: u64) -> u64 {
 }
 
 /// Counts of known-set indicators by level, for `ml_estimate`.
+#[derive(PartialEq)]
 pub struct SetCounts(pub Vec<u64>);
 
 impl SetCounts {

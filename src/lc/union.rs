@@ -569,12 +569,33 @@ impl Counter {
         // registers straight away: their union is a token list only when they overlap that
         // much, and then its registers forget a few of its low levels, which moves the
         // estimate by far less than its error.
-        let listed: u64 = counters.iter().map(|c| c.header().count).sum();
-        let indicators = if listed > SORTED_UNION * token_limit(p) {
-            Counter::union_registers(counters, p)?
-        } else {
-            Counter::union_indicators(counters, p, listed)?
+        // One pass over the counters' first lines: what they list, and the largest.
+        let (mut listed, mut largest) = (0u64, (0u64, counters[0]));
+        for &c in counters {
+            listed += c.header().count;
+            let count = c.count();
+            if count >= largest.0 {
+                largest = (count, c);
+            }
+        }
+        let as_registers = listed > SORTED_UNION * token_limit(p);
+        let indicators_of = |counters: &[&Counter]| match as_registers {
+            true => Counter::union_registers(counters, p),
+            false => Counter::union_indicators(counters, p, listed),
         };
+        let indicators = indicators_of(counters)?;
+        // A union with no indicator beyond its largest key's counts as that key does, as
+        // `PFCOUNT` of a HyperLogLog and its subsets answers that HyperLogLog's count: its
+        // maximum-likelihood estimate could differ from the key's running one by the error.
+        let (count, largest) = largest;
+        let plain = |i: &Indicators| !matches!(i, Indicators::Registers(_, Some(_)));
+        if plain(&indicators) {
+            let alone = indicators_of(&[largest])?;
+            if plain(&alone) && Counter::counts_of(&alone, p) == Counter::counts_of(&indicators, p)
+            {
+                return Ok(count);
+            }
+        }
         Ok(Counter::estimate_of(&indicators, p).0.round() as u64)
     }
 
@@ -613,11 +634,7 @@ impl Counter {
             [me, only]
                 if me.holds_nothing() && only.is_sketch() && only.geometry == me.geometry =>
             {
-                let copy = only.try_clone()?;
-                if copy.mode() == Mode::Registers {
-                    self.check_registers_within(limit)?;
-                }
-                *self = copy;
+                *self = Counter::copy_within(only, limit)?;
                 return Ok(true);
             }
             _ => {}
@@ -653,16 +670,20 @@ impl Counter {
             block: Block::none(),
         };
         // Compared as a merge would store them; the estimate only when something changed.
-        let unchanged = p == self.geometry.precision
-            && match (&indicators, self.mode()) {
-                (Indicators::Tokens(t), Mode::Tokens) => t.len() as u64 == self.header().count,
-                (Indicators::Registers(r, _), Mode::Registers) => {
-                    r.iter().copied().eq(self.registers())
-                }
-                _ => false,
-            };
-        if unchanged {
+        if p == self.geometry.precision && Counter::holds_as(&indicators, self) {
             return Ok(false);
+        }
+        // An empty counter whose union holds no more than its largest source of its own
+        // geometry becomes a copy of that source, running estimate included, as `LC.COUNT`
+        // of the sources counts as it (the rule for one source above, for its subsets too).
+        let largest = all
+            .iter()
+            .filter(|c| c.is_sketch() && c.geometry == self.geometry);
+        if let Some(&largest) = largest.max_by_key(|c| c.count()) {
+            if self.holds_nothing() && Counter::holds_as(&indicators, largest) {
+                *self = Counter::copy_within(largest, limit)?;
+                return Ok(true);
+            }
         }
         let running = Counter::running_of(&indicators, p, union.geometry.universe());
         union.block = match indicators {
@@ -677,6 +698,28 @@ impl Counter {
         };
         *self = union;
         Ok(true)
+    }
+
+    /// A copy of `source`, which an empty counter of its geometry becomes; registers refused
+    /// beyond `limit` bytes.
+    fn copy_within(source: &Counter, limit: u64) -> Result<Counter, LcError> {
+        let copy = source.try_clone()?;
+        if copy.mode() == Mode::Registers {
+            copy.check_registers_within(limit)?;
+        }
+        Ok(copy)
+    }
+
+    /// Whether a sketch union's `indicators` (at `counter`'s precision, a superset of its
+    /// indicators) are `counter`'s own, as a merge would store them.
+    fn holds_as(indicators: &Indicators, counter: &Counter) -> bool {
+        match (indicators, counter.mode()) {
+            (Indicators::Tokens(t), Mode::Tokens) => t.len() as u64 == counter.header().count,
+            (Indicators::Registers(r, _), Mode::Registers) => {
+                r.iter().copied().eq(counter.registers())
+            }
+            _ => false,
+        }
     }
 
     /// Makes this exact counter the union of exact counters of its geometry whose distinct
@@ -722,6 +765,58 @@ mod tests {
             })
             .collect();
         (all, truth.len())
+    }
+
+    /// A union whose other keys hold only items of its largest counts as that counter does,
+    /// whatever their modes and sizes at one precision (as `PFCOUNT` of a HyperLogLog and its
+    /// subsets); one more item the largest lacks makes it a union estimate again.
+    #[test]
+    fn a_union_within_its_largest_key_counts_as_that_key() {
+        let item = |i: u64| i.to_le_bytes();
+        for (n, subset) in [
+            (300u64, 2u64),
+            (2_000, 150),
+            (50_000, 2),
+            (50_000, 400),
+            (50_000, 3_000),
+        ] {
+            let mut big = Counter::reserve(0.01, 50_000, u64::MAX).unwrap();
+            for i in 0..n {
+                big.add(&item(i)).unwrap();
+            }
+            let mut sub = Counter::reserve(0.01, 1_000, u64::MAX).unwrap();
+            for i in 0..subset {
+                sub.add(&item(i * 7 % n)).unwrap();
+            }
+            for union in [[&big, &sub], [&sub, &big]] {
+                assert_eq!(
+                    Counter::union_count(&union),
+                    Ok(big.count()),
+                    "{n}, {subset}"
+                );
+            }
+            let mut third = Counter::reserve(0.01, 50_000, u64::MAX).unwrap();
+            for i in 0..40 {
+                third.add(&item(n + i)).unwrap();
+            }
+            let wider = Counter::union_count(&[&big, &sub, &third]).unwrap();
+            assert!(wider > big.count(), "{n}: {wider} ≤ {}", big.count());
+            // A merge of them into a new key is a copy of the largest, and counts as it; a
+            // subset of the same geometry listing more tokens than its header counts makes
+            // no difference.
+            let mut mid = Counter::reserve(0.01, 50_000, u64::MAX).unwrap();
+            for i in 0..400 {
+                mid.add(&item(i % n)).unwrap();
+            }
+            let mut merged = Counter::reserve(0.01, 50_000, u64::MAX).unwrap();
+            merged
+                .absorb_sketches(&[&sub, &big, &mid], u64::MAX)
+                .unwrap();
+            assert_eq!(merged.count(), big.count(), "{n}, {subset}");
+            if big.is_sketch() {
+                assert_eq!(merged, big);
+            }
+        }
     }
 
     /// A many-source merge in one pass gives the counter merging them one by one gives, and
