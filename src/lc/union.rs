@@ -565,10 +565,6 @@ impl Counter {
         let Some(p) = counters.iter().map(|c| c.geometry.precision).min() else {
             return Ok(0);
         };
-        // Counters listing more than `SORTED_UNION` token lists' worth of tokens in all go to
-        // registers straight away: their union is a token list only when they overlap that
-        // much, and then its registers forget a few of its low levels, which moves the
-        // estimate by far less than its error.
         // One pass over the counters' first lines: what they list, and the largest.
         let (mut listed, mut largest) = (0u64, (0u64, counters[0]));
         for &c in counters {
@@ -578,6 +574,10 @@ impl Counter {
                 largest = (count, c);
             }
         }
+        // Counters listing more than `SORTED_UNION` token lists' worth of tokens in all go to
+        // registers straight away: their union is a token list only when they overlap that
+        // much, and then its registers forget a few of its low levels, which moves the
+        // estimate by far less than its error.
         let as_registers = listed > SORTED_UNION * token_limit(p);
         let indicators_of = |counters: &[&Counter]| match as_registers {
             true => Counter::union_registers(counters, p),
