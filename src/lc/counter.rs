@@ -239,17 +239,11 @@ impl Counter {
     /// client makes, so it is checked when a counter is made, and at each switch to a larger
     /// form): an exact counter by `Geometry::most_bytes`, a sketch by its registers.
     pub fn check_growth_within(&self, limit: u64) -> Result<(), LcError> {
-        let bytes = match self.mode() {
-            Mode::Exact => self.geometry.most_bytes(),
-            Mode::Tokens | Mode::Registers => {
-                charged_bytes(registers_words(self.geometry.precision))
-            }
-            Mode::Sparse | Mode::Dense => charged_bytes(dense_words(self.geometry.m)),
-        };
-        if bytes > limit {
-            return Err(LcError::TooLarge { bytes, limit });
+        match self.mode() {
+            Mode::Exact => bytes_within(self.geometry.most_bytes(), limit),
+            Mode::Tokens | Mode::Registers => self.check_registers_within(limit),
+            Mode::Sparse | Mode::Dense => self.check_dense_within(limit),
         }
-        Ok(())
     }
 
     /// An empty counter with a given geometry (no validation: callers have validated it, and
@@ -545,11 +539,7 @@ impl Counter {
     }
 
     pub(super) fn check_dense_within(&self, limit: u64) -> Result<(), LcError> {
-        let bytes = charged_bytes(dense_words(self.geometry.m));
-        if bytes > limit {
-            return Err(LcError::TooLarge { bytes, limit });
-        }
-        Ok(())
+        bytes_within(charged_bytes(dense_words(self.geometry.m)), limit)
     }
 
     /// Makes this counter the union of itself and `other`, keeping its own size; true if it
@@ -775,6 +765,14 @@ impl Counter {
             sorted: Box::new(positions.into_iter()),
         };
         Counter::from_bits(capacity, error_rate, g.m, bits, u64::MAX).unwrap()
+    }
+}
+
+/// `TooLarge` when a form of `bytes` bytes would pass `limit`.
+pub(super) fn bytes_within(bytes: u64, limit: u64) -> Result<(), LcError> {
+    match bytes > limit {
+        true => Err(LcError::TooLarge { bytes, limit }),
+        false => Ok(()),
     }
 }
 

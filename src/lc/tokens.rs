@@ -3,7 +3,7 @@
 //! estimate, its variance and `μ` before it. A counter leaving exact mode comes here, with
 //! its exact count as the running estimate, and turns into registers past `token_limit`.
 
-use super::counter::{Counter, LcError};
+use super::counter::{bytes_within, Counter, LcError};
 use super::geometry::{charged_bytes, registers_words, token_universe, tokens_words};
 use super::header::{Header, Mode, SKETCH_STREAM};
 use super::levels::{token, update, weight};
@@ -85,11 +85,10 @@ impl Counter {
     }
 
     pub(super) fn check_registers_within(&self, limit: u64) -> Result<(), LcError> {
-        let bytes = charged_bytes(registers_words(self.geometry.precision));
-        if bytes > limit {
-            return Err(LcError::TooLarge { bytes, limit });
-        }
-        Ok(())
+        bytes_within(
+            charged_bytes(registers_words(self.geometry.precision)),
+            limit,
+        )
     }
 }
 

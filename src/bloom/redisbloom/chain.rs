@@ -308,13 +308,14 @@ impl batch::Lookup<HashPair> for RedisBloomChain {
     }
 }
 
-/// Whether a link is one RedisBloom failed to make: when `bloom_init` refuses a new link (0
-/// entries, from growth 0; an error rate halved to 0), RedisBloom still appends it, without a
-/// bit array, and saves it. It holds nothing, and while it is last RedisBloom answers every
-/// lookup "present". Decoders drop it when it is the last link (where RedisBloom leaves it),
-/// so the chain answers for what it holds and an add that needs a new link fails again.
-pub fn is_unmade(params: &LinkParams, size: u64) -> bool {
-    params.bytes == 0 && size == 0
+/// Whether link `index` of `links` is one RedisBloom failed to make, which decoders drop:
+/// when `bloom_init` refuses a new link (0 entries, from growth 0; an error rate halved to 0),
+/// RedisBloom still appends it, without a bit array, and saves it. It holds nothing, and while
+/// it is last RedisBloom answers every lookup "present". Only a last link after another is
+/// dropped (where RedisBloom leaves it), so the chain answers for what it holds and an add
+/// that needs a new link fails again.
+pub fn is_unmade_last(index: u64, links: u64, params: &LinkParams, size: u64) -> bool {
+    index > 0 && index + 1 == links && params.bytes == 0 && size == 0
 }
 
 /// A link count outside 1..=MAX_LINKS.

@@ -44,7 +44,7 @@
 //!
 //! Validation (every decoder): 1..=999 links (RedisBloom 2.8.2 aborts on 1000 or more), known
 //! options, any growth (0 stands for a multiple of 2^32: such a chain cannot grow), a last
-//! link RedisBloom failed to make (no bit array, no items) dropped (`chain::is_unmade`), Σ link
+//! link RedisBloom failed to make (no bit array, no items) dropped (`chain::is_unmade_last`), Σ link
 //! sizes = size, per link error in (0, 1), k as
 //! derived from bpe (so k ≤ 1100), n2 ≤ 63, bits ≥ 1, bits and M within the array; memory is
 //! bounded by the caller's limit before the arrays are allocated. RedisBloom 2.8.2 checks

@@ -2,7 +2,7 @@
 //! field reader/writer: the type adapter maps it to `RedisModule_Load*`/`Save*`, the DUMP
 //! codec (`dump.rs`) to bytes. Field order and presence are in the header of `mod.rs`.
 
-use super::chain::{is_unmade, memory_bytes_for, RedisBloomChain, BAD_LINK_COUNT, MAX_LINKS};
+use super::chain::{is_unmade_last, memory_bytes_for, RedisBloomChain, BAD_LINK_COUNT, MAX_LINKS};
 use super::link::{Link, LinkParams, MAX_HASHES};
 use super::{DecodeError, TOO_LARGE};
 
@@ -98,7 +98,7 @@ pub fn decode(
             return Err(TOO_LARGE);
         }
         let link_size = r.unsigned()?;
-        if index + 1 == nfilters && index > 0 && is_unmade(&params, link_size) {
+        if is_unmade_last(index, nfilters, &params, link_size) {
             break;
         }
         params.validate()?;

@@ -10,7 +10,7 @@
 //! (`bloom/commands.rs` tells them apart, with [`looks_like_header`]). That is how a
 //! RedisBloom AOF rewrite or `BF.SCANDUMP` stream loads into lcbloom.
 
-use super::chain::{check_chain_fields, is_unmade, memory_bytes_for, zeroed, RedisBloomChain};
+use super::chain::{check_chain_fields, is_unmade_last, memory_bytes_for, zeroed, RedisBloomChain};
 use super::link::{Link, LinkParams};
 use super::{DecodeError, BAD_DATA, OUT_OF_MEMORY, TOO_LARGE};
 use crate::core::chunks::{Reader, Writer, CHUNK_BYTES};
@@ -79,7 +79,11 @@ pub fn decode_header(header: &[u8], limit: u64) -> Result<RedisBloomChain, Decod
             .iter()
             .try_fold(0u64, |s, (_, size)| s.checked_add(*size))
     })?;
-    if params.len() > 1 && params.last().is_some_and(|(p, size)| is_unmade(p, *size)) {
+    let count = params.len() as u64;
+    if params
+        .last()
+        .is_some_and(|(p, size)| is_unmade_last(count - 1, count, p, *size))
+    {
         params.pop();
     }
     let mut data_bytes = 0u64;
