@@ -4,6 +4,11 @@
 //! indicators, and its estimate is the maximum-likelihood one (its running estimate restarts
 //! from there). Reducing tokens is exact. Registers of a larger precision are kept at their
 //! own: the estimate takes what each knows at its resolution (precisions.rs).
+//!
+//! A union never counts fewer than its largest key: one holding nothing beyond that key
+//! counts as it does, and any other takes the larger of its estimate and that key's count.
+//! The two are estimates of different sets, the union's the larger, so the union's error
+//! alone could otherwise put a day's rollup below one of its keys.
 
 use super::collect::{union_packed, LevelBits};
 use super::counter::{Counter, LcError};
@@ -21,6 +26,11 @@ use crate::core::alloc::zeroed;
 use crate::core::block::Block;
 #[cfg(target_arch = "x86_64")]
 use crate::core::ef_chunks;
+
+/// A union's count: its estimate, or its largest key's count where that is larger.
+fn at_least(estimate: f64, largest: u64) -> u64 {
+    (estimate.round() as u64).max(largest)
+}
 
 /// Indicator `(index, level)` of precision `from` seen at precision `to ≤ from`.
 #[inline]
@@ -486,23 +496,24 @@ impl Counter {
 
     /// The running state a merge stores with a union's indicators, in a geometry whose exact
     /// set holds at most `first` items: the union's estimate and variance, and the unset
-    /// weight of those indicators.
-    fn running_of(indicators: &Indicators, p: u32, first: u64) -> Running {
+    /// weight of those indicators. The estimate is at least `largest` (its largest source's
+    /// count, as `sketch_union_count` answers), within what the indicators allow.
+    fn running_of(indicators: &Indicators, p: u32, first: u64, largest: u64) -> Running {
         let (counts, mu) = Counter::counts_of(indicators, p);
-        let Indicators::Registers(registers, Some(evidence)) = indicators else {
-            let (estimate, variance) = ml_estimate(&counts, mu, p);
-            return Running {
-                estimate,
-                variance,
-                mu,
-            };
+        let (estimate, variance) = match indicators {
+            // Its estimate came from other indicators than those it stores (precisions.rs).
+            Indicators::Registers(_, Some(evidence)) => evidence.estimate(),
+            _ => ml_estimate(&counts, mu, p),
         };
-        // Its estimate came from other indicators than those it stores (precisions.rs).
-        let (estimate, variance) = evidence.estimate();
         let set: u64 = counts.0.iter().sum();
-        let forgotten: u64 = registers.iter().map(|&r| forgotten_levels(r)).sum();
+        let forgotten: u64 = match indicators {
+            Indicators::Registers(registers, _) => {
+                registers.iter().map(|&r| forgotten_levels(r)).sum()
+            }
+            Indicators::Tokens(_) => 0,
+        };
         let running = Running {
-            estimate,
+            estimate: estimate.max(largest as f64),
             variance,
             mu,
         };
@@ -522,7 +533,8 @@ impl Counter {
             return Ok(0);
         };
         let p = first.geometry.precision;
-        let listed: u64 = counters.iter().map(|c| c.header().count).sum();
+        let counts = counters.iter().map(|c| c.header().count);
+        let (listed, largest) = counts.fold((0, 0), |(sum, most), n| (sum + n, most.max(n)));
         if listed <= SORTED_UNION * token_limit(p) {
             return Ok(distinct_fingerprints(counters)?.len() as u64);
         }
@@ -557,7 +569,7 @@ impl Counter {
             Some(tokens) => Indicators::Tokens(tokens),
             None => Indicators::Registers(levels.registers().collect(), None),
         };
-        Ok(Counter::estimate_of(&indicators, p).0.round() as u64)
+        Ok(at_least(Counter::estimate_of(&indicators, p).0, largest))
     }
 
     /// The number of distinct items in the union of exact and sketch counters.
@@ -596,7 +608,7 @@ impl Counter {
                 return Ok(count);
             }
         }
-        Ok(Counter::estimate_of(&indicators, p).0.round() as u64)
+        Ok(at_least(Counter::estimate_of(&indicators, p).0, count))
     }
 
     /// Makes this counter (exact or sketch) the union of itself and `other` (exact or sketch),
@@ -685,7 +697,8 @@ impl Counter {
                 return Ok(true);
             }
         }
-        let running = Counter::running_of(&indicators, p, union.geometry.universe());
+        let largest = all.iter().map(|c| c.count()).max().unwrap_or(0);
+        let running = Counter::running_of(&indicators, p, union.geometry.universe(), largest);
         union.block = match indicators {
             Indicators::Tokens(tokens) => union.sketch_block(p, tokens, running, limit)?,
             Indicators::Registers(registers, _) => {
@@ -815,6 +828,38 @@ mod tests {
             assert_eq!(merged.count(), big.count(), "{n}, {subset}");
             if big.is_sketch() {
                 assert_eq!(merged, big);
+            }
+        }
+    }
+
+    /// A union holding a few items beyond its largest key, or a subset of it at a coarser
+    /// precision, counts no fewer than that key, and a merge of them counts as the union
+    /// does (without the floor, the first trial's one item beyond counted 20,067 against the
+    /// key's 20,127).
+    #[test]
+    fn a_union_never_counts_fewer_than_its_largest_key() {
+        let item = |i: u64| i.to_le_bytes();
+        for trial in 0..12u64 {
+            let base = trial << 32;
+            let mut big = Counter::reserve(0.01, 50_000, u64::MAX).unwrap();
+            for i in 0..20_000 {
+                big.add(&item(base + i)).unwrap();
+            }
+            let mut beyond = Counter::reserve(0.01, 50_000, u64::MAX).unwrap();
+            beyond.add(&item(base + (1 << 31))).unwrap();
+            let mut coarser = Counter::reserve(0.04, 1_000, u64::MAX).unwrap();
+            for i in 0..5_000 {
+                coarser.add(&item(base + i * 3)).unwrap();
+            }
+            for other in [&beyond, &coarser] {
+                let union = Counter::union_count(&[&big, other]).unwrap();
+                assert!(union >= big.count(), "{trial}: {union} < {}", big.count());
+                let mut merged = Counter::reserve(0.01, 50_000, u64::MAX).unwrap();
+                merged.absorb_sketches(&[&big, other], u64::MAX).unwrap();
+                assert_eq!(merged.count(), union, "{trial}");
+                let mut into = big.clone();
+                into.absorb_sketch(other, u64::MAX).unwrap();
+                assert!(into.count() >= big.count(), "{trial}");
             }
         }
     }

@@ -272,6 +272,34 @@ fn a_union_within_one_key_counts_as_that_key() {
     assert_eq!(digest(&mut c, "day"), digest(&mut c, "all"));
 }
 
+/// A union that adds one item to a key, or a subset of it reserved coarser, counts no fewer
+/// than that key, and `LC.MERGE` of them counts the same; the fresh estimate alone came out
+/// below the key (20,067 against 20,127 for one item beyond 20,000).
+#[test]
+fn a_union_never_counts_fewer_than_its_largest_key() {
+    let server = Server::start();
+    let mut c = server.conn();
+    for trial in 0..6 {
+        let big = format!("big{trial}");
+        let one = format!("one{trial}");
+        let coarse = format!("coarse{trial}");
+        for chunk in 0..4 {
+            lc_add(&mut c, &big, &items(&format!("t{trial}-{chunk}-"), 0..5_000));
+        }
+        lc_add(&mut c, &one, &items(&format!("t{trial}-new-"), 0..1));
+        ok(&mut c, &["LC.RESERVE", &coarse, "0.04", "1000"]);
+        lc_add(&mut c, &coarse, &items(&format!("t{trial}-1-"), 0..5_000));
+        let most = lc_count(&mut c, &[&big]);
+        for other in [&one, &coarse] {
+            let union = lc_count(&mut c, &[&big, other]);
+            assert!(union >= most, "{trial} {other}: {union} < {most}");
+            let merged = format!("merged{trial}{other}");
+            ok(&mut c, &["LC.MERGE", &merged, &big, other]);
+            assert_eq!(lc_count(&mut c, &[&merged]), union, "{trial} {other}");
+        }
+    }
+}
+
 #[test]
 fn union_and_merge_of_overlapping_counters() {
     let server = Server::start();
