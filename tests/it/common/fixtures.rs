@@ -84,6 +84,9 @@ pub const FIXTURES: &[Fixture] = &[
     // variance of the number of items (exact counters of one size merging exactly): the
     // cases whose bytes changed, each no larger.
     fixture("golden-2026-11-27.txt"),
+    // Merged counters whose running estimate is at least their largest source's count (a
+    // union never counts fewer than its largest key): the merge case whose estimate was below.
+    fixture("golden-2026-11-27-union-floor.txt"),
 ];
 
 /// The fixture files, oldest first.
