@@ -284,7 +284,11 @@ fn a_union_never_counts_fewer_than_its_largest_key() {
         let one = format!("one{trial}");
         let coarse = format!("coarse{trial}");
         for chunk in 0..4 {
-            lc_add(&mut c, &big, &items(&format!("t{trial}-{chunk}-"), 0..5_000));
+            lc_add(
+                &mut c,
+                &big,
+                &items(&format!("t{trial}-{chunk}-"), 0..5_000),
+            );
         }
         lc_add(&mut c, &one, &items(&format!("t{trial}-new-"), 0..1));
         ok(&mut c, &["LC.RESERVE", &coarse, "0.04", "1000"]);
