@@ -418,3 +418,84 @@ fn memory_returns_to_its_baseline() {
         "used_memory grew from {baseline} to {after}"
     );
 }
+
+/// A windowed filter of many small layers is refused by `RESTORE` and `BF.LOADCHUNK` under a
+/// limit below its `MEMORY USAGE`, and taken at it: the check counts its layers' list and each
+/// partition's words in their size classes (one of 40 layers used to load under a quarter of
+/// its bytes).
+#[test]
+fn windowed_loads_are_weighed_by_their_real_bytes() {
+    let server = Server::start();
+    let mut c = server.conn();
+    ok(
+        &mut c,
+        &[
+            "BF.RESERVE",
+            "w",
+            "0.01",
+            "5",
+            "WINDOW",
+            "600",
+            "EXPANSION",
+            "1",
+        ],
+    );
+    for batch in 0..4 {
+        let mut args = vec!["BF.MADD".to_string(), "w".to_string()];
+        args.extend(items(&format!("b{batch}-"), 50));
+        let args: Vec<&str> = args.iter().map(|s| s.as_str()).collect();
+        ok(&mut c, &args);
+    }
+    let bytes = memory_usage_of(&mut c, &["w".to_string()]);
+    assert!(bytes > 4_000, "{bytes}");
+    let dump: Vec<u8> = redis::cmd("DUMP").arg("w").query(&mut c).unwrap();
+    let mut chunks: Vec<(i64, Vec<u8>)> = Vec::new();
+    let mut cursor = 0;
+    loop {
+        let (next, data): (i64, Vec<u8>) = redis::cmd("BF.SCANDUMP")
+            .arg("w")
+            .arg(cursor)
+            .query(&mut c)
+            .unwrap();
+        if next == 0 {
+            break;
+        }
+        chunks.push((next, data));
+        cursor = next;
+    }
+    let limit = |c: &mut redis::Connection, bytes: i64| {
+        let bytes = bytes.to_string();
+        ok(c, &["CONFIG", "SET", "lcbloom.max-memory-per-key", &bytes]);
+    };
+    limit(&mut c, bytes / 2);
+    let refused = redis::cmd("RESTORE")
+        .arg("r")
+        .arg(0)
+        .arg(dump.as_slice())
+        .query::<Value>(&mut c);
+    assert!(err_text(refused).contains("Bad data format"));
+    assert_eq!(ok(&mut c, &["EXISTS", "r"]), Value::Int(0));
+    let loaded = chunks.iter().try_for_each(|(at, data)| {
+        redis::cmd("BF.LOADCHUNK")
+            .arg("l")
+            .arg(*at)
+            .arg(data.as_slice())
+            .query::<Value>(&mut c)
+            .map(|_| ())
+    });
+    assert!(err_text(loaded).contains("max-memory-per-key"));
+    // Refused at its header or at a chunk: whatever of it was taken stays within the limit.
+    if ok(&mut c, &["EXISTS", "l"]) == Value::Int(1) {
+        let held = memory_usage_of(&mut c, &["l".to_string()]);
+        assert!(held <= bytes / 2, "{held} > {}", bytes / 2);
+    }
+
+    limit(&mut c, bytes);
+    let restored = redis::cmd("RESTORE")
+        .arg("r")
+        .arg(0)
+        .arg(dump.as_slice())
+        .query::<Value>(&mut c);
+    assert_eq!(restored, Ok(Value::Okay));
+    assert_eq!(digest(&mut c, "r"), digest(&mut c, "w"));
+}

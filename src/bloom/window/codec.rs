@@ -58,6 +58,7 @@ use crate::core::defrag::Defrag;
 use crate::core::hashing::HASH_SCHEME;
 
 pub const MAGIC: &[u8; 4] = b"LCBW";
+const TOO_LARGE: &str = "value larger than max-memory-per-key";
 /// The newest encoding version (see "Versions" above).
 pub const ENCODING_VERSION: u8 = 2;
 pub use crate::core::chunks::CHUNK_BYTES;
@@ -198,6 +199,8 @@ pub struct Loading {
     part: usize,
     /// Bytes of a record not yet complete.
     pending: Vec<u8>,
+    /// The most bytes the filter may take.
+    limit: u64,
 }
 
 impl Loading {
@@ -382,9 +385,11 @@ pub fn decode_header(bytes: &[u8], limit: u64) -> Result<(WindowFilter, Loading)
     if total < min_data || !total.is_multiple_of(4) {
         return Err(err("bad data length"));
     }
-    // The words are what the data holds beyond the counts.
+    // The words are what the data holds beyond the counts; the layers' list is an
+    // allocation too. Each chunk is checked again by what it allocates.
+    let planned = planned.saturating_add(size_class((count * std::mem::size_of::<Layer>()) as u64));
     if planned.saturating_add(total - min_data) > limit {
-        return Err(err("value larger than max-memory-per-key"));
+        return Err(err(TOO_LARGE));
     }
     let mut layers = Vec::with_capacity(count);
     for (lp, refreshed) in specs {
@@ -409,6 +414,7 @@ pub fn decode_header(bytes: &[u8], limit: u64) -> Result<(WindowFilter, Loading)
         layer: 0,
         part: 0,
         pending: Vec::new(),
+        limit,
     };
     Ok((WindowFilter::from_parts(params, time, layers), loading))
 }
@@ -475,6 +481,12 @@ pub fn load_chunk(
     }
     if end == loading.total && at != bytes.len() {
         return Err(err("data ends inside a record"));
+    }
+    // Each record's words are an allocation of their own, in its size class: what the
+    // header's check could not know. (The loading state itself goes when the load ends.)
+    let adding: u64 = records.iter().map(|(_, _, r)| r.memory_bytes()).sum();
+    if filter.memory_bytes().saturating_add(adding) > loading.limit {
+        return Err(err(TOO_LARGE));
     }
     for (layer, part, record) in records {
         filter.layers_mut()[layer].replace_part(part, record);

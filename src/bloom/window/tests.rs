@@ -611,3 +611,36 @@ proptest! {
         }
     }
 }
+
+/// Decoding refuses a value that would take more than the limit, by the bytes `MEMORY USAGE`
+/// counts: its layers' list and each partition's words in their size classes included (a
+/// filter of 41 layers took 4.2 times the limit that let it load). Chunk by chunk or whole.
+#[test]
+fn loads_are_refused_past_the_limit_by_their_real_bytes() {
+    use super::value::Windowed;
+    for (capacity, expansion, n) in [(5, 1, 150), (1, 2, 500), (10, 2, 300), (100, 1, 2_000)] {
+        let f = filled(params(capacity, 0.01, expansion), 0, n, 5);
+        let (header, chunks) = encode(&f);
+        let load = |limit: u64, cut: usize| -> Result<Windowed, DecodeError> {
+            let mut v = Windowed::from_header(&header, limit)?;
+            let data = chunks.concat();
+            let mut start = 0;
+            for piece in data.chunks(cut) {
+                v.load_chunk(start, piece)?;
+                start += piece.len() as u64;
+            }
+            Ok(v)
+        };
+        let bytes = load(NO_LIMIT, usize::MAX).unwrap().memory_bytes();
+        assert!(f.layers().len() > 4, "{capacity}");
+        for cut in [usize::MAX, 64, 1_000] {
+            assert!(load(bytes, cut).is_ok(), "{capacity}/{expansion}: {bytes}");
+            let refused = load(bytes - 1, cut).err();
+            assert_eq!(
+                refused,
+                Some(DecodeError("value larger than max-memory-per-key")),
+                "{capacity}/{expansion}: {bytes}, pieces of {cut}"
+            );
+        }
+    }
+}

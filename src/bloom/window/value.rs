@@ -34,9 +34,11 @@ impl Windowed {
         Ok(Self::new(WindowFilter::new(params, limit)?))
     }
 
-    /// A value from its encoded header (within `limit` bytes), waiting for its data.
+    /// A value from its encoded header, waiting for its data: loaded, it may take at most
+    /// `limit` bytes, its box included (each chunk is checked as it arrives).
     pub fn from_header(header: &[u8], limit: u64) -> Result<Self, DecodeError> {
-        let (filter, loading) = codec::decode_header(header, limit)?;
+        let own = size_class(std::mem::size_of::<Self>() as u64);
+        let (filter, loading) = codec::decode_header(header, limit.saturating_sub(own))?;
         Ok(Self {
             filter,
             loading: Some(Box::new(loading)),
