@@ -768,3 +768,67 @@ fn imported_filters_reply_as_redisbloom_in_resp2_and_resp3() {
         .unwrap();
     assert!(usage < 2048 + 200, "MEMORY USAGE {usage}");
 }
+
+/// Filters imported from RedisBloom are weighed against `max-memory-per-key` as `MEMORY
+/// USAGE` counts them, each bit array in its size class: `RESTORE` of one refused under a
+/// limit below that and taken at it, and growth by adds stopping within the limit (an
+/// empty 0.001 / 100,000 filter of 229,504 bytes used to load under a limit of 197,880).
+#[test]
+fn imported_filters_are_weighed_by_their_real_bytes() {
+    let Some(module) = rb::module() else { return };
+    let a = rb::server(&module);
+    let mut ca = a.conn();
+    let _: Value = redis::cmd("BF.RESERVE")
+        .arg(&["big", "0.001", "100000"])
+        .query(&mut ca)
+        .unwrap();
+    let members: Vec<Vec<u8>> = (0..30).map(|i| format!("m{i}").into_bytes()).collect();
+    rb::madd(&mut ca, "small", &members);
+    let big: Vec<u8> = redis::cmd("DUMP").arg("big").query(&mut ca).unwrap();
+    let small: Vec<u8> = redis::cmd("DUMP").arg("small").query(&mut ca).unwrap();
+
+    let server = Server::start();
+    let mut c = server.conn();
+    let restore = |c: &mut Connection, key: &str, payload: &[u8]| {
+        redis::cmd("RESTORE")
+            .arg(key)
+            .arg(0)
+            .arg(payload)
+            .query::<Value>(c)
+    };
+    restore(&mut c, "measured", &big).unwrap();
+    let bytes = memory_usage_of(&mut c, &["measured".to_string()]);
+    let limit = |c: &mut Connection, bytes: i64| {
+        let bytes = bytes.to_string();
+        ok(c, &["CONFIG", "SET", "lcbloom.max-memory-per-key", &bytes]);
+    };
+    // `MEMORY USAGE` adds the key's own bytes (under 100) to the value's.
+    limit(&mut c, bytes - 100);
+    assert!(err_text(restore(&mut c, "r", &big)).contains("Bad data format"));
+    assert_eq!(ok(&mut c, &["EXISTS", "r"]), Value::Int(0));
+    limit(&mut c, bytes);
+    assert_eq!(restore(&mut c, "r", &big), Ok(Value::Okay));
+
+    limit(&mut c, 15_000);
+    restore(&mut c, "grown", &small).unwrap();
+    let mut i = 0;
+    let refused = loop {
+        let batch: Vec<String> = (i..i + 100).map(|j| format!("g{j}")).collect();
+        i += 100;
+        let mut args = vec!["BF.MADD", "grown"];
+        args.extend(batch.iter().map(|s| s.as_str()));
+        match cmd(&mut c, &args) {
+            Err(e) => break e.to_string(),
+            Ok(Value::Array(replies)) => {
+                if let Some(e) = replies.iter().find(|r| matches!(r, Value::ServerError(_))) {
+                    break format!("{e:?}");
+                }
+            }
+            Ok(other) => panic!("{other:?}"),
+        }
+        assert!(i < 100_000, "never refused");
+    };
+    assert!(refused.contains("max-memory-per-key"), "{refused}");
+    let held = memory_usage_of(&mut c, &["grown".to_string()]);
+    assert!(held <= 15_000, "{held}");
+}

@@ -32,12 +32,18 @@ pub fn zeroed(bytes: u64) -> Result<Vec<u8>, ChainError> {
         .ok_or(ChainError::OutOfMemory)
 }
 
-/// Memory of a chain with `links` links and `data_bytes` of bit arrays.
-pub fn memory_bytes_for(links: u64, data_bytes: u64) -> Option<u64> {
-    links
-        .checked_mul(std::mem::size_of::<Link>() as u64)?
-        .checked_add(std::mem::size_of::<RedisBloomChain>() as u64)?
-        .checked_add(data_bytes)
+/// Memory of a chain with a list of `links` links and bit arrays taking `arrays` bytes, each
+/// in its size class (`array_bytes`): what `memory_bytes` will count, known before allocating.
+pub fn memory_bytes_for(links: u64, arrays: u64) -> Option<u64> {
+    let list = links.checked_mul(std::mem::size_of::<Link>() as u64)?;
+    size_class(list)
+        .checked_add(size_class(std::mem::size_of::<RedisBloomChain>() as u64))?
+        .checked_add(arrays)
+}
+
+/// What a bit array of `bytes` bytes takes: its allocator size class.
+pub fn array_bytes(bytes: u64) -> u64 {
+    size_class(bytes)
 }
 
 impl RedisBloomChain {
@@ -151,13 +157,17 @@ impl RedisBloomChain {
     }
 
     pub fn memory_bytes(&self) -> u64 {
-        let list = (self.links.capacity() * std::mem::size_of::<Link>()) as u64;
-        self.links
+        let links = self.links.capacity() as u64;
+        memory_bytes_for(links, self.arrays_bytes()).unwrap_or(u64::MAX)
+    }
+
+    /// Bytes its bit arrays take, each in its size class.
+    fn arrays_bytes(&self) -> u64 {
+        let arrays = self
+            .links
             .iter()
-            .map(|l| size_class(l.data.capacity() as u64))
-            .sum::<u64>()
-            + size_class(std::mem::size_of::<RedisBloomChain>() as u64)
-            + size_class(list)
+            .map(|l| array_bytes(l.data.capacity() as u64));
+        arrays.sum()
     }
 
     pub fn contains(&self, hash: &HashPair) -> bool {
@@ -259,7 +269,8 @@ impl RedisBloomChain {
     fn push_link(&mut self, params: LinkParams, limit: u64) -> Result<(), ChainError> {
         let needed = memory_bytes_for(
             self.links.len() as u64 + 1,
-            self.data_bytes().saturating_add(params.bytes),
+            self.arrays_bytes()
+                .saturating_add(array_bytes(params.bytes)),
         )
         .unwrap_or(u64::MAX);
         if needed > limit {
@@ -532,7 +543,7 @@ mod tests {
         let mut c = RedisBloomChain::reserve(0.01, 10, Some(2), u64::MAX).unwrap();
         fill(&mut c, 10);
         let before = c.clone();
-        let limit = memory_bytes_for(1, c.data_bytes()).unwrap() + 10;
+        let limit = c.memory_bytes() + 10;
         let err = c.add(&c.hash(b"one more"), limit).unwrap_err();
         assert!(matches!(err, ChainError::TooLarge { .. }));
         assert_eq!(c, before);

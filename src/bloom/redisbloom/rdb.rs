@@ -2,7 +2,9 @@
 //! field reader/writer: the type adapter maps it to `RedisModule_Load*`/`Save*`, the DUMP
 //! codec (`dump.rs`) to bytes. Field order and presence are in the header of `mod.rs`.
 
-use super::chain::{is_unmade_last, memory_bytes_for, RedisBloomChain, BAD_LINK_COUNT, MAX_LINKS};
+use super::chain::{
+    array_bytes, is_unmade_last, memory_bytes_for, RedisBloomChain, BAD_LINK_COUNT, MAX_LINKS,
+};
 use super::link::{Link, LinkParams, MAX_HASHES};
 use super::{DecodeError, TOO_LARGE};
 
@@ -83,15 +85,13 @@ pub fn decode(
             bytes: bits.div_ceil(8),
         };
         let within = |bytes: u64| {
-            memory_bytes_for(links.len() as u64 + 1, data_bytes.saturating_add(bytes))
+            memory_bytes_for(nfilters, data_bytes.saturating_add(array_bytes(bytes)))
                 .is_some_and(|m| m <= limit)
         };
         if !within(params.bytes) {
             return Err(TOO_LARGE);
         }
-        let room = limit.saturating_sub(
-            memory_bytes_for(links.len() as u64 + 1, data_bytes).unwrap_or(u64::MAX),
-        );
+        let room = limit.saturating_sub(memory_bytes_for(nfilters, data_bytes).unwrap_or(u64::MAX));
         let data = r.buffer(room)?;
         params.bytes = data.len() as u64;
         if !within(params.bytes) {
@@ -102,7 +102,7 @@ pub fn decode(
             break;
         }
         params.validate()?;
-        data_bytes += params.bytes;
+        data_bytes += array_bytes(params.bytes);
         links.push(Link {
             params,
             size: link_size,
@@ -251,7 +251,7 @@ pub mod tests {
     #[test]
     fn the_limit_is_checked_before_the_arrays() {
         let c = sample();
-        let budget = memory_bytes_for(c.links().len() as u64, c.data_bytes()).unwrap();
+        let budget = c.memory_bytes();
         assert_eq!(read(fields(&c), 4, budget), Ok(c.clone()));
         assert_eq!(read(fields(&c), 4, budget - 1), Err(TOO_LARGE));
     }

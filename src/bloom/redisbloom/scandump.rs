@@ -10,7 +10,9 @@
 //! (`bloom/commands.rs` tells them apart, with [`looks_like_header`]). That is how a
 //! RedisBloom AOF rewrite or `BF.SCANDUMP` stream loads into lcbloom.
 
-use super::chain::{check_chain_fields, is_unmade_last, memory_bytes_for, zeroed, RedisBloomChain};
+use super::chain::{
+    array_bytes, check_chain_fields, is_unmade_last, memory_bytes_for, zeroed, RedisBloomChain,
+};
 use super::link::{Link, LinkParams};
 use super::{DecodeError, BAD_DATA, OUT_OF_MEMORY, TOO_LARGE};
 use crate::core::chunks::{Reader, Writer, CHUNK_BYTES};
@@ -89,7 +91,7 @@ pub fn decode_header(header: &[u8], limit: u64) -> Result<RedisBloomChain, Decod
     let mut data_bytes = 0u64;
     for (p, _) in &params {
         p.validate()?;
-        data_bytes = data_bytes.saturating_add(p.bytes);
+        data_bytes = data_bytes.saturating_add(array_bytes(p.bytes));
     }
     match memory_bytes_for(params.len() as u64, data_bytes) {
         Some(m) if m <= limit => {}
