@@ -41,9 +41,13 @@ pub fn memory_bytes_for(links: u64, arrays: u64) -> Option<u64> {
         .checked_add(arrays)
 }
 
-/// What a bit array of `bytes` bytes takes: its allocator size class.
+/// What a bit array of `bytes` bytes takes: its allocator size class (`u64::MAX` for a length
+/// no allocation has, which a hostile value may claim: its rounding must not wrap).
 pub fn array_bytes(bytes: u64) -> u64 {
-    size_class(bytes)
+    match bytes <= u64::MAX / 2 {
+        true => size_class(bytes),
+        false => u64::MAX,
+    }
 }
 
 impl RedisBloomChain {

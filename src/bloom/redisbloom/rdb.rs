@@ -102,7 +102,7 @@ pub fn decode(
             break;
         }
         params.validate()?;
-        data_bytes += array_bytes(params.bytes);
+        data_bytes = data_bytes.saturating_add(array_bytes(params.bytes));
         links.push(Link {
             params,
             size: link_size,

@@ -259,6 +259,9 @@ mod tests {
         let mut huge = good.clone();
         huge[20..28].copy_from_slice(&(1u64 << 60).to_le_bytes());
         assert!(decode_header(&huge, u64::MAX).is_err());
+        // A length whose size class would wrap (found by fuzzing): refused, not rounded.
+        huge[20..28].copy_from_slice(&u64::MAX.to_le_bytes());
+        assert!(decode_header(&huge, u64::MAX).is_err());
         assert!(decode_header(&good, 100).is_err(), "over the limit");
     }
 }
