@@ -500,18 +500,18 @@ impl Counter {
     /// count, as `sketch_union_count` answers), within what the indicators allow.
     fn running_of(indicators: &Indicators, p: u32, first: u64, largest: u64) -> Running {
         let (counts, mu) = Counter::counts_of(indicators, p);
-        let (estimate, variance) = match indicators {
-            // Its estimate came from other indicators than those it stores (precisions.rs).
-            Indicators::Registers(_, Some(evidence)) => evidence.estimate(),
-            _ => ml_estimate(&counts, mu, p),
+        let ((estimate, variance), forgotten) = match indicators {
+            Indicators::Tokens(_) => (ml_estimate(&counts, mu, p), 0),
+            Indicators::Registers(registers, evidence) => (
+                // With evidence, its estimate came from other indicators than those it
+                // stores (precisions.rs).
+                evidence
+                    .as_ref()
+                    .map_or_else(|| ml_estimate(&counts, mu, p), |e| e.estimate()),
+                registers.iter().map(|&r| forgotten_levels(r)).sum(),
+            ),
         };
         let set: u64 = counts.0.iter().sum();
-        let forgotten: u64 = match indicators {
-            Indicators::Registers(registers, _) => {
-                registers.iter().map(|&r| forgotten_levels(r)).sum()
-            }
-            Indicators::Tokens(_) => 0,
-        };
         let running = Running {
             estimate: estimate.max(largest as f64),
             variance,
@@ -697,8 +697,8 @@ impl Counter {
                 return Ok(true);
             }
         }
-        let largest = all.iter().map(|c| c.count()).max().unwrap_or(0);
-        let running = Counter::running_of(&indicators, p, union.geometry.universe(), largest);
+        let most = all.iter().map(|c| c.count()).max().unwrap_or(0);
+        let running = Counter::running_of(&indicators, p, union.geometry.universe(), most);
         union.block = match indicators {
             Indicators::Tokens(tokens) => union.sketch_block(p, tokens, running, limit)?,
             Indicators::Registers(registers, _) => {

@@ -374,9 +374,7 @@ pub fn decode_header(bytes: &[u8], limit: u64) -> Result<(WindowFilter, Loading)
         }
         rates += rate;
         min_data = min_data.saturating_add(lp.partitions * RECORD_COUNTS as u64);
-        planned = planned.saturating_add(size_class(
-            lp.partitions * std::mem::size_of::<Partition>() as u64,
-        ));
+        planned = planned.saturating_add(lp.parts_bytes());
         specs.push((lp, refreshed));
     }
     if rates > params.error_rate * (1.0 + 1e-9) {
@@ -387,7 +385,7 @@ pub fn decode_header(bytes: &[u8], limit: u64) -> Result<(WindowFilter, Loading)
     }
     // The words are what the data holds beyond the counts; the layers' list is an
     // allocation too. Each chunk is checked again by what it allocates.
-    let planned = planned.saturating_add(size_class((count * std::mem::size_of::<Layer>()) as u64));
+    let planned = planned.saturating_add(WindowFilter::layers_bytes(count));
     if planned.saturating_add(total - min_data) > limit {
         return Err(err(TOO_LARGE));
     }

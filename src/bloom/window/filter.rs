@@ -271,7 +271,7 @@ impl WindowFilter {
             .map(|l| l.params().planned_bytes())
             .sum::<u64>()
             .saturating_add(lp.planned_bytes())
-            .saturating_add(self.fixed_bytes(self.layers.len() + 1));
+            .saturating_add(Self::layers_bytes(self.layers.len() + 1));
         if needed > limit {
             return Err(ChainError::TooLarge { needed, limit });
         }
@@ -281,14 +281,14 @@ impl WindowFilter {
         Ok(lp)
     }
 
-    /// Its list of `layers` layers (the box holding the filter is its holder's to count).
-    fn fixed_bytes(&self, layers: usize) -> u64 {
+    /// A list of `layers` layers (the box holding the filter is its holder's to count).
+    pub(super) fn layers_bytes(layers: usize) -> u64 {
         size_class((layers * std::mem::size_of::<Layer>()) as u64)
     }
 
     /// Bytes its allocations take, each by its allocator size class.
     pub fn memory_bytes(&self) -> u64 {
-        self.fixed_bytes(self.layers.capacity())
+        Self::layers_bytes(self.layers.capacity())
             + self.layers.iter().map(Layer::memory_bytes).sum::<u64>()
     }
 

@@ -109,7 +109,8 @@ impl LayerParams {
             .saturating_add(self.partitions.saturating_mul(size_class(words * 8)))
     }
 
-    fn parts_bytes(&self) -> u64 {
+    /// Bytes of its list of partition records.
+    pub fn parts_bytes(&self) -> u64 {
         size_class(self.partitions * std::mem::size_of::<Partition>() as u64)
     }
 }
