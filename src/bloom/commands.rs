@@ -226,16 +226,16 @@ fn parse_bf_rate(arg: &RedisString) -> Result<f64, RedisError> {
     Ok(rate)
 }
 
-fn parse_capacity(arg: &RedisString) -> Result<u64, RedisError> {
-    let capacity = parse_i64(arg).ok_or(RedisError::Str(BAD_CAPACITY))?;
+fn parse_capacity(ctx: &Context, arg: &RedisString) -> Result<u64, RedisError> {
+    let capacity = parse_i64(ctx, arg).ok_or(RedisError::Str(BAD_CAPACITY))?;
     if capacity <= 0 {
         return Err(RedisError::Str(CAPACITY_RANGE));
     }
     Ok(capacity as u64)
 }
 
-fn parse_expansion(arg: &RedisString) -> Result<u32, RedisError> {
-    let expansion = parse_i64(arg).ok_or(RedisError::Str(BAD_EXPANSION))?;
+fn parse_expansion(ctx: &Context, arg: &RedisString) -> Result<u32, RedisError> {
+    let expansion = parse_i64(ctx, arg).ok_or(RedisError::Str(BAD_EXPANSION))?;
     if !(0..=i64::from(MAX_EXPANSION)).contains(&expansion) {
         return Err(expansion_range(MAX_EXPANSION));
     }
@@ -243,16 +243,16 @@ fn parse_expansion(arg: &RedisString) -> Result<u32, RedisError> {
 }
 
 /// Whole seconds, 1 up to `MAX_WINDOW_MS` / 1000 (100 years).
-fn parse_window(arg: &RedisString) -> Result<u64, RedisError> {
-    parse_i64(arg)
+fn parse_window(ctx: &Context, arg: &RedisString) -> Result<u64, RedisError> {
+    parse_i64(ctx, arg)
         .and_then(|s| u64::try_from(s).ok())
         .filter(|&s| (1..=MAX_WINDOW_MS / 1000).contains(&s))
         .ok_or(RedisError::Str(BAD_WINDOW))
 }
 
 /// Milliseconds since the epoch, 0 up to the latest time a windowed filter holds.
-fn parse_at(arg: &RedisString) -> Result<u64, RedisError> {
-    parse_i64(arg)
+fn parse_at(ctx: &Context, arg: &RedisString) -> Result<u64, RedisError> {
+    parse_i64(ctx, arg)
         .and_then(|t| u64::try_from(t).ok())
         .filter(|&t| t <= MAX_TIME)
         .ok_or(RedisError::Str(BAD_AT))
@@ -288,7 +288,7 @@ struct Options {
 impl Options {
     /// Parses options until the end, or for `BF.INSERT` (`insert`) until `ITEMS`, which
     /// leaves `args` at the items: true if `ITEMS` was found.
-    fn parse(&mut self, args: &mut Args, insert: bool) -> Result<bool, RedisError> {
+    fn parse(&mut self, ctx: &Context, args: &mut Args, insert: bool) -> Result<bool, RedisError> {
         while let Some(arg) = args.next() {
             let is = |keyword| is_keyword(arg, keyword);
             if insert && is("ITEMS") {
@@ -301,7 +301,7 @@ impl Options {
                 set_once(&mut self.seed, "SEED", || parse_seed(args.value(BAD_SEED)?))?;
             } else if insert && is("CAPACITY") {
                 set_once(&mut self.capacity, "CAPACITY", || {
-                    parse_capacity(args.value(BAD_CAPACITY)?)
+                    parse_capacity(ctx, args.value(BAD_CAPACITY)?)
                 })?;
             } else if insert && is("ERROR") {
                 set_once(&mut self.rate, "ERROR", || {
@@ -309,13 +309,13 @@ impl Options {
                 })?;
             } else if is("WINDOW") {
                 set_once(&mut self.window, "WINDOW", || {
-                    parse_window(args.value(BAD_WINDOW)?)
+                    parse_window(ctx, args.value(BAD_WINDOW)?)
                 })?;
             } else if insert && is("AT") {
-                set_once(&mut self.at, "AT", || parse_at(args.value(BAD_AT)?))?;
+                set_once(&mut self.at, "AT", || parse_at(ctx, args.value(BAD_AT)?))?;
             } else if is("EXPANSION") {
                 set_once(&mut self.expansion, "EXPANSION", || {
-                    parse_expansion(args.value(NO_EXPANSION)?)
+                    parse_expansion(ctx, args.value(NO_EXPANSION)?)
                 })?;
             } else if insert && is("NOCREATE") {
                 set_once(&mut self.nocreate, "NOCREATE", || Ok(()))?;
@@ -368,10 +368,10 @@ pub fn reserve(ctx: &Context, args: &[RedisString]) -> RedisResult {
 fn reserve_key(ctx: &Context, args: &[RedisString]) -> RedisResult {
     let mut options = Options {
         rate: Some(parse_bf_rate(&args[2])?),
-        capacity: Some(parse_capacity(&args[3])?),
+        capacity: Some(parse_capacity(ctx, &args[3])?),
         ..Options::default()
     };
-    options.parse(&mut Args::new(&args[4..]), false)?;
+    options.parse(ctx, &mut Args::new(&args[4..]), false)?;
     let mut create = options.create()?;
     let mut key = Key::write(ctx, &args[1]);
     if let Some(clock) = write_filter(&mut key, |filter| filter.clock())? {
@@ -424,7 +424,7 @@ pub fn insert(ctx: &Context, args: &[RedisString]) -> RedisResult {
 fn insert_items(ctx: &Context, args: &[RedisString]) -> RedisResult {
     let mut options = Options::default();
     let mut rest = Args::new(&args[2..]);
-    let items = match options.parse(&mut rest, true)? {
+    let items = match options.parse(ctx, &mut rest, true)? {
         true if !rest.rest().is_empty() => rest.rest(),
         _ => return Err(RedisError::Str(ITEMS_REQUIRED)),
     };
@@ -768,7 +768,7 @@ pub fn scandump(ctx: &Context, args: &[RedisString]) -> RedisResult {
     }
     let key = Key::read(ctx, &args[1]);
     let filter = read_filter(&key)?.ok_or(RedisError::Str(NOT_FOUND))?;
-    let iterator = parse_i64(&args[2]).ok_or(RedisError::Str(BAD_ITERATOR))?;
+    let iterator = parse_i64(ctx, &args[2]).ok_or(RedisError::Str(BAD_ITERATOR))?;
     let (next, bytes) = filter.scandump(iterator);
     Ok(RedisValue::Array(vec![
         RedisValue::Integer(next as i64),
@@ -795,7 +795,7 @@ fn load_chunk(
     iterator: &RedisString,
     data: &[u8],
 ) -> Result<(), RedisError> {
-    let iterator = parse_i64(iterator).ok_or(RedisError::Str(BAD_ITERATOR))?;
+    let iterator = parse_i64(ctx, iterator).ok_or(RedisError::Str(BAD_ITERATOR))?;
     let mut key = Key::write(ctx, name);
     match write_filter(&mut key, |f| f.load_chunk(iterator, data))? {
         Some(loaded) => loaded.map_err(|e| match e {

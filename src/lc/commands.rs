@@ -39,7 +39,7 @@ pub fn reserve(ctx: &Context, args: &[RedisString]) -> RedisResult {
         return Err(RedisError::WrongArity);
     };
     let rate = parse_rate(rate, LC_ERROR_RATE)?;
-    let capacity = parse_in_range(capacity, 1, MAX_CAPACITY, LC_CAPACITY)? as u64;
+    let capacity = parse_in_range(ctx, capacity, 1, MAX_CAPACITY, LC_CAPACITY)? as u64;
     let mut key = Key::write(ctx, key_name);
     if write_word::<StoredCounter>(&mut key)?.is_some() {
         return Err(RedisError::Str(ITEM_EXISTS));
@@ -381,7 +381,7 @@ fn load_piece(
     iterator: &RedisString,
     piece: &RedisString,
 ) -> RedisResult {
-    let iterator = parse_in_range(iterator, 1, i64::MAX, LC_CHUNK_ITERATOR)? as u64;
+    let iterator = parse_in_range(ctx, iterator, 1, i64::MAX, LC_CHUNK_ITERATOR)? as u64;
     let piece = piece.as_slice();
     let offset = chunk_start(iterator, piece.len()).ok_or(RedisError::Str(CHUNK_LENGTH))?;
     let mut key = Key::write(ctx, key_name);

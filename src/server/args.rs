@@ -4,7 +4,8 @@
 //! whitespace, no NaN or infinity. Callers attach their own `ERR ...` text so that replies match
 //! what RedisBloom's clients expect.
 
-use redis_module::{RedisError, RedisString};
+use crate::server::limits::rebuilding;
+use redis_module::{Context, RedisError, RedisString};
 
 /// A finite float written in full (`0.01`, `1e-3`).
 pub fn parse_f64(arg: &RedisString) -> Option<f64> {
@@ -15,22 +16,40 @@ pub fn parse_f64(arg: &RedisString) -> Option<f64> {
     text.parse::<f64>().ok().filter(|v| v.is_finite())
 }
 
-/// A decimal integer in i64 range, no sign games (`+5`, ` 5`, `5.0` are refused).
-pub fn parse_i64(arg: &RedisString) -> Option<i64> {
+/// A decimal integer in i64 range, written as Redis writes it (`string2ll`): `+5`, ` 5`,
+/// `5.0`, `05` and `-0` are refused. Except while the server rebuilds what it accepted once
+/// (an AOF, a master's stream: `limits::rebuilding`), where the commands propagated as they
+/// were sent may hold leading zeros or `-0` from versions that took them; `ctx` is asked only
+/// for such a number.
+pub fn parse_i64(ctx: &Context, arg: &RedisString) -> Option<i64> {
     let text = std::str::from_utf8(arg.as_slice()).ok()?;
-    let digits = text.strip_prefix('-').unwrap_or(text);
-    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+    let (digits, negative) = match text.strip_prefix('-') {
+        Some(digits) => (digits, true),
+        None => (text, false),
+    };
+    let as_redis_writes = is_canonical(digits) && !(negative && digits == "0");
+    let as_once_taken = || is_digits(digits) && rebuilding(ctx);
+    if !(as_redis_writes || as_once_taken()) {
         return None;
     }
     text.parse::<i64>().ok()
 }
 
-/// A decimal integer from 0 to 2^64 − 1, digits only.
+/// A decimal integer from 0 to 2^64 − 1, digits only, without leading zeros.
 pub fn parse_u64_text(text: &str) -> Option<u64> {
-    if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
+    if !is_canonical(text) {
         return None;
     }
     text.parse::<u64>().ok()
+}
+
+/// Digits only, and no leading zero but in `0` itself: the one way Redis writes a number.
+fn is_canonical(digits: &str) -> bool {
+    is_digits(digits) && (digits == "0" || !digits.starts_with('0'))
+}
+
+fn is_digits(text: &str) -> bool {
+    !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit())
 }
 
 /// `parse_u64_text` of an argument.
@@ -45,14 +64,15 @@ pub fn parse_rate(arg: &RedisString, error: &'static str) -> Result<f64, RedisEr
         .ok_or(RedisError::Str(error))
 }
 
-/// An integer in `min..=max`.
+/// An integer in `min..=max` (`parse_i64`).
 pub fn parse_in_range(
+    ctx: &Context,
     arg: &RedisString,
     min: i64,
     max: i64,
     error: &'static str,
 ) -> Result<i64, RedisError> {
-    parse_i64(arg)
+    parse_i64(ctx, arg)
         .filter(|v| (min..=max).contains(v))
         .ok_or(RedisError::Str(error))
 }
@@ -102,4 +122,35 @@ pub fn set_once<T>(
     }
     *slot = Some(value()?);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn integers_are_read_only_as_redis_writes_them() {
+        for (text, value) in [
+            ("0", Some(0)),
+            ("7", Some(7)),
+            ("18446744073709551615", Some(u64::MAX)),
+        ] {
+            assert_eq!(parse_u64_text(text), value, "{text:?}");
+        }
+        for text in [
+            "",
+            "00",
+            "07",
+            "-0",
+            "-1",
+            "+1",
+            " 1",
+            "1 ",
+            "1.0",
+            "0x1",
+            "18446744073709551616",
+        ] {
+            assert_eq!(parse_u64_text(text), None, "{text:?}");
+        }
+    }
 }

@@ -351,6 +351,24 @@ fn error_paths_leave_no_key() {
         (&["BF.RESERVE", "k", "nan", "10"], "ERR bad error rate"),
         (&["BF.RESERVE", "k", "0.01", "ten"], "ERR bad capacity"),
         (&["BF.RESERVE", "k", "0.01", "1.5"], "ERR bad capacity"),
+        // Integers are written as Redis writes them: no leading zeros, no `-0`.
+        (&["BF.RESERVE", "k", "0.01", "0100"], "ERR bad capacity"),
+        (
+            &["BF.RESERVE", "k", "0.01", "10", "EXPANSION", "02"],
+            "ERR bad expansion",
+        ),
+        (
+            &["BF.RESERVE", "k", "0.01", "10", "EXPANSION", "-0"],
+            "ERR bad expansion",
+        ),
+        (
+            &["BF.INSERT", "k", "CAPACITY", "010", "ITEMS", "a"],
+            "ERR bad capacity",
+        ),
+        (
+            &["BF.INSERT", "k", "EXPANSION", "-0", "ITEMS", "a"],
+            "ERR bad expansion",
+        ),
         (
             &["BF.RESERVE", "k", "0.01", "0"],
             "ERR (capacity should be larger than 0)",
@@ -543,10 +561,12 @@ fn error_paths_leave_no_key() {
         err(&mut c, &["BF.INFO", "f", "bogus"]),
         "ERR Invalid information value"
     );
-    assert_eq!(
-        err(&mut c, &["BF.SCANDUMP", "f", "x"]),
-        "ERR Second argument must be numeric"
-    );
+    for iterator in ["x", "00", "-0", "010"] {
+        assert_eq!(
+            err(&mut c, &["BF.SCANDUMP", "f", iterator]),
+            "ERR Second argument must be numeric"
+        );
+    }
     for iterator in ["0", "-1"] {
         assert_eq!(
             err(&mut c, &["BF.LOADCHUNK", "f", iterator, "abcd"]),

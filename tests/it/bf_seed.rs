@@ -315,13 +315,6 @@ fn an_aof_written_before_seeds_replays_unseeded() {
     // The commands a build without seeds appended (no SEED anywhere), as a single-file AOF,
     // which the server takes up at start.
     let dir = Server::fresh_dir();
-    let resp = |args: &[&str]| {
-        let mut out = format!("*{}\r\n", args.len());
-        for a in args {
-            out += &format!("${}\r\n{a}\r\n", a.len());
-        }
-        out
-    };
     let old = [
         "SELECT 0",
         "BF.RESERVE k 0.01 1000 EXPANSION 2 LAYOUT standard",
@@ -332,11 +325,7 @@ fn an_aof_written_before_seeds_replays_unseeded() {
         "BF.INSERT w AT 1000 ITEMS a b c",
         "BF.INSERT wi CAPACITY 100 ERROR 0.01 EXPANSION 2 WINDOW 60 AT 1000 ITEMS x",
     ];
-    let aof: String = old
-        .iter()
-        .map(|line| resp(&line.split(' ').collect::<Vec<_>>()))
-        .collect();
-    std::fs::write(dir.join("appendonly.aof"), aof).unwrap();
+    write_single_file_aof(&dir, &old);
     let server = Server::builder().dir(&dir).arg("appendonly", "yes").start();
     let mut c = server.conn();
     for key in ["k", "i", "plain", "w", "wi"] {

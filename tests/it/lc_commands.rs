@@ -50,6 +50,9 @@ fn reserve_and_its_errors() {
         "",
         "1125899906842625",
         "99999999999999999999",
+        "0100",
+        "-0",
+        "+5",
     ] {
         let r = redis::cmd("LC.RESERVE")
             .arg(&["r", "0.01", capacity])

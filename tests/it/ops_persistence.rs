@@ -4,6 +4,7 @@
 //! clients (including RESTORE) but not loading.
 use crate::common::ops::*;
 use crate::common::*;
+use redis::Value;
 use std::path::Path;
 
 /// The base file of the rewritten AOF (Redis 7: appendonlydir/<name>.<seq>.base.aof).
@@ -213,4 +214,49 @@ fn lc_loadchunk_pieces_are_validated() {
         .unwrap();
     let info: Vec<redis::Value> = redis::cmd("LC.INFO").arg("shell").query(&mut c).unwrap();
     assert_eq!(info[9], redis::Value::Int(20), "bits set: {info:?}");
+}
+
+/// Clients are refused integers Redis would not write (`0100`, `-0`), but an AOF may hold
+/// them as they were sent to a version that took them: it replays as that version did.
+#[test]
+fn an_aof_holding_numbers_with_leading_zeros_replays() {
+    let dir = Server::fresh_dir();
+    write_single_file_aof(
+        &dir,
+        &[
+            "SELECT 0",
+            "LC.RESERVE c 0.01 0100",
+            "LC.ADD c a b",
+            "BF.RESERVE b 0.01 0100 EXPANSION 02",
+            "BF.ADD b a",
+            "BF.RESERVE n 0.01 100 EXPANSION -0",
+            "BF.ADD i x",
+            "BF.INSERT i CAPACITY 010 EXPANSION 02 ITEMS y",
+        ],
+    );
+    let server = Server::builder().dir(&dir).arg("appendonly", "yes").start();
+    let mut c = server.conn();
+    let info = |c: &mut redis::Connection, key: &str, field: &str| -> Vec<i64> {
+        redis::cmd("BF.INFO").arg(&[key, field]).query(c).unwrap()
+    };
+    assert_eq!(info(&mut c, "b", "CAPACITY"), [100]);
+    assert_eq!(info(&mut c, "b", "EXPANSION"), [2]);
+    let nonscaling: Vec<Value> = redis::cmd("BF.INFO")
+        .arg(&["n", "EXPANSION"])
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(nonscaling, [Value::Nil]);
+    assert_eq!(ok(&mut c, &["BF.EXISTS", "i", "y"]), Value::Int(1));
+    assert_eq!(ok(&mut c, &["LC.COUNT", "c"]), Value::Int(2));
+    // The same numbers from a client are refused.
+    let refused = err_text(cmd(&mut c, &["LC.RESERVE", "d", "0.01", "0100"]));
+    assert_eq!(
+        refused,
+        "ERR capacity must be an integer between 1 and 2^50"
+    );
+    let refused = err_text(cmd(
+        &mut c,
+        &["BF.RESERVE", "d", "0.01", "100", "EXPANSION", "-0"],
+    ));
+    assert_eq!(refused, "ERR bad expansion");
 }

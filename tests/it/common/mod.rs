@@ -431,6 +431,21 @@ impl Drop for Server {
 /// A tool some tests need is missing (`what`: which, and how to get it). Under `CI=true` (or
 /// `CI=1`) that fails the test. Elsewhere the test skips, saying so on the terminal: straight
 /// to stderr, since the harness captures `eprintln!` of a passing test.
+/// Writes `lines` (commands, arguments separated by single spaces) to `dir` as a single-file
+/// AOF, the form earlier servers wrote, which a server started there with `appendonly yes`
+/// replays.
+pub fn write_single_file_aof(dir: &Path, lines: &[&str]) {
+    let mut aof = String::new();
+    for line in lines {
+        let args: Vec<&str> = line.split(' ').collect();
+        aof += &format!("*{}\r\n", args.len());
+        for a in args {
+            aof += &format!("${}\r\n{a}\r\n", a.len());
+        }
+    }
+    std::fs::write(dir.join("appendonly.aof"), aof).unwrap();
+}
+
 pub fn missing(what: &str) {
     let ci = std::env::var("CI").is_ok_and(|v| v == "true" || v == "1");
     assert!(!ci, "CI=true and a tool is missing: {what}");
