@@ -722,6 +722,11 @@ pub fn validate(words: &[u64], base: u64, shape: Shape, universe: u64) -> Result
     if ones != shape.k {
         return Err("value count mismatch");
     }
+    // A one in the last upper bit is a high part of `buckets`: a value of at least the
+    // universe, which wraps past 2^64 (and so passes the check below) in universes above 2^63.
+    if len > 0 && bit(words, upper + len - 1) {
+        return Err("value out of range");
+    }
     let mut last = None;
     for v in iter(words, base, shape) {
         if last.is_some_and(|last| last >= v) {
@@ -876,6 +881,29 @@ mod tests {
 
     fn words_for(base: u64, shape: Shape) -> Vec<u64> {
         vec![0; ((base + shape.bits()).div_ceil(64) + 1) as usize]
+    }
+
+    /// The bits of a stream written at bit 0, 64 at a time.
+    fn stream_bits(words: &[u64], shape: Shape) -> Vec<u64> {
+        let bits = shape.bits();
+        (0..bits)
+            .step_by(64)
+            .map(|at| read_bits(words, at, (bits - at).min(64) as u32))
+            .collect()
+    }
+
+    /// One value whose high part is the bucket count: 2 << 63 wraps to 0, below the universe.
+    #[test]
+    fn a_high_part_past_the_buckets_is_refused_in_the_largest_universes() {
+        let universe = (1 << 63) + 80;
+        let shape = Shape::new(1, universe);
+        assert_eq!((shape.l, shape.buckets), (63, 2));
+        // Low part 0x5c, then the upper bits 0b100: a one at the last of the three.
+        let words = [0x0700_0000_0000_005c, 0b10];
+        assert_eq!(
+            validate(&words, 0, shape, universe),
+            Err("value out of range")
+        );
     }
 
     /// `words` and the stream of `set` written afresh, padded with zeros to one length: equal
@@ -1093,6 +1121,29 @@ mod tests {
                 if set.is_empty() {
                     break;
                 }
+            }
+        }
+
+        /// Whatever the words and the universe (up to 2^64 − 1), a stream that validates
+        /// lists values below the universe and is the one encoding of them.
+        #[test]
+        fn a_valid_stream_is_the_encoding_of_its_values(
+            k in 1u64..6,
+            universe in prop_oneof![1u64..1_000, (1u64 << 62)..u64::MAX],
+            noise in proptest::collection::vec(any::<u64>(), 8),
+        ) {
+            let universe = universe.max(k);
+            let shape = Shape::new(k, universe);
+            let mut words = words_for(0, shape);
+            for (word, n) in words.iter_mut().zip(&noise) {
+                *word = *n;
+            }
+            if validate(&words, 0, shape, universe).is_ok() {
+                let values: Vec<u64> = iter(&words, 0, shape).collect();
+                prop_assert!(values.iter().all(|&v| v < universe));
+                let mut again = words_for(0, shape);
+                write(&mut again, 0, shape, values.iter().copied());
+                prop_assert_eq!(stream_bits(&again, shape), stream_bits(&words, shape));
             }
         }
 

@@ -1,6 +1,7 @@
 //! Bloom filters survive every way Redis moves values: DEBUG RELOAD, restart from the RDB file,
 //! DUMP/RESTORE, COPY, SCANDUMP/LOADCHUNK, AOF (replayed commands and rewrite), replication.
 //! Identity is checked with DEBUG DIGEST-VALUE, which digests the full encoding.
+use crate::common::fixtures::unhex;
 use crate::common::fuzz::{
     crc64, dump_payload, module_strings, module_value, split_dump, MODULE_FRAME,
 };
@@ -501,6 +502,27 @@ fn sparse_sets_travel_whole_in_the_header() {
         .exec(&mut c);
     assert!(chunk.is_err());
     assert_eq!(digest(&mut c, "copy"), before);
+}
+
+/// A sparse set in a universe above 2^63 whose one value has a high part past its buckets
+/// (2 << 63 wraps to 0, which looked in range): taken once, it broke the RDB written after
+/// the next add, which no server could load. Refused whole now.
+#[test]
+fn a_sparse_set_whose_value_wraps_past_2_64_is_refused() {
+    let server = Server::start();
+    let mut c = server.conn();
+    let header = unhex(
+        "4c434246030100007b14ae47e17a843f000000000100000001000000000000000200000000000000\
+         dbf97e6abc74833f500000000000008000000000010000000100000000000000\
+         5c000000000000070200000000000000",
+    );
+    let loaded = redis::cmd("BF.LOADCHUNK")
+        .arg("k")
+        .arg(1)
+        .arg(&header)
+        .exec(&mut c);
+    assert!(err_text(loaded).contains("bad data"));
+    assert_eq!(ok(&mut c, &["EXISTS", "k"]), Value::Int(0));
 }
 
 #[test]
