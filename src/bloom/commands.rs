@@ -258,8 +258,8 @@ fn parse_at(ctx: &Context, arg: &RedisString) -> Result<u64, RedisError> {
         .ok_or(RedisError::Str(BAD_AT))
 }
 
-fn parse_seed(arg: &RedisString) -> Result<u64, RedisError> {
-    parse_u64(arg).ok_or(RedisError::Str(BAD_SEED))
+fn parse_seed(ctx: &Context, arg: &RedisString) -> Result<u64, RedisError> {
+    parse_u64(ctx, arg).ok_or(RedisError::Str(BAD_SEED))
 }
 
 fn parse_layout(arg: &RedisString) -> Result<Layout, RedisError> {
@@ -298,7 +298,9 @@ impl Options {
                     parse_layout(args.value(NO_LAYOUT)?)
                 })?;
             } else if is("SEED") {
-                set_once(&mut self.seed, "SEED", || parse_seed(args.value(BAD_SEED)?))?;
+                set_once(&mut self.seed, "SEED", || {
+                    parse_seed(ctx, args.value(BAD_SEED)?)
+                })?;
             } else if insert && is("CAPACITY") {
                 set_once(&mut self.capacity, "CAPACITY", || {
                     parse_capacity(ctx, args.value(BAD_CAPACITY)?)

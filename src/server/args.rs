@@ -17,10 +17,7 @@ pub fn parse_f64(arg: &RedisString) -> Option<f64> {
 }
 
 /// A decimal integer in i64 range, written as Redis writes it (`string2ll`): `+5`, ` 5`,
-/// `5.0`, `05` and `-0` are refused. Except while the server rebuilds what it accepted once
-/// (an AOF, a master's stream: `limits::rebuilding`), where the commands propagated as they
-/// were sent may hold leading zeros or `-0` from versions that took them; `ctx` is asked only
-/// for such a number.
+/// `5.0`, `05` and `-0` are refused, but while rebuilding (`readable`).
 pub fn parse_i64(ctx: &Context, arg: &RedisString) -> Option<i64> {
     let text = std::str::from_utf8(arg.as_slice()).ok()?;
     let (digits, negative) = match text.strip_prefix('-') {
@@ -28,19 +25,29 @@ pub fn parse_i64(ctx: &Context, arg: &RedisString) -> Option<i64> {
         None => (text, false),
     };
     let as_redis_writes = is_canonical(digits) && !(negative && digits == "0");
-    let as_once_taken = || is_digits(digits) && rebuilding(ctx);
-    if !(as_redis_writes || as_once_taken()) {
-        return None;
-    }
-    text.parse::<i64>().ok()
+    readable(ctx, digits, as_redis_writes).then(|| text.parse::<i64>().ok())?
 }
 
-/// A decimal integer from 0 to 2^64 − 1, digits only, without leading zeros.
+/// A decimal integer from 0 to 2^64 − 1, written as Redis writes it, but while rebuilding
+/// (`readable`).
+pub fn parse_u64(ctx: &Context, arg: &RedisString) -> Option<u64> {
+    let text = std::str::from_utf8(arg.as_slice()).ok()?;
+    readable(ctx, text, is_canonical(text)).then(|| parse_u64_text(text))?
+}
+
+/// A decimal integer from 0 to 2^64 − 1, digits only (configuration values: a file written
+/// for an earlier version may pad them with zeros).
 pub fn parse_u64_text(text: &str) -> Option<u64> {
-    if !is_canonical(text) {
-        return None;
-    }
-    text.parse::<u64>().ok()
+    is_digits(text).then(|| text.parse::<u64>().ok())?
+}
+
+/// Whether a number's `digits` (its sign taken off) may be read: when they are written as
+/// Redis writes numbers (`as_redis_writes`), or while the server rebuilds what it accepted
+/// once (an AOF, a master's stream: `limits::rebuilding`), where commands propagated as they
+/// were sent may hold leading zeros or `-0` from versions that took them. `ctx` is asked only
+/// for such a number.
+fn readable(ctx: &Context, digits: &str, as_redis_writes: bool) -> bool {
+    as_redis_writes || (is_digits(digits) && rebuilding(ctx))
 }
 
 /// Digits only, and no leading zero but in `0` itself: the one way Redis writes a number.
@@ -50,11 +57,6 @@ fn is_canonical(digits: &str) -> bool {
 
 fn is_digits(text: &str) -> bool {
     !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit())
-}
-
-/// `parse_u64_text` of an argument.
-pub fn parse_u64(arg: &RedisString) -> Option<u64> {
-    parse_u64_text(std::str::from_utf8(arg.as_slice()).ok()?)
 }
 
 /// An error rate: a float strictly between 0 and 1.
@@ -130,27 +132,14 @@ mod tests {
 
     #[test]
     fn integers_are_read_only_as_redis_writes_them() {
-        for (text, value) in [
-            ("0", Some(0)),
-            ("7", Some(7)),
-            ("18446744073709551615", Some(u64::MAX)),
-        ] {
-            assert_eq!(parse_u64_text(text), value, "{text:?}");
+        for text in ["0", "7", "10", "18446744073709551615"] {
+            assert!(is_canonical(text), "{text:?}");
         }
-        for text in [
-            "",
-            "00",
-            "07",
-            "-0",
-            "-1",
-            "+1",
-            " 1",
-            "1 ",
-            "1.0",
-            "0x1",
-            "18446744073709551616",
-        ] {
-            assert_eq!(parse_u64_text(text), None, "{text:?}");
+        for text in ["", "00", "07", "-0", "-1", "+1", " 1", "1 ", "1.0", "0x1"] {
+            assert!(!is_canonical(text), "{text:?}");
         }
+        // Configuration values keep taking padded digits.
+        assert_eq!(parse_u64_text("0042"), Some(42));
+        assert_eq!(parse_u64_text("18446744073709551616"), None);
     }
 }

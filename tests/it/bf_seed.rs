@@ -128,6 +128,10 @@ fn seeds_are_random_chosen_or_configured_and_travel_with_the_filter() {
         let e = err_text(cmd(&mut c, &["CONFIG", "SET", "lcbloom.bf-seed", bad]));
         assert!(e.contains("random, or a number"), "{bad}: {e}");
     }
+    // A configuration file written for an earlier version may pad the number.
+    ok(&mut c, &["CONFIG", "SET", "lcbloom.bf-seed", "0042"]);
+    ok(&mut c, &["BF.ADD", "f42", "x"]);
+    assert_eq!(version_and_seed(&mut c, "f42").1, 42);
     ok(&mut c, &["CONFIG", "SET", "lcbloom.bf-seed", "RANDOM"]);
     let got: Vec<String> = redis::cmd("CONFIG")
         .arg(&["GET", "lcbloom.bf-seed"])
@@ -147,6 +151,7 @@ fn seeds_are_random_chosen_or_configured_and_travel_with_the_filter() {
             "18446744073709551616",
         ],
         &["BF.RESERVE", "bad", "0.01", "10", "SEED", "0x10"],
+        &["BF.RESERVE", "bad", "0.01", "10", "SEED", "042"],
         &["BF.RESERVE", "bad", "0.01", "10", "SEED"],
         &["BF.INSERT", "bad", "SEED", "abc", "ITEMS", "a"],
     ] {
