@@ -25,20 +25,24 @@ pub fn parse_i64(ctx: &Context, arg: &RedisString) -> Option<i64> {
         None => (text, false),
     };
     let as_redis_writes = is_canonical(digits) && !(negative && digits == "0");
-    readable(ctx, digits, as_redis_writes).then(|| text.parse::<i64>().ok())?
+    readable(ctx, digits, as_redis_writes)
+        .then(|| text.parse::<i64>().ok())
+        .flatten()
 }
 
 /// A decimal integer from 0 to 2^64 − 1, written as Redis writes it, but while rebuilding
 /// (`readable`).
 pub fn parse_u64(ctx: &Context, arg: &RedisString) -> Option<u64> {
     let text = std::str::from_utf8(arg.as_slice()).ok()?;
-    readable(ctx, text, is_canonical(text)).then(|| parse_u64_text(text))?
+    readable(ctx, text, is_canonical(text))
+        .then(|| parse_u64_text(text))
+        .flatten()
 }
 
 /// A decimal integer from 0 to 2^64 − 1, digits only (configuration values: a file written
 /// for an earlier version may pad them with zeros).
 pub fn parse_u64_text(text: &str) -> Option<u64> {
-    is_digits(text).then(|| text.parse::<u64>().ok())?
+    is_digits(text).then(|| text.parse::<u64>().ok()).flatten()
 }
 
 /// Whether a number's `digits` (its sign taken off) may be read: when they are written as
