@@ -16,11 +16,9 @@ modules (PERSIST_ROUNDS, default 3; the median is reported):
 - DEBUG RELOAD: save and load the RDB (blocking: this is what a restart costs);
 - full sync: a second redis-server with the same module becomes a replica and is timed until
   its link is up and the key has arrived (the master's fork and transfer, the replica's load).
-  The master runs with `repl-diskless-sync-delay 0`: with the default 5 s, its fork waits for
-  the first tick of its once-a-second replication cron past the delay, and where the tick
-  falls in a round is the same round after round, so each module's time carried a constant
-  0–1 s of its own (the empty filter's sync measured 0.89–1.06 of RedisBloom's time in
-  earlier runs where every other path of it measured 0.97–1.06).
+  The master runs with `repl-diskless-sync-delay 0`: with a delay, its fork waits for the
+  first tick of its once-a-second replication cron past it, and where that tick falls is the
+  same round after round, which would add a constant 0–1 s of each server's own to its time.
 
 Fills of up to 10M items are added from this script (`item:<i>`); larger ones by
 redis-benchmark, `BF.MADD` of 100 random 12-digit numbers a call (each drawn from 0 to 2·10^9,
