@@ -208,13 +208,8 @@ pub fn prepare_add(region: &[u64], shape: &Shape, universe: u64, v: u64) -> Opti
     };
     let grown = Shape::new(shape.stream.k + 1, universe);
     let recoded = if grown.stream.l != shape.stream.l || shape.stream.k == 0 {
-        let mut all = Vec::new();
-        all.try_reserve_exact(grown.stream.k as usize).ok()?;
-        let mut old = values(stream(region, shape), shape);
-        all.extend(old.by_ref().take(rank as usize));
-        all.push(v);
-        all.extend(old);
-        Some(all)
+        let old = stream(region, shape);
+        Some(ef::values_inserting(old, 0, shape.stream, rank, v)?)
     } else {
         None
     };

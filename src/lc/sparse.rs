@@ -66,9 +66,9 @@ impl Counter {
             let count = next.k;
             Header { mode, count }.write(&mut self.block);
         } else {
-            let old = ef::iter(self.block.words(), STREAM, shape);
-            let values = old.clone().take(rank as usize).chain(std::iter::once(x));
-            let values = values.chain(old.skip(rank as usize));
+            let values = ef::values_inserting(self.block.words(), STREAM, shape, rank, x)
+                .ok_or(LcError::OutOfMemory)?
+                .into_iter();
             self.block = Counter::stream_block(mode, self.universe(), next.k, values)?;
         }
         Ok(())

@@ -63,11 +63,10 @@ impl Counter {
                     .map_err(|_| LcError::OutOfMemory)?;
                 ef::insert(self.block.words_mut(), SKETCH_STREAM, shape, probe.rank, t);
             } else {
-                let old = self.tokens();
-                let values = old.clone().take(probe.rank as usize);
-                let values = values.chain(std::iter::once(t));
-                let values = values.chain(old.skip(probe.rank as usize));
-                self.block = tokens_block(p, next.k, values)?;
+                let words = self.block.words();
+                let values = ef::values_inserting(words, SKETCH_STREAM, shape, probe.rank, t)
+                    .ok_or(LcError::OutOfMemory)?;
+                self.block = tokens_block(p, next.k, values.into_iter())?;
             }
             Header {
                 mode: Mode::Tokens,
