@@ -28,6 +28,14 @@ use crate::core::block::Block;
 use crate::core::ef_chunks;
 
 /// A union's count: its estimate, or its largest key's count where that is larger.
+/// How a union counts, from its largest key's count (`Counter::union_count_of`).
+enum UnionCount {
+    /// Exactly as its largest key: the union holds nothing beyond it.
+    OfLargest(u64),
+    /// Its estimate, and at least its largest key's count.
+    AtLeast(u64),
+}
+
 fn at_least(estimate: f64, largest: u64) -> u64 {
     (estimate.round() as u64).max(largest)
 }
@@ -496,9 +504,9 @@ impl Counter {
 
     /// The running state a merge stores with a union's indicators, in a geometry whose exact
     /// set holds at most `first` items: the union's estimate and variance, and the unset
-    /// weight of those indicators. The estimate is at least `largest` (its largest source's
-    /// count, as `sketch_union_count` answers), within what the indicators allow.
-    fn running_of(indicators: &Indicators, p: u32, first: u64, largest: u64) -> Running {
+    /// weight of those indicators. The estimate is the union's count as `sketch_union_count`
+    /// answers it (`count`), within what the indicators allow.
+    fn running_of(indicators: &Indicators, p: u32, first: u64, count: UnionCount) -> Running {
         let (counts, mu) = Counter::counts_of(indicators, p);
         let ((estimate, variance), forgotten) = match indicators {
             Indicators::Tokens(_) => (ml_estimate(&counts, mu, p), 0),
@@ -512,8 +520,12 @@ impl Counter {
             ),
         };
         let set: u64 = counts.0.iter().sum();
+        let estimate = match count {
+            UnionCount::OfLargest(count) => count as f64,
+            UnionCount::AtLeast(count) => estimate.max(count as f64),
+        };
         let running = Running {
-            estimate: estimate.max(largest as f64),
+            estimate,
             variance,
             mu,
         };
@@ -596,19 +608,36 @@ impl Counter {
             false => Counter::union_indicators(counters, p, listed),
         };
         let indicators = indicators_of(counters)?;
-        // A union with no indicator beyond its largest key's counts as that key does, as
-        // `PFCOUNT` of a HyperLogLog and its subsets answers that HyperLogLog's count: its
-        // maximum-likelihood estimate could differ from the key's running one by the error.
-        let (count, largest) = largest;
-        let plain = |i: &Indicators| !matches!(i, Indicators::Registers(_, Some(_)));
-        if plain(&indicators) {
-            let alone = indicators_of(&[largest])?;
-            if plain(&alone) && Counter::counts_of(&alone, p) == Counter::counts_of(&indicators, p)
-            {
-                return Ok(count);
+        match Counter::union_count_of(largest.1, &indicators, p, indicators_of)? {
+            UnionCount::OfLargest(count) => Ok(count),
+            UnionCount::AtLeast(count) => {
+                Ok(at_least(Counter::estimate_of(&indicators, p).0, count))
             }
         }
-        Ok(at_least(Counter::estimate_of(&indicators, p).0, count))
+    }
+
+    /// What a union whose largest key (by count) is `largest` counts, given the union's
+    /// `indicators` at precision `p` and how they are made (`indicators_of`): that key's
+    /// count when they hold no indicator beyond its own, as `PFCOUNT` of a HyperLogLog and
+    /// its subsets answers that HyperLogLog's count (a maximum-likelihood estimate of the same
+    /// indicators could differ from the key's running one by the error); else at least that
+    /// count. `LC.COUNT` and `LC.MERGE` both count a union this way, so a merged key counts
+    /// what `LC.COUNT` of its sources did.
+    fn union_count_of(
+        largest: &Counter,
+        indicators: &Indicators,
+        p: u32,
+        indicators_of: impl FnOnce(&[&Counter]) -> Result<Indicators, LcError>,
+    ) -> Result<UnionCount, LcError> {
+        let count = largest.count();
+        let plain = |i: &Indicators| !matches!(i, Indicators::Registers(_, Some(_)));
+        if plain(indicators) {
+            let alone = indicators_of(&[largest])?;
+            if plain(&alone) && Counter::counts_of(&alone, p) == Counter::counts_of(indicators, p) {
+                return Ok(UnionCount::OfLargest(count));
+            }
+        }
+        Ok(UnionCount::AtLeast(count))
     }
 
     /// Makes this counter (exact or sketch) the union of itself and `other` (exact or sketch),
@@ -672,11 +701,12 @@ impl Counter {
             .min_by_key(|c| c.geometry.precision)
             .map_or_else(|| self.geometry.clone(), |c| c.geometry.clone());
         let p = geometry.precision;
-        let indicators = if all.len() > 2 && listed > SORTED_UNION * token_limit(p) {
-            Counter::union_registers(&all, p)?
-        } else {
-            Counter::union_indicators(&all, p, listed)?
+        let as_registers = all.len() > 2 && listed > SORTED_UNION * token_limit(p);
+        let indicators_of = |counters: &[&Counter]| match as_registers {
+            true => Counter::union_registers(counters, p),
+            false => Counter::union_indicators(counters, p, listed),
         };
+        let indicators = indicators_of(&all)?;
         let mut union = Counter {
             geometry,
             block: Block::none(),
@@ -697,8 +727,14 @@ impl Counter {
                 return Ok(true);
             }
         }
-        let most = all.iter().map(|c| c.count()).max().unwrap_or(0);
-        let running = Counter::running_of(&indicators, p, union.geometry.universe(), most);
+        // The last of the largest, as `sketch_union_count` takes it.
+        let most = all
+            .iter()
+            .copied()
+            .max_by_key(|c| c.count())
+            .unwrap_or(self);
+        let count = Counter::union_count_of(most, &indicators, p, indicators_of)?;
+        let running = Counter::running_of(&indicators, p, union.geometry.universe(), count);
         union.block = match indicators {
             Indicators::Tokens(tokens) => union.sketch_block(p, tokens, running, limit)?,
             Indicators::Registers(registers, _) => {
@@ -861,6 +897,80 @@ mod tests {
                 into.absorb_sketch(other, u64::MAX).unwrap();
                 assert!(into.count() >= big.count(), "{trial}");
             }
+        }
+    }
+
+    /// A merged key counts what `LC.COUNT` of the destination and its sources did, also when
+    /// the destination holds items already and the union holds nothing beyond one of them
+    /// (without the shared rule, a counter of one item merged with a default counter of 300
+    /// holding it counted 299 where `LC.COUNT` of the two answered 298), and across
+    /// precisions and modes.
+    #[test]
+    fn a_merged_key_counts_what_the_count_of_its_sources_did() {
+        let item = |i: u64| i.to_le_bytes();
+        let fed = |rate: f64, capacity: u64, items: &mut dyn Iterator<Item = u64>| {
+            let mut c = Counter::reserve(rate, capacity, u64::MAX).unwrap();
+            items.for_each(|i| _ = c.add(&item(i)).unwrap());
+            c
+        };
+        let check = |dest: &Counter, sources: &[&Counter], what: &str| {
+            let mut all = vec![dest];
+            all.extend_from_slice(sources);
+            let count = Counter::union_count(&all).unwrap();
+            let mut merged = dest.clone();
+            merged.absorb_sketches(sources, u64::MAX).unwrap();
+            assert_eq!(merged.count(), count, "{what}");
+            // What a merge stores loads again.
+            let back = crate::lc::codec::decode(&crate::lc::codec::encode(&merged), u64::MAX);
+            assert_eq!(back.map(|b| b.count()), Ok(count), "{what}");
+        };
+        // A destination of one item within a default counter of 300.
+        let big = fed(0.01, 50_000, &mut (0..300));
+        check(
+            &fed(0.01, 50_000, &mut (0..1)),
+            &[&big],
+            "subset destination",
+        );
+        let big = fed(0.01, 50_000, &mut (0..20_000));
+        check(&fed(0.01, 50_000, &mut (0..1)), &[&big], "subset of 20,000");
+        // Exact counters of two precisions, and a coarse one with a large one.
+        let coarse = fed(0.02, 50_000, &mut (1 << 40..(1 << 40) + 1));
+        check(
+            &coarse,
+            &[&fed(0.01, 50_000, &mut (0..76))],
+            "two precisions",
+        );
+        let small = fed(0.05, 100, &mut (1 << 40..(1 << 40) + 1));
+        check(
+            &small,
+            &[&fed(0.01, 1_000_000, &mut (0..2_000))],
+            "coarse and large",
+        );
+        // Random destinations and sources of several geometries and overlaps.
+        let mut x = 11;
+        let mut draw = |n: u64| {
+            crate::core::test_rng::step(&mut x);
+            x % n
+        };
+        let shapes = [
+            (0.01, 50_000),
+            (0.02, 50_000),
+            (0.05, 100),
+            (0.01, 1_000_000),
+        ];
+        let counter = |draw: &mut dyn FnMut(u64) -> u64| {
+            let (rate, capacity) = shapes[draw(4) as usize];
+            let (start, len) = (
+                draw(3) * 1_000,
+                [1, 50, 300, 2_000, 6_000][draw(5) as usize],
+            );
+            fed(rate, capacity, &mut (start..start + len))
+        };
+        for trial in 0..150 {
+            let dest = counter(&mut draw);
+            let sources: Vec<Counter> = (0..1 + draw(3)).map(|_| counter(&mut draw)).collect();
+            let sources: Vec<&Counter> = sources.iter().collect();
+            check(&dest, &sources, &format!("trial {trial}"));
         }
     }
 

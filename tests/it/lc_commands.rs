@@ -844,6 +844,35 @@ fn exact_counters_of_one_size_merge_as_they_count() {
     assert_eq!(lc_count(&mut c, &["a"]), 400);
 }
 
+/// A key merged with sources counts what `LC.COUNT` of it and them answered, also when it
+/// already holds items that its union with them holds nothing beyond one source's, and across
+/// precisions: such merges counted 299 for `LC.COUNT`'s 298, 77 for 76 and 2,075 for 2,000.
+#[test]
+fn a_merged_key_counts_what_the_count_of_its_sources_did() {
+    let server = Server::start();
+    let mut c = server.conn();
+    // (destination, its parameters, its item; source, its parameters, its items I0 …)
+    let defaults = ("0.01", "50000");
+    let cases = [
+        ("d", defaults, "I0", "s", defaults, 300),
+        ("p", ("0.02", "50000"), "x", "q", defaults, 76),
+        ("m", ("0.05", "100"), "x", "n", ("0.01", "1000000"), 2_000),
+    ];
+    for (dest, (rate, capacity), item, source, (source_rate, source_capacity), n) in cases {
+        ok(&mut c, &["LC.RESERVE", dest, rate, capacity]);
+        ok(
+            &mut c,
+            &["LC.RESERVE", source, source_rate, source_capacity],
+        );
+        lc_add(&mut c, source, &items("I", 0..n));
+        lc_add(&mut c, dest, &[item.to_string()]);
+        let count = lc_count(&mut c, &[dest, source]);
+        ok(&mut c, &["LC.MERGE", dest, source]);
+        assert_eq!(lc_count(&mut c, &[dest]), count, "{dest} {source}");
+        assert_eq!(lc_count(&mut c, &[dest, source]), count, "{dest} {source}");
+    }
+}
+
 /// `max-memory-per-key` binds what a merge makes or grows, not registers a counter already
 /// has (one over the limit after `CONFIG SET` lowered it). A merge makes a new key within
 /// the limit as `LC.RESERVE` makes one.
