@@ -427,7 +427,7 @@ pub fn insert(words: &mut [u64], base: u64, shape: Shape, rank: u64, x: u64) {
 /// The values of a stream with `x` inserted at `rank` (from [`find`], not found), in order:
 /// what an insert that changes `l` rewrites the stream from ([`write`]). Decoded whole
 /// ([`decode`]) rather than read through [`iter`], a value at a time behind its adapters:
-/// about a fifth of the instructions, paid once for each doubling of a list. None if the
+/// about a third of the instructions, paid once for each doubling of a list. None if the
 /// memory could not be had.
 pub fn values_inserting(
     words: &[u64],
