@@ -27,7 +27,6 @@ use crate::core::block::Block;
 #[cfg(target_arch = "x86_64")]
 use crate::core::ef_chunks;
 
-/// A union's count: its estimate, or its largest key's count where that is larger.
 /// How a union counts, from its largest key's count (`Counter::union_count_of`).
 enum UnionCount {
     /// Exactly as its largest key: the union holds nothing beyond it.
@@ -36,6 +35,7 @@ enum UnionCount {
     AtLeast(u64),
 }
 
+/// A union's count: its estimate, or its largest key's count where that is larger.
 fn at_least(estimate: f64, largest: u64) -> u64 {
     (estimate.round() as u64).max(largest)
 }
