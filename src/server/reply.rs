@@ -55,7 +55,26 @@ fn map(ctx: &Context, fields: Vec<(&str, RedisValue)>, simple: bool) -> RedisRes
 /// (`0.05`), as Redis 7.2 and later send it; Redis 7.0 writes 17 significant digits
 /// (`0.050000000000000003`).
 fn resp2_double(x: f64) -> RedisValue {
-    RedisValue::BulkString(format!("{x}"))
+    RedisValue::BulkString(shortest_double(x))
+}
+
+/// `x` in the fewest digits that read back as it, written out where `%.17g` would (decimal
+/// exponent from −4 to 16) and with an exponent beyond (`1e-150`, not 150 zeros); `inf`,
+/// `-inf` and `nan` as Redis writes them.
+fn shortest_double(x: f64) -> String {
+    if x.is_nan() {
+        return "nan".to_owned();
+    }
+    let scientific = format!("{x:e}");
+    let exponent: i32 = scientific
+        .rsplit_once('e')
+        .and_then(|(_, e)| e.parse().ok())
+        .unwrap_or(0);
+    if x.is_finite() && !(-4..17).contains(&exponent) {
+        scientific
+    } else {
+        format!("{x}")
+    }
 }
 
 /// Sends a handler's reply: the common scalar replies straight to the module API, the rest
@@ -72,4 +91,31 @@ pub fn send(context: &Context, result: RedisResult) -> c_int {
     // `RedisValue` that every integer reply otherwise paid.
     std::mem::forget(result);
     status as c_int
+}
+
+#[cfg(test)]
+mod tests {
+    use super::shortest_double;
+
+    #[test]
+    fn doubles_take_an_exponent_where_printf_g_does() {
+        for (x, text) in [
+            (0.05, "0.05"),
+            (0.0001, "0.0001"),
+            (0.00001, "1e-5"),
+            (1.5e-150, "1.5e-150"),
+            (0.0, "0"),
+            (1e16, "10000000000000000"),
+            (1.25e17, "1.25e17"),
+            (-2.5e300, "-2.5e300"),
+            (f64::INFINITY, "inf"),
+            (f64::NEG_INFINITY, "-inf"),
+            (f64::NAN, "nan"),
+        ] {
+            assert_eq!(shortest_double(x), text, "{x:?}");
+            if x.is_finite() {
+                assert_eq!(shortest_double(x).parse::<f64>(), Ok(x));
+            }
+        }
+    }
 }
