@@ -704,7 +704,8 @@ impl Counter {
     /// out (`holds_nothing`). When every other counter is exact with the same size, exact
     /// while they list few items in all, else estimated from their fingerprints
     /// (`exact_union_count`); the sketch union's estimate when none is a bitmap (union.rs);
-    /// otherwise estimated in the smallest bitmap, into which every other must fold.
+    /// otherwise estimated in the smallest bitmap, into which every other must fold, and at
+    /// least the largest key's count.
     pub fn union_count(counters: &[&Counter]) -> Result<u64, LcError> {
         let held: Vec<&Counter> = counters
             .iter()
@@ -733,7 +734,10 @@ impl Counter {
                 for c in &counters {
                     union.absorb(c)?;
                 }
-                Ok(union.count())
+                // As a sketch union (union.rs): never fewer than its largest key, which the
+                // bitmap's estimate of the larger set could otherwise put it below.
+                let largest = counters.iter().map(|c| c.count()).max().unwrap_or(0);
+                Ok(union.count().max(largest))
             }
         }
     }
@@ -1250,7 +1254,10 @@ mod tests {
         let mut folded_b = s.clone();
         folded_b.absorb(&b).unwrap();
         assert_eq!(folded_b, s);
-        assert_eq!(Counter::union_count(&[&b, &s]).unwrap(), s.count());
+        assert_eq!(
+            Counter::union_count(&[&b, &s]).unwrap(),
+            s.count().max(b.count())
+        );
         let mut bb = b.clone();
         assert_eq!(
             bb.absorb(&s),
@@ -1260,6 +1267,29 @@ mod tests {
             })
         );
         assert_eq!(bb, b);
+    }
+
+    /// A union with a saved bitmap counts at least as many as its largest key: an exact
+    /// counter's items folded into a bitmap holding some of them were estimated by its bits
+    /// alone, fewer than the exact count at times.
+    #[test]
+    fn a_union_with_a_saved_bitmap_never_counts_fewer_than_its_largest_key() {
+        for trial in 0..20 {
+            let items = |n: u64| (trial * 10_000..trial * 10_000 + n).map(item);
+            let mut exact = Counter::reserve(0.01, 1_000_000, u64::MAX).unwrap();
+            for x in items(2_005) {
+                exact.add(&x).unwrap();
+            }
+            assert!(exact.is_exact());
+            let hashes: Vec<u64> = items(1_000).map(|x| hash_item(&x).h1).collect();
+            let bitmap = Counter::saved_bitmap(50_000, 0.01, &hashes);
+            let union = Counter::union_count(&[&exact, &bitmap]).unwrap();
+            assert!(
+                union >= exact.count(),
+                "trial {trial}: {union} < {}",
+                exact.count()
+            );
+        }
     }
 
     /// A union of saved bitmaps and exact counters of other sizes is the same in any order.
@@ -1321,7 +1351,10 @@ mod tests {
             prop_assert_eq!(&union, &expected);
             prop_assert_eq!(changed, expected.bits_set() != a.bits_set() || a.is_exact());
             if !exact {
-                prop_assert_eq!(Counter::union_count(&[&a, &b]).unwrap(), expected.count());
+                prop_assert_eq!(
+                    Counter::union_count(&[&a, &b]).unwrap(),
+                    expected.count().max(a.count()).max(b.count())
+                );
             }
         }
     }
