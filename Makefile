@@ -18,13 +18,14 @@ CARGO_TEST := CARGO_TARGET_DIR=$(TEST_TARGET) cargo test --release
 FUZZ_SECONDS ?= 60
 FUZZ_TARGETS := bf_value bf_loadchunk lc_value lc_loadchunk rb_value rb_loadchunk bf_any_loadchunk bf_window_value
 
-.PHONY: all build run test unit-test integration-test py-test test-redis-versions deps deps-system deps-python clean
+.PHONY: all build run test unit-test integration-test py-test test-redis-versions deps deps-system deps-python deps-node clean
 .PHONY: build-fault-injection valkey test-valkey valkey-jemalloc test-valkey-defrag redisbloom bench bench-memory bench-peer bench-cpu floors layout-sweep fuzz
 
 all: build
 
-## Set-up: system packages (only what is missing), then a Python venv for client tests.
-deps: deps-system deps-python
+## Set-up: system packages (only what is missing), then a Python venv and node-redis for
+## client tests.
+deps: deps-system deps-python deps-node
 
 deps-system:
 	@missing=""; for p in $(APT_PACKAGES); do \
@@ -45,6 +46,23 @@ $(VENV)/.installed: tests/py/requirements.txt
 	$(PY) -m pip install -q --disable-pip-version-check -r tests/py/requirements.txt
 	touch $@
 
+## node-redis for tests/node, at the version package-lock.json pins; Node.js and npm from
+## Debian when the machine has none.
+NODE_TESTS := tests/node
+
+deps-node: $(NODE_TESTS)/node_modules/.package-lock.json
+
+$(NODE_TESTS)/node_modules/.package-lock.json: $(NODE_TESTS)/package-lock.json
+	@missing=""; command -v node >/dev/null || missing="nodejs"; \
+	command -v npm >/dev/null || missing="$$missing npm"; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:$$missing"; \
+	  $(SUDO) apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $$missing; \
+	fi
+	cd $(NODE_TESTS) && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
 build: deps-system
 	cargo build --release
 
@@ -62,7 +80,7 @@ test: deps build unit-test integration-test test-redis-versions
 unit-test:
 	CARGO_TARGET_DIR=$(TEST_TARGET) cargo test --profile checked --lib
 
-integration-test: redisbloom deps-python build-fault-injection
+integration-test: redisbloom deps-python deps-node build-fault-injection
 	$(CARGO_TEST) --test it
 
 ## The module with the fault-injection point the persistence tests use (never shipped).

@@ -225,15 +225,14 @@ fn the_module_version_is_the_crates() {
     );
 }
 
-/// The README names only clients whose tests run here: redis-py (tests/py) and the Rust
-/// `redis` crate (tests/it/client_rust.rs).
+/// The README names only clients whose tests run here: redis-py (tests/py), node-redis
+/// (tests/node) and the Rust `redis` crate (tests/it/client_rust.rs).
 #[test]
 fn the_readme_names_only_tested_clients() {
     let readme = readme();
     for untested in [
         "Jedis",
         "go-redis",
-        "node-redis",
         "ioredis",
         "Lettuce",
         "NRedisStack",
@@ -242,9 +241,14 @@ fn the_readme_names_only_tested_clients() {
     ] {
         assert!(!readme.contains(untested), "the README names {untested}");
     }
-    assert!(readme.contains("redis-py") && readme.contains("`redis` crate"));
+    assert!(
+        readme.contains("redis-py")
+            && readme.contains("node-redis")
+            && readme.contains("`redis` crate")
+    );
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     assert!(root.join("tests/py/test_bf_client.py").exists());
+    assert!(root.join("tests/node/bf_client.test.mjs").exists());
     assert!(root.join("tests/it/client_rust.rs").exists());
 }
 

@@ -20,6 +20,7 @@ mod lc_commands;
 mod lc_memory;
 mod lc_persistence;
 mod limits;
+mod node_clients;
 mod ops_cluster;
 mod ops_defrag;
 mod ops_durability;
