@@ -214,6 +214,9 @@ fn item_limit_per_command_except_when_replaying() {
     )
     .contains("max-items-per-command"));
     assert_eq!(ok(&mut c, &["EXISTS", "bf2", "d"]), Value::Int(0));
+    // LC.MERGE counts its sources, not its destination: five sources are within a limit of 5.
+    ok(&mut c, &["LC.MERGE", "d", "lc", "lc", "lc", "lc", "lc"]);
+    assert_eq!(ok(&mut c, &["LC.COUNT", "d"]), Value::Int(10));
     // A repeated key is read once: the count is that of the key.
     assert_eq!(
         redis::cmd("LC.COUNT")
