@@ -255,6 +255,28 @@ fn counters_never_saturate() {
     assert!((n / 200_000.0 - 1.0).abs() <= 4.0 * se, "{n} ± {se}");
 }
 
+/// A count over exact counters of one size is exact while they list at most eight token lists'
+/// worth of items (28,352 for default counters: docs/commands.md, `LC.COUNT`), and an estimate
+/// within the counters' error past that.
+#[test]
+fn a_union_of_exact_counters_is_exact_up_to_eight_token_lists() {
+    let server = Server::start();
+    let mut c = server.conn();
+    // 106 summaries of 267 recipients (the most a default counter holds exactly) and one of 50.
+    let mut keys: Vec<String> = (0..106).map(|i| format!("m{i}")).collect();
+    for (i, key) in keys.iter().enumerate() {
+        assert_eq!(lc_add(&mut c, key, &items(&format!("r{i}-"), 0..267)), 267);
+    }
+    keys.push("last".to_string());
+    assert_eq!(lc_add(&mut c, "last", &items("last-", 0..50)), 50);
+    let names: Vec<&str> = keys.iter().map(String::as_str).collect();
+    assert!(names.iter().all(|k| lc_mode(&mut c, k) == "exact"));
+    assert_eq!(lc_count(&mut c, &names), 28_352);
+    lc_add(&mut c, "last", &items("last-", 50..51));
+    let estimate = lc_count(&mut c, &names) as f64;
+    assert!((estimate / 28_353.0 - 1.0).abs() <= 0.03, "{estimate}");
+}
+
 /// A count over a key and keys holding only some of its items is that key's count, and a
 /// merge of them into a new key is that key's copy, as `PFCOUNT` and `PFMERGE` of a
 /// HyperLogLog and its subsets give; a union used to be estimated afresh, up to about 1% away.
