@@ -252,6 +252,31 @@ fn the_readme_names_only_tested_clients() {
     assert!(root.join("tests/it/client_rust.rs").exists());
 }
 
+/// docs/architecture.md's map names every source file, so that a newcomer finds each one
+/// there (`mod.rs` files are their folders' entries).
+#[test]
+fn the_architecture_map_names_every_source_file() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let map = std::fs::read_to_string(root.join("docs/architecture.md")).unwrap();
+    let mut folders = vec![root.join("src")];
+    let mut unnamed = Vec::new();
+    while let Some(folder) = folders.pop() {
+        for entry in std::fs::read_dir(&folder).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.file_name().unwrap().to_string_lossy().to_string();
+            if path.is_dir() {
+                folders.push(path);
+            } else if name.ends_with(".rs") && name != "mod.rs" && !map.contains(&name) {
+                unnamed.push(path.strip_prefix(root).unwrap().display().to_string());
+            }
+        }
+    }
+    assert!(
+        unnamed.is_empty(),
+        "not in docs/architecture.md: {unnamed:?}"
+    );
+}
+
 /// The README's list of tested servers is what `make test` and `make test-valkey` run.
 #[test]
 fn the_readme_states_the_servers_make_test_runs() {
