@@ -32,7 +32,7 @@ async function connect(port, RESP) {
   return client;
 }
 
-/// Runs `body(client)` on a fresh database of the server on `port`.
+// Runs `body(client)` on a fresh database of the server on `port`.
 async function withClient(port, RESP, body) {
   const client = await connect(port, RESP);
   try {
@@ -43,7 +43,7 @@ async function withClient(port, RESP, body) {
   }
 }
 
-/// Each call's reply, or its error's class and message, in order.
+// Each call's reply, or its error's class and message, in order.
 function recorder() {
   const replies = [];
   const record = async (name, call) => {
@@ -56,7 +56,7 @@ function recorder() {
   return { replies, record };
 }
 
-/// BF.INFO without its Size, which is each module's own bytes.
+// BF.INFO without its Size, which is each module's own bytes.
 function withoutSize(info) {
   assert.equal(typeof info.Size, 'number');
   assert.ok(info.Size > 0);
@@ -64,9 +64,9 @@ function withoutSize(info) {
   return rest;
 }
 
-/// The calls compared between the two modules: every `bf` command of node-redis, options,
-/// binary and empty items, the errors users meet (an existing key, NOCREATE, a full
-/// non-scaling filter, a key of another type), a pipeline and a transaction.
+// The calls compared between the two modules: every `bf` command of node-redis, options,
+// binary and empty items, the errors users meet (an existing key, NOCREATE, a full
+// non-scaling filter, a key of another type), a pipeline and a transaction.
 async function everyCommand(client) {
   const { replies, record } = recorder();
   await record('reserve', () => client.bf.reserve('f', 0.0001, 1000));
@@ -137,9 +137,9 @@ async function everyCommand(client) {
 
 const WRONGTYPE = 'WRONGTYPE Operation against a key holding the wrong kind of value';
 
-/// Where lcbloom answers otherwise on purpose (docs/operations.md): its data type's own name,
-/// and lookups on a key of another type refused as every other command's are, where
-/// RedisBloom answers that the item is absent. [lcbloom's reply, RedisBloom's].
+// Where lcbloom answers otherwise on purpose (docs/operations.md): its data type's own name,
+// and lookups on a key of another type refused as every other command's are, where
+// RedisBloom answers that the item is absent. [lcbloom's reply, RedisBloom's].
 const DIFFERENCES = {
   type: [['lcbloomBF'], ['MBbloom--']],
   'exists wrong type': [['SimpleError', WRONGTYPE], [false]],
@@ -169,8 +169,8 @@ for (const RESP of PROTOCOLS) {
   });
 }
 
-/// Moves a filter key by key through BF.SCANDUMP and BF.LOADCHUNK, chunks as Buffers (as
-/// node-redis users must ask for them: a chunk decoded as text loses bytes).
+// Moves a filter key by key through BF.SCANDUMP and BF.LOADCHUNK, chunks as Buffers (as
+// node-redis users must ask for them: a chunk decoded as text loses bytes).
 async function moveByChunks(from, key, to, target) {
   const source = from.withTypeMapping({ [RESP_TYPES.BLOB_STRING]: Buffer });
   let iterator = 0;
