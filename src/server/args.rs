@@ -34,15 +34,10 @@ pub fn parse_i64(ctx: &Context, arg: &RedisString) -> Option<i64> {
 /// (`readable`).
 pub fn parse_u64(ctx: &Context, arg: &RedisString) -> Option<u64> {
     let text = std::str::from_utf8(arg.as_slice()).ok()?;
+    // Readable text is digits only, which `parse` reads as they are.
     readable(ctx, text, is_canonical(text))
-        .then(|| parse_u64_text(text))
+        .then(|| text.parse::<u64>().ok())
         .flatten()
-}
-
-/// A decimal integer from 0 to 2^64 − 1, digits only (configuration values: a file written
-/// for an earlier version may pad them with zeros).
-pub fn parse_u64_text(text: &str) -> Option<u64> {
-    is_digits(text).then(|| text.parse::<u64>().ok()).flatten()
 }
 
 /// Whether a number's `digits` (its sign taken off) may be read: when they are written as
@@ -142,8 +137,5 @@ mod tests {
         for text in ["", "00", "07", "-0", "-1", "+1", " 1", "1 ", "1.0", "0x1"] {
             assert!(!is_canonical(text), "{text:?}");
         }
-        // Configuration values keep taking padded digits.
-        assert_eq!(parse_u64_text("0042"), Some(42));
-        assert_eq!(parse_u64_text("18446744073709551616"), None);
     }
 }

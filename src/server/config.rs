@@ -18,7 +18,6 @@
 //! `LC.ADD` on a missing key); such commands replicate the parameters they actually used, so a
 //! replica or an AOF replay with other defaults still builds the same value.
 
-use crate::server::args::parse_u64_text;
 use crate::server::ffi::{guard_callback, random_u64};
 use redis_module::configuration::ConfigurationFlags;
 use redis_module::{raw, Context};
@@ -115,6 +114,16 @@ fn parse_bytes(text: &str) -> Option<i64> {
         return None;
     }
     digits.parse::<i64>().ok()?.checked_mul(unit)
+}
+
+/// A decimal integer from 0 to 2^64 − 1, digits only: a file written for an earlier version
+/// may pad them with zeros.
+fn parse_u64_text(text: &str) -> Option<u64> {
+    // Digits only: `parse` alone would take a leading `+`.
+    text.bytes()
+        .all(|b| b.is_ascii_digit())
+        .then(|| text.parse().ok())
+        .flatten()
 }
 
 /// A config the module API holds as a string: how it is shown and set.
@@ -638,6 +647,15 @@ extern "C" fn set_choice(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn numbers_are_digits_and_may_be_padded() {
+        assert_eq!(parse_u64_text("0042"), Some(42));
+        assert_eq!(parse_u64_text("18446744073709551615"), Some(u64::MAX));
+        for text in ["", "+1", "-1", " 1", "1 ", "18446744073709551616", "0x1"] {
+            assert_eq!(parse_u64_text(text), None, "{text:?}");
+        }
+    }
 
     #[test]
     fn values_are_checked_as_documented() {
