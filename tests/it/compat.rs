@@ -1,7 +1,7 @@
 //! What a user switching from RedisBloom, or reading the README, meets: load arguments
 //! (RedisBloom's honoured, its other types' ignored with a warning, anything else refused with
-//! the argument, its value and what is allowed), the limits' texts and what they admit,
-//! `BF.SCANDUMP key -1`, the yes/no-field rule in both protocols, the module version, and what
+//! the argument, its value and what is allowed), the limits' texts and what they admit, the
+//! error texts that differ from RedisBloom's, `BF.SCANDUMP key -1`, the yes/no-field rule in both protocols, the module version, and what
 //! the README names (clients, tested servers).
 
 use crate::common::*;
@@ -151,6 +151,134 @@ fn scandump_of_a_negative_iterator_ends_the_dump() {
             Value::Array(vec![Value::Int(0), Value::BulkString(Vec::new())]),
             "{iterator}"
         );
+    }
+}
+
+/// docs/operations.md's "Stricter or different": the error texts that differ from RedisBloom
+/// 2.8.2's, each asked of both servers, and neither server making a key of a refused command.
+#[test]
+fn error_texts_differ_from_redisbloom_as_documented() {
+    let Some(module) = redisbloom::module() else {
+        return;
+    };
+    let (ours, theirs) = (Server::start(), redisbloom::server(&module));
+    let (mut a, mut b) = (ours.conn(), theirs.conn());
+    ok(&mut a, &["BF.ADD", "f", "a"]);
+    ok(&mut b, &["BF.ADD", "f", "a"]);
+    // The error line as sent, trailing spaces kept (clients' parsers trim them).
+    let error_line = |server: &Server, args: &[&str]| -> String {
+        use std::io::{BufRead, BufReader, Write};
+        let mut stream = std::net::TcpStream::connect(("127.0.0.1", server.port)).unwrap();
+        let mut request = format!("*{}\r\n", args.len());
+        for arg in args {
+            request += &format!("${}\r\n{arg}\r\n", arg.len());
+        }
+        stream.write_all(request.as_bytes()).unwrap();
+        let mut line = String::new();
+        BufReader::new(stream).read_line(&mut line).unwrap();
+        let text = line.strip_suffix("\r\n").unwrap_or(&line);
+        let error = text.strip_prefix('-');
+        error
+            .unwrap_or_else(|| panic!("{args:?}: not an error: {line:?}"))
+            .to_string()
+    };
+    let arity = |command: &str| format!("ERR wrong number of arguments for '{command}' command");
+    let (reserve, insert) = (arity("bf.reserve"), arity("bf.insert"));
+    // (command, lcbloom's reply, RedisBloom's)
+    let cases: &[(&[&str], &str, &str)] = &[
+        (
+            &["BF.INSERT", "k", "CAPACITY", "x", "ITEMS", "a"],
+            "ERR bad capacity",
+            "Bad capacity",
+        ),
+        (
+            &["BF.INFO", "f", "x"],
+            "ERR Invalid information value",
+            "Invalid information value",
+        ),
+        (
+            &["BF.INSERT", "k", "X", "ITEMS", "a"],
+            "ERR unknown argument 'X'",
+            "Unknown argument received",
+        ),
+        (
+            &[
+                "BF.RESERVE",
+                "k",
+                "0.01",
+                "2",
+                "EXPANSION",
+                "2",
+                "NONSCALING",
+            ],
+            "ERR nonscaling filters cannot expand",
+            "Nonscaling filters cannot expand",
+        ),
+        (
+            &["BF.RESERVE", "k", "2", "2"],
+            "ERR (0 < error rate range < 1)",
+            "ERR (0 < error rate range < 1) ",
+        ),
+        (
+            &["BF.INSERT", "k", "ERROR", "abc", "ITEMS", "a"],
+            "ERR bad error rate",
+            "Bad error rate",
+        ),
+        (
+            &["BF.INSERT", "k", "EXPANSION", "abc", "ITEMS", "a"],
+            "ERR bad expansion",
+            "Bad expansion",
+        ),
+        (
+            &["BF.SCANDUMP", "f", "abc"],
+            "ERR Second argument must be numeric",
+            "Second argument must be numeric",
+        ),
+        (
+            &["BF.INSERT", "k", "ERROR", "2", "ITEMS", "a"],
+            "ERR (0 < error rate range < 1)",
+            "Bad argument received",
+        ),
+        (
+            &["BF.INSERT", "k", "CAPACITY", "0", "ITEMS", "a"],
+            "ERR (capacity should be larger than 0)",
+            "Bad argument received",
+        ),
+        (
+            &["BF.INSERT", "k", "CAPACITY", "100"],
+            "ERR ITEMS and at least one item are required",
+            &insert,
+        ),
+        (
+            &[
+                "BF.RESERVE",
+                "k",
+                "0.05",
+                "3",
+                "EXPANSION",
+                "1",
+                "EXPANSION",
+                "4",
+            ],
+            "ERR EXPANSION given more than once",
+            &reserve,
+        ),
+        (
+            &["BF.RESERVE", "k", "0.01", "2", "EXPANSION", "NONSCALING"],
+            "ERR bad expansion",
+            "Nonscaling filters cannot expand",
+        ),
+    ];
+    for (args, lcbloom, redisbloom) in cases {
+        assert_eq!(error_line(&ours, args), *lcbloom, "lcbloom: {args:?}");
+        assert_eq!(
+            error_line(&theirs, args),
+            *redisbloom,
+            "RedisBloom: {args:?}"
+        );
+    }
+    for c in [&mut a, &mut b] {
+        assert_eq!(ok(c, &["DBSIZE"]), Value::Int(1));
     }
 }
 
