@@ -1,5 +1,7 @@
 //! Replication: a replica loaded with other module defaults and a lower max-memory-per-key
-//! ends up with byte-identical values (full sync and the command stream), and refuses writes.
+//! ends up with byte-identical values (full sync and the command stream), and refuses writes;
+//! writes stopped part-way propagate what they did; a `swapdb` full sync loads beside the old
+//! values.
 use crate::common::ops::*;
 use crate::common::*;
 
@@ -195,4 +197,110 @@ fn lc_writes_stopped_part_way_propagate_only_what_was_done() {
     assert_eq!(digests(&mut replica.conn()), on_master, "replica");
     master.restart();
     assert_eq!(digests(&mut master.conn()), on_master, "AOF replay");
+}
+
+/// A child process of `pid` (a server's fork), from /proc.
+fn child_of(pid: u32) -> Option<u32> {
+    std::fs::read_dir("/proc")
+        .ok()?
+        .flatten()
+        .find_map(|entry| {
+            let stat = std::fs::read_to_string(entry.path().join("stat")).ok()?;
+            // pid (comm) state ppid ...: comm may hold spaces, so read after its closing paren.
+            let ppid = stat.rsplit_once(')')?.1.split_whitespace().nth(1)?;
+            (ppid == pid.to_string()).then(|| entry.file_name().to_str()?.parse().ok())?
+        })
+}
+
+/// Polls `INFO persistence` until `async_loading` is `value`.
+fn wait_async_loading(c: &mut redis::Connection, value: i64) {
+    let start = std::time::Instant::now();
+    while info_int(c, "persistence", "async_loading") != value {
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(30),
+            "async_loading never became {value}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}
+
+/// With `repl-diskless-load swapdb` a replica that must sync its master again in full loads
+/// the new copy beside the one it has and answers from that meanwhile (the module declares
+/// that it handles this; without that the server drops the old copy first and answers
+/// `LOADING`). The loaded values then replace the old, or, when the sync breaks off, are
+/// dropped, the old staying whole, and `INFO lcbloom` counts right either way.
+#[test]
+fn a_swapdb_full_sync_serves_the_old_values_until_it_completes() {
+    let master = Server::builder()
+        .arg("repl-diskless-sync", "yes")
+        .arg("repl-diskless-sync-delay", "0")
+        .arg("repl-backlog-size", "16384")
+        .start();
+    let replica = Server::builder()
+        .arg("repl-diskless-load", "swapdb")
+        .start();
+    let (mut m, mut r) = (master.conn(), replica.conn());
+    let fill = |m: &mut redis::Connection, generation: &str| {
+        for i in 0..200 {
+            ok(m, &["BF.ADD", &format!("{generation}:bf:{i}"), "y"]);
+            ok(m, &["LC.ADD", &format!("{generation}:lc:{i}"), "y", "z"]);
+        }
+    };
+    fill(&mut m, "old");
+    attach_replica(&master, &replica);
+    let old = (digests(&mut r), info_lcbloom(&mut r));
+    assert_eq!(old.0.len(), 400);
+    // While it loads, the replica serves its clients every KB it reads.
+    ok(
+        &mut r,
+        &[
+            "CONFIG",
+            "SET",
+            "loading-process-events-interval-bytes",
+            "1024",
+        ],
+    );
+    // The link breaks and the writes meanwhile overflow the backlog: a full sync again, its
+    // values sent `delay` µs apart.
+    let resync = |m: &mut redis::Connection, r: &mut redis::Connection, generation: &str, delay| {
+        ok(m, &["CONFIG", "SET", "rdb-key-save-delay", delay]);
+        // In one transaction, so that the replica cannot come back before the backlog is
+        // overrun.
+        let mut pipe = redis::pipe();
+        pipe.atomic()
+            .cmd("CLIENT")
+            .arg(&["KILL", "TYPE", "replica"]);
+        for i in 0..200 {
+            let key = format!("{generation}:bf:{i}");
+            pipe.cmd("BF.ADD").arg(&[&key, "y"]).ignore();
+            let key = format!("{generation}:lc:{i}");
+            pipe.cmd("LC.ADD").arg(&[&key, "y", "z"]).ignore();
+        }
+        let _: redis::Value = pipe.query(m).unwrap();
+        wait_async_loading(r, 1);
+        assert_eq!(ok(r, &["BF.EXISTS", "old:bf:0", "y"]), redis::Value::Int(1));
+        assert_eq!(ok(r, &["LC.COUNT", "old:lc:0"]), redis::Value::Int(2));
+        let new_key = format!("{generation}:bf:0");
+        assert_eq!(ok(r, &["EXISTS", &new_key]), redis::Value::Int(0));
+    };
+
+    // Broken off: the master's process that sends the sync dies half-way.
+    resync(&mut m, &mut r, "lost", "10000");
+    let sender = child_of(master.pid()).expect("the master's sync process");
+    let _ = std::process::Command::new("kill")
+        .args(["-9", &sender.to_string()])
+        .status();
+    wait_async_loading(&mut r, 0);
+    assert_eq!((digests(&mut r), info_lcbloom(&mut r)), old);
+
+    // Completed: the master's values replace the old ones.
+    resync(&mut m, &mut r, "new", "1000");
+    wait_async_loading(&mut r, 0);
+    let acked: i64 = redis::cmd("WAIT").arg(1).arg(5000).query(&mut m).unwrap();
+    assert_eq!(acked, 1);
+    assert_eq!(digests(&mut r), digests(&mut m));
+    assert_eq!(digests(&mut r).len(), 1200);
+    assert_eq!(info_lcbloom(&mut r), info_lcbloom(&mut m));
+    let log = replica.log();
+    assert!(!log.contains("Skipping diskless-load"), "{log}");
 }
