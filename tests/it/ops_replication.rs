@@ -240,13 +240,18 @@ fn a_swapdb_full_sync_serves_the_old_values_until_it_completes() {
         .arg("repl-diskless-load", "swapdb")
         .start();
     let (mut m, mut r) = (master.conn(), replica.conn());
-    let fill = |m: &mut redis::Connection, generation: &str| {
+    // 200 filters and 200 counters named after `generation`.
+    let add = |pipe: &mut redis::Pipeline, generation: &str| {
         for i in 0..200 {
-            ok(m, &["BF.ADD", &format!("{generation}:bf:{i}"), "y"]);
-            ok(m, &["LC.ADD", &format!("{generation}:lc:{i}"), "y", "z"]);
+            let key = format!("{generation}:bf:{i}");
+            pipe.cmd("BF.ADD").arg(&[&key, "y"]).ignore();
+            let key = format!("{generation}:lc:{i}");
+            pipe.cmd("LC.ADD").arg(&[&key, "y", "z"]).ignore();
         }
     };
-    fill(&mut m, "old");
+    let mut pipe = redis::pipe();
+    add(&mut pipe, "old");
+    let _: () = pipe.query(&mut m).unwrap();
     attach_replica(&master, &replica);
     let old = (digests(&mut r), info_lcbloom(&mut r));
     assert_eq!(old.0.len(), 400);
@@ -270,12 +275,7 @@ fn a_swapdb_full_sync_serves_the_old_values_until_it_completes() {
         pipe.atomic()
             .cmd("CLIENT")
             .arg(&["KILL", "TYPE", "replica"]);
-        for i in 0..200 {
-            let key = format!("{generation}:bf:{i}");
-            pipe.cmd("BF.ADD").arg(&[&key, "y"]).ignore();
-            let key = format!("{generation}:lc:{i}");
-            pipe.cmd("LC.ADD").arg(&[&key, "y", "z"]).ignore();
-        }
+        add(&mut pipe, generation);
         let _: redis::Value = pipe.query(m).unwrap();
         wait_async_loading(r, 1);
         assert_eq!(ok(r, &["BF.EXISTS", "old:bf:0", "y"]), redis::Value::Int(1));
