@@ -23,7 +23,10 @@ choosing between the two, not goals. DRAM_FLOOR=bench/floor's dram_floor program
 memory system allows for the 0.001 / 200M batches (same array size, same reads per item). The
 floor module's line commands (FLOOR.SET/PROBE/MSET/MPROBE over an array as large as our blocked
 filter) give the floor of the blocked layout's commands: the module API, one DRAM line per item
-and the replies; RedisBloom's time over it is the largest ratio any module could reach.
+and the replies. Its probe commands (FLOOR.RESERVE key bytes k, then FLOOR.SET/PROBE: k bits
+anywhere in an array as large as our standard filter) give the floor of the single commands on
+the standard 0.01 / 10M and 0.001 / 200M filters. RedisBloom's time over a floor's is the
+largest ratio any module could reach on that command.
 
 Memory stalls: the 100-item batches also run on 0.001 / 2M filters, which fit in the caches,
 and lookups of members (all k probes read) on both sizes; per layout and operation, what the
@@ -72,9 +75,11 @@ OUR_MODULE = absolute(os.environ.get("LCBLOOM_MODULE") or os.path.join(ROOT, "ta
 PEER_MODULE = absolute(os.environ.get("PEER_MODULE"))
 FLOOR_MODULE = absolute(os.environ.get("FLOOR_MODULE"))
 DRAM_FLOOR = absolute(os.environ.get("DRAM_FLOOR"))
-# Probes per item of the 0.001 / 200M filters (their first sub-filter is sized for 55% of p):
-# the reads per item the DRAM floor is measured with (src/bloom/blocked.rs has the table).
-STANDARD_PROBES_200M = 11
+# Probes per item of the standard 0.01 / 10M and 0.001 / 200M filters (their first sub-filter
+# is sized for 55% of p: src/bloom/filter.rs's sizing gives k = 7 and 10): the reads per item
+# of the probe floors and of the DRAM floor.
+STANDARD_PROBES_10M = 7
+STANDARD_PROBES_200M = 10
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "5"))
 ONLY = os.environ.get("BENCH_ONLY")  # a regular expression: only the workloads it matches
 SECONDS = float(os.environ.get("BENCH_SECONDS", "1.5"))
@@ -434,6 +439,11 @@ def workloads(ours, peer, floor):
     def reserve_lines(server):
         server.client.execute_command("FLOOR.RESERVE", "flline", ours.client.memory_usage("bfblk"))
 
+    def reserve_probes(key, filter_key, probes):
+        """A floor array as large as our standard filter `filter_key`, `probes` bits per item."""
+        return lambda server: server.client.execute_command(
+            "FLOOR.RESERVE", key, ours.client.memory_usage(filter_key), probes)
+
     def bf(command, setup=(), rand_range=RAND_RANGE):
         return Side(ours, command, setup, rand_range), Side(peer, command, setup, rand_range)
 
@@ -521,6 +531,16 @@ def workloads(ours, peer, floor):
                  Side(floor, "FLOOR.MSET flline " + rand_items(100)), None, pipeline=1, calibrate=2_000),
         Workload(LINE_FLOOR["BF.MEXISTS"], Side(ours, "BF.MEXISTS bfblk " + rand_items(100, ABSENT)),
                  Side(floor, "FLOOR.MPROBE flline " + rand_items(100)), None, pipeline=1, calibrate=2_000),
+        # The floor of a single command on a standard filter: k bits anywhere in an array as
+        # large as ours (floor_module.c, FLOOR.RESERVE key bytes k).
+        Workload(PROBE_FLOOR["BF.ADD 0.01/10M"], Side(ours, "BF.ADD bf10m __rand_int__"),
+                 Side(floor, "FLOOR.SET flprobes10m __rand_int__",
+                      [reserve_probes("flprobes10m", "bf10m", STANDARD_PROBES_10M)]), None),
+        Workload(PROBE_FLOOR["BF.EXISTS 0.01/10M"], Side(ours, "BF.EXISTS bf10m __rand_int__"),
+                 Side(floor, "FLOOR.PROBE flprobes10m __rand_int__"), None),
+        Workload(PROBE_FLOOR["BF.ADD 0.001/200M"], Side(ours, "BF.ADD bf200m __rand_int__"),
+                 Side(floor, "FLOOR.SET flprobes200m __rand_int__",
+                      [reserve_probes("flprobes200m", "bf200m", STANDARD_PROBES_200M)]), None),
         # Built-in HyperLogLog: information, not goals (a native command skips the module API).
         Workload("LC.ADD 1 item vs PFADD", Side(ours, "LC.ADD lc1 __rand_int__"),
                  Side(ours, "PFADD hll1 __rand_int__"), None),
@@ -534,24 +554,32 @@ def workloads(ours, peer, floor):
 # The blocked-layout workloads timed against the line floor, by command.
 LINE_FLOOR = {c: f"{c} 0.001/200M, blocked vs line floor" + (" (100 items)" if c[3] == "M" else "")
               for c in ("BF.ADD", "BF.EXISTS", "BF.MADD", "BF.MEXISTS")}
-BLOCKED_VS_PEER = {"BF.ADD": "BF.ADD 0.001/200M, blocked", "BF.EXISTS": "BF.EXISTS 0.001/200M, blocked",
-                   "BF.MADD": "BF.MADD 100 items 0.001/200M, blocked",
-                   "BF.MEXISTS": "BF.MEXISTS 100 items 0.001/200M, blocked"}
+# The single commands on standard filters timed against the probe floor, by command and filter.
+PROBE_FLOOR = {c: f"{c} vs probe floor ({STANDARD_PROBES_10M if '10M' in c else STANDARD_PROBES_200M} probes)"
+               for c in ("BF.ADD 0.01/10M", "BF.EXISTS 0.01/10M", "BF.ADD 0.001/200M")}
+# Each floor workload, the workload timing the peer on the same command, and the floor's name.
+FLOORED = [(LINE_FLOOR["BF.ADD"], "BF.ADD 0.001/200M, blocked", "line floor"),
+           (LINE_FLOOR["BF.EXISTS"], "BF.EXISTS 0.001/200M, blocked", "line floor"),
+           (LINE_FLOOR["BF.MADD"], "BF.MADD 100 items 0.001/200M, blocked", "line floor"),
+           (LINE_FLOOR["BF.MEXISTS"], "BF.MEXISTS 100 items 0.001/200M, blocked", "line floor"),
+           (PROBE_FLOOR["BF.ADD 0.01/10M"], "BF.ADD 0.01/10M, pipeline 16", "probe floor"),
+           (PROBE_FLOOR["BF.EXISTS 0.01/10M"], "BF.EXISTS 0.01/10M, pipeline 16", "probe floor"),
+           (PROBE_FLOOR["BF.ADD 0.001/200M"], "BF.ADD 0.001/200M", "probe floor")]
 
 
-def line_floor_rows(by_name):
-    """The most any module could gain over RedisBloom with a blocked filter: RedisBloom's time
-    over the line floor's (the module API, one DRAM line per item, the replies)."""
+def peer_floor_rows(by_name):
+    """The most any module could gain over RedisBloom on a command: RedisBloom's time over its
+    floor's (the module API, the lines the item needs, the replies)."""
     rows = []
-    for command, floor_name in LINE_FLOOR.items():
-        vs_peer, vs_floor = by_name.get(BLOCKED_VS_PEER[command]), by_name.get(floor_name)
+    for floor_workload, peer_workload, label in FLOORED:
+        vs_peer, vs_floor = by_name.get(peer_workload), by_name.get(floor_workload)
         if not vs_peer or not vs_floor or not vs_peer.peer.usec or not vs_floor.peer.usec:
             continue
-        peer, line = statistics.median(vs_peer.peer.usec), statistics.median(vs_floor.peer.usec)
+        peer, floor = statistics.median(vs_peer.peer.usec), statistics.median(vs_floor.peer.usec)
         goal = vs_peer.goal
-        rows.append([f"{command} blocked: {peer_name()} ÷ line floor (the most any module can reach)",
-                     f"{line:.2f} µs/call (line floor)", f"{peer:.2f} µs/call ({peer_name()})",
-                     fmt_ratio(peer / line), f"goal ≥ {goal} is " + ("within" if peer / line >= goal else "**beyond**") + " the floor",
+        rows.append([f"{peer_workload}: {peer_name()} ÷ {label} (the most any module can reach)",
+                     f"{floor:.2f} µs/call ({label})", f"{peer:.2f} µs/call ({peer_name()})",
+                     fmt_ratio(peer / floor), f"goal ≥ {goal} is " + ("within" if peer / floor >= goal else "**beyond**") + " the floor",
                      "—"])
     return rows
 
@@ -669,14 +697,14 @@ def main():
             array_bytes = ours.client.memory_usage("bf200m")
             for server in (ours, peer):
                 if server:
-                    server.client.delete("bf200m", "bfblk", "flline", "bf2m", "bf2mblk")
+                    server.client.delete("bf200m", "bfblk", "flline", "flprobes10m", "flprobes200m", "bf2m", "bf2mblk")
         except redis.exceptions.RedisError:
             pass
         if array_bytes:
             floors = {reads: dram_floor(array_bytes, reads) for reads in (STANDARD_PROBES_200M, 1)}
             rows += floor_rows(by_name, floors)
             rows += stall_rows(by_name, floors)
-        rows += line_floor_rows(by_name)
+        rows += peer_floor_rows(by_name)
         if not ONLY:
             rows += memory_rows(ours, peer)
     finally:

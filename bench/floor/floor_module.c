@@ -28,6 +28,14 @@
  * These are what BF.ADD/BF.EXISTS/BF.MADD/BF.MEXISTS cost at least on such a filter: the
  * module API's fixed cost, one DRAM line per item, and one reply element per item.
  *
+ * The same floor for a single add or lookup in a standard-layout filter, whose k probes are
+ * bits anywhere in the array:
+ *
+ *   FLOOR.RESERVE key bytes k   an array whose FLOOR.SET sets k bits at positions h1 + i·h2,
+ *                               asking for all their lines before it touches any (as lcbloom's
+ *                               single add does), and whose FLOOR.PROBE reads them in order and
+ *                               stops at the first bit unset (what a non-member costs)
+ *
  * The same floor for a counter that lists its items sorted (LC's exact and tokens modes), where
  * a new item is inserted in order and what follows it moves:
  *
@@ -188,9 +196,13 @@ static size_t FloorMemUsage(const void *value) {
 #define PREFETCH_AHEAD 16
 #define MAX_BATCH 1000
 
+#define MAX_PROBES 24
+
 typedef struct {
     uint64_t lines;
     uint64_t *words;
+    /* 0: 8 bits in one line per item; else this many bits anywhere in the array. */
+    uint32_t probes;
 } FloorLines;
 
 static RedisModuleType *LinesType;
@@ -209,6 +221,24 @@ static int line_test_and_set(FloorLines *v, uint64_t h, int set) {
     return all;
 }
 
+/* The standard layout's test-and-set: all lines asked for first when setting; a lookup stops
+ * at its first bit unset. Double hashing over the whole array, ranges reduced by a multiply. */
+static int probes_test_and_set(FloorLines *v, uint64_t h, int set) {
+    uint64_t bits = v->lines * 512, h2 = (h * 0x9e3779b97f4a7c15ULL) | 1, at[MAX_PROBES];
+    for (uint32_t i = 0; i < v->probes; i++) {
+        at[i] = (uint64_t)(((unsigned __int128)(h + i * h2) * bits) >> 64);
+        if (set) __builtin_prefetch(v->words + (at[i] >> 6), 1);
+    }
+    int all = 1;
+    for (uint32_t i = 0; i < v->probes; i++) {
+        uint64_t *w = v->words + (at[i] >> 6), mask = 1ULL << (at[i] & 63);
+        if (!set && !(*w & mask)) return 0;
+        all &= (*w & mask) != 0;
+        *w |= set ? mask : 0;
+    }
+    return all;
+}
+
 static FloorLines *open_lines(RedisModuleCtx *ctx, RedisModuleKey *key, int *err) {
     *err = 0;
     if (RedisModule_KeyType(key) == REDISMODULE_KEYTYPE_EMPTY) return NULL;
@@ -221,12 +251,17 @@ static FloorLines *open_lines(RedisModuleCtx *ctx, RedisModuleKey *key, int *err
 }
 
 static int FloorReserve(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
-    if (argc != 3) return RedisModule_WrongArity(ctx);
+    if (argc != 3 && argc != 4) return RedisModule_WrongArity(ctx);
+    long long probes = 0;
+    if (argc == 4 && (RedisModule_StringToLongLong(argv[3], &probes) != REDISMODULE_OK ||
+                      probes < 1 || probes > MAX_PROBES))
+        return RedisModule_ReplyWithError(ctx, "ERR bad probes");
     long long bytes;
     RedisModuleKey *key = open_new(ctx, argv, 64, LLONG_MAX, &bytes);
     if (key == NULL) return REDISMODULE_OK;
     FloorLines *v = RedisModule_Alloc(sizeof *v);
     v->lines = (uint64_t)bytes / 64;
+    v->probes = (uint32_t)probes;
     /* Written once, so that no page faults in while timed (lcbloom's filters are warmed by
      * the benchmark with 1M items before they are timed). */
     v->words = RedisModule_Alloc(v->lines * 64);
@@ -253,9 +288,9 @@ static int lines_command(RedisModuleCtx *ctx, RedisModuleString **argv, int argc
         RedisModule_CloseKey(key);
         return REDISMODULE_OK;
     }
-    if (v == NULL) {
+    if (v == NULL || (multi && v->probes)) {
         RedisModule_CloseKey(key);
-        return RedisModule_ReplyWithError(ctx, "ERR not found");
+        return RedisModule_ReplyWithError(ctx, v ? "ERR batches take one-line arrays" : "ERR not found");
     }
     uint64_t hashes[MAX_BATCH];
     for (int i = 0; i < items; i++) {
@@ -269,7 +304,8 @@ static int lines_command(RedisModuleCtx *ctx, RedisModuleString **argv, int argc
     for (int i = 0; i < items; i++) {
         if (i + PREFETCH_AHEAD < items)
             __builtin_prefetch(v->words + line_of(v, hashes[i + PREFETCH_AHEAD]) * LINE_WORDS);
-        int present = line_test_and_set(v, hashes[i], set);
+        int present = v->probes ? probes_test_and_set(v, hashes[i], set)
+                                : line_test_and_set(v, hashes[i], set);
         changed |= set && !present;
         RedisModule_ReplyWithLongLong(ctx, set ? !present : present);
     }

@@ -268,4 +268,21 @@ mod tests {
             "textbook rate at capacity up to {worst} times the stated one"
         );
     }
+
+    /// The probes of the benchmark's standard filters, whose floors read as many lines per
+    /// item (bench/server_bench.py, `STANDARD_PROBES_10M` and `STANDARD_PROBES_200M`).
+    #[test]
+    fn the_benchmark_filters_probe_as_its_floors_read() {
+        for (rate, capacity, probes) in [(0.01, 10_000_000, 7), (0.001, 200_000_000, 10)] {
+            let first = SubParams::choose(
+                Layout::Standard,
+                capacity,
+                crate::bloom::budget::CHAIN.head_rate(rate),
+            );
+            match first {
+                Ok(SubParams::Bits(p)) => assert_eq!(p.hashes, probes, "{rate} / {capacity}"),
+                other => panic!("{rate} / {capacity}: {other:?}"),
+            }
+        }
+    }
 }
