@@ -95,13 +95,13 @@ fn is_valkey(ctx: &Context) -> bool {
 pub fn load(ctx: &Context, args: &[RedisString], families: &[&'static Family]) -> Status {
     // Without HANDLE_IO_ERRORS a truncated or corrupt RDB value aborts the server inside
     // rdb_load. Keys are signalled as modified only when a write changed them
-    // (`write::finish_write`). HANDLE_REPL_ASYNC_LOAD: no state outside the values depends
-    // on the keyspace (`INFO lcbloom` counts values as they are made and freed), so a replica
-    // may load a full sync beside its old data (`repl-diskless-load swapdb`); without it the
-    // server loads from disk instead.
-    let mut options = ModuleOptions::HANDLE_IO_ERRORS
-        | ModuleOptions::NO_IMPLICIT_SIGNAL_MODIFIED
-        | ModuleOptions::HANDLE_REPL_ASYNC_LOAD;
+    // (`write::finish_write`). Not HANDLE_REPL_ASYNC_LOAD, so that a `repl-diskless-load
+    // swapdb` replica receives a full sync to disk and loads it only once whole: when a
+    // master's diskless sync breaks off it can send its keep-alive newline before it drops
+    // the link, and a replica loading from the socket reads that byte where a module value's
+    // end marker belongs, calls the stream corrupt and exits, its old data gone with it
+    // (tests/it/ops_replication.rs, `FakeMaster`).
+    let mut options = ModuleOptions::HANDLE_IO_ERRORS | ModuleOptions::NO_IMPLICIT_SIGNAL_MODIFIED;
     if is_valkey(ctx) {
         // Valkey 9 refuses atomic slot migration (`CLUSTER MIGRATESLOTS`) in the whole cluster
         // while a loaded module has not declared that it handles it. This one does: a slot's

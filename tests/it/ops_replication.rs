@@ -1,9 +1,14 @@
 //! Replication: a replica loaded with other module defaults and a lower max-memory-per-key
 //! ends up with byte-identical values (full sync and the command stream), and refuses writes;
-//! writes stopped part-way propagate what they did; a `swapdb` full sync loads beside the old
-//! values.
+//! writes stopped part-way propagate what they did; a `swapdb` replica keeps its values until
+//! a full sync completes, also when the sync breaks off right after a value.
 use crate::common::ops::*;
 use crate::common::*;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 #[test]
 fn replica_with_other_defaults_holds_identical_values_and_refuses_writes() {
@@ -212,25 +217,25 @@ fn child_of(pid: u32) -> Option<u32> {
         })
 }
 
-/// Polls `INFO persistence` until `async_loading` is `value`.
-fn wait_async_loading(c: &mut redis::Connection, value: i64) {
-    let start = std::time::Instant::now();
-    while info_int(c, "persistence", "async_loading") != value {
+/// Polls `INFO replication` until `master_sync_in_progress` is `value`.
+fn wait_sync_in_progress(c: &mut redis::Connection, value: i64) {
+    let start = Instant::now();
+    while info_int(c, "replication", "master_sync_in_progress") != value {
         assert!(
-            start.elapsed() < std::time::Duration::from_secs(30),
-            "async_loading never became {value}"
+            start.elapsed() < Duration::from_secs(30),
+            "master_sync_in_progress never became {value}"
         );
-        std::thread::sleep(std::time::Duration::from_millis(5));
+        std::thread::sleep(Duration::from_millis(5));
     }
 }
 
-/// With `repl-diskless-load swapdb` a replica that must sync its master again in full loads
-/// the new copy beside the one it has and answers from that meanwhile (the module declares
-/// that it handles this; without that the server drops the old copy first and answers
-/// `LOADING`). The loaded values then replace the old, or, when the sync breaks off, are
-/// dropped, the old staying whole, and `INFO lcbloom` counts right either way.
+/// With `repl-diskless-load swapdb` a replica that must sync its master again in full keeps
+/// answering from the values it has meanwhile. The module does not declare that it handles
+/// asynchronous loading (module.rs says why), so the server receives the sync to disk and
+/// loads it once whole: a sync that breaks off is dropped, the old values and `INFO lcbloom`
+/// staying as they were, and a completed one replaces them.
 #[test]
-fn a_swapdb_full_sync_serves_the_old_values_until_it_completes() {
+fn a_swapdb_replica_keeps_its_values_until_a_full_sync_completes() {
     let master = Server::builder()
         .arg("repl-diskless-sync", "yes")
         .arg("repl-diskless-sync-delay", "0")
@@ -255,16 +260,6 @@ fn a_swapdb_full_sync_serves_the_old_values_until_it_completes() {
     attach_replica(&master, &replica);
     let old = (digests(&mut r), info_lcbloom(&mut r));
     assert_eq!(old.0.len(), 400);
-    // While it loads, the replica serves its clients every KB it reads.
-    ok(
-        &mut r,
-        &[
-            "CONFIG",
-            "SET",
-            "loading-process-events-interval-bytes",
-            "1024",
-        ],
-    );
     // The link breaks and the writes meanwhile overflow the backlog: a full sync again, its
     // values sent `delay` µs apart.
     let resync = |m: &mut redis::Connection, r: &mut redis::Connection, generation: &str, delay| {
@@ -277,7 +272,7 @@ fn a_swapdb_full_sync_serves_the_old_values_until_it_completes() {
             .arg(&["KILL", "TYPE", "replica"]);
         add(&mut pipe, generation);
         let _: redis::Value = pipe.query(m).unwrap();
-        wait_async_loading(r, 1);
+        wait_sync_in_progress(r, 1);
         assert_eq!(ok(r, &["BF.EXISTS", "old:bf:0", "y"]), redis::Value::Int(1));
         assert_eq!(ok(r, &["LC.COUNT", "old:lc:0"]), redis::Value::Int(2));
         let new_key = format!("{generation}:bf:0");
@@ -290,18 +285,150 @@ fn a_swapdb_full_sync_serves_the_old_values_until_it_completes() {
     let _ = std::process::Command::new("kill")
         .args(["-9", &sender.to_string()])
         .status();
-    wait_async_loading(&mut r, 0);
+    // Once the master has reaped it, it has dropped the replica's link; the replica comes back
+    // at once for another sync, whose values are sent 10 ms apart: seconds away.
+    let start = Instant::now();
+    while child_of(master.pid()) == Some(sender) {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "sync process never reaped"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    std::thread::sleep(Duration::from_millis(100));
     assert_eq!((digests(&mut r), info_lcbloom(&mut r)), old);
 
     // Completed: the master's values replace the old ones.
     resync(&mut m, &mut r, "new", "1000");
-    wait_async_loading(&mut r, 0);
-    let acked: i64 = redis::cmd("WAIT").arg(1).arg(5000).query(&mut m).unwrap();
+    let acked: i64 = redis::cmd("WAIT").arg(1).arg(30000).query(&mut m).unwrap();
     assert_eq!(acked, 1);
     let loaded = digests(&mut r);
     assert_eq!(loaded.len(), 1200);
     assert_eq!(loaded, digests(&mut m));
     assert_eq!(info_lcbloom(&mut r), info_lcbloom(&mut m));
-    let log = replica.log();
-    assert!(!log.contains("Skipping diskless-load"), "{log}");
+}
+
+/// A master that is only its replication handshake. Its first full sync sends `rdb` whole and
+/// holds the link until `release` is set; every later one sends `rdb[..cut]` and a newline,
+/// then closes the link: what a Redis master sends when the process streaming a diskless sync
+/// dies (its replication cron writes its keep-alive newline to the replica before it drops it).
+struct FakeMaster {
+    port: u16,
+    release: Arc<AtomicBool>,
+    broken: Arc<AtomicUsize>,
+}
+
+impl FakeMaster {
+    const REPLID: &'static str = "6c63626c6f6f6d2d666b2d6d61737465722d3031";
+    const MARK: &'static [u8; 40] = b"lcbloom-test-diskless-sync-end-mark-0001";
+
+    fn start(rdb: Vec<u8>, cut: usize) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let (release, broken) = (
+            Arc::new(AtomicBool::new(false)),
+            Arc::new(AtomicUsize::new(0)),
+        );
+        let (hold, count) = (release.clone(), broken.clone());
+        std::thread::spawn(move || {
+            for (n, stream) in listener.incoming().enumerate() {
+                let Ok(mut stream) = stream else { continue };
+                let Ok(mut reader) = stream.try_clone().map(BufReader::new) else {
+                    continue;
+                };
+                if Self::handshake(&mut reader, &mut stream).is_err() {
+                    continue;
+                }
+                let head = format!("+FULLRESYNC {} 0\r\n$EOF:", Self::REPLID);
+                let mut sent = head.into_bytes();
+                sent.extend_from_slice(Self::MARK);
+                sent.extend_from_slice(b"\r\n");
+                if n == 0 {
+                    sent.extend_from_slice(&rdb);
+                    sent.extend_from_slice(Self::MARK);
+                } else {
+                    sent.extend_from_slice(&rdb[..cut]);
+                    sent.push(b'\n');
+                }
+                if stream.write_all(&sent).is_err() {
+                    continue;
+                }
+                while n == 0 && !hold.load(Ordering::Relaxed) {
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                std::thread::sleep(Duration::from_millis(50));
+                let _ = stream.shutdown(std::net::Shutdown::Both);
+                count.fetch_add((n > 0) as usize, Ordering::Relaxed);
+            }
+        });
+        Self {
+            port,
+            release,
+            broken,
+        }
+    }
+
+    /// Answers the replica's commands up to its `PSYNC`.
+    fn handshake(reader: &mut BufReader<TcpStream>, writer: &mut TcpStream) -> std::io::Result<()> {
+        loop {
+            let mut line = String::new();
+            if reader.read_line(&mut line)? == 0 {
+                return Err(std::io::ErrorKind::UnexpectedEof.into());
+            }
+            let count: usize = line.trim_start_matches('*').trim().parse().unwrap_or(0);
+            let mut args = Vec::new();
+            for _ in 0..count {
+                line.clear();
+                reader.read_line(&mut line)?;
+                let len: usize = line.trim_start_matches('$').trim().parse().unwrap_or(0);
+                let mut arg = vec![0; len + 2];
+                reader.read_exact(&mut arg)?;
+                arg.truncate(len);
+                args.push(arg.to_ascii_uppercase());
+            }
+            match args.first().map(Vec::as_slice) {
+                Some(b"PSYNC" | b"SYNC") => return Ok(()),
+                Some(b"PING") => writer.write_all(b"+PONG\r\n")?,
+                _ => writer.write_all(b"+OK\r\n")?,
+            }
+        }
+    }
+}
+
+/// A master whose diskless sync breaks off right after a module value's last field sends a
+/// newline before it drops the link (see `FakeMaster`). A replica reading the sync from the
+/// socket takes that newline for the byte that ends the value, calls the stream corrupt and
+/// exits. A `swapdb` replica with this module must not load from the socket, so that such a
+/// sync is dropped and the replica keeps serving the values it has.
+#[test]
+fn a_swapdb_replica_outlives_a_sync_broken_off_after_a_value() {
+    let source = Server::start();
+    let mut s = source.conn();
+    ok(&mut s, &["BF.ADD", "f", "x"]);
+    ok(&mut s, &["SAVE"]);
+    let rdb = std::fs::read(source.dir.join("dump.rdb")).unwrap();
+    // The file ends in the value's end marker, the file's end opcode and an 8-byte checksum.
+    let cut = rdb.len() - 10;
+    assert_eq!(&rdb[cut..cut + 2], &[0x00, 0xff]);
+    let master = FakeMaster::start(rdb, cut);
+    let mut replica = Server::builder()
+        .arg("repl-diskless-load", "swapdb")
+        .start();
+    attach_replica_to(master.port, &replica);
+    let mut r = replica.conn();
+    let old = digests(&mut r);
+    assert_eq!(old.len(), 1);
+    master.release.store(true, Ordering::Relaxed);
+    // Two broken syncs served: the replica came back after the first.
+    let start = Instant::now();
+    while master.broken.load(Ordering::Relaxed) < 2 && replica.alive() {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "no second sync; replica log:\n{}",
+            replica.log_tail()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(replica.alive(), "replica exited:\n{}", replica.log_tail());
+    assert_eq!(digests(&mut replica.conn()), old);
 }

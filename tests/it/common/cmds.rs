@@ -124,11 +124,13 @@ pub fn append_to_aof(server: &Server, commands: &[&[&str]]) {
 }
 
 pub fn attach_replica(master: &Server, replica: &Server) {
+    attach_replica_to(master.port, replica);
+}
+
+/// `REPLICAOF` the master on `port`, waiting until the link is up.
+pub fn attach_replica_to(port: u16, replica: &Server) {
     let mut r = replica.conn();
-    ok(
-        &mut r,
-        &["REPLICAOF", "127.0.0.1", &master.port.to_string()],
-    );
+    ok(&mut r, &["REPLICAOF", "127.0.0.1", &port.to_string()]);
     let start = Instant::now();
     loop {
         let info: String = redis::cmd("INFO").arg("replication").query(&mut r).unwrap();
