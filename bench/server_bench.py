@@ -24,9 +24,9 @@ memory system allows for the 0.001 / 200M batches (same array size, same reads p
 floor module's line commands (FLOOR.SET/PROBE/MSET/MPROBE over an array as large as our blocked
 filter) give the floor of the blocked layout's commands: the module API, one DRAM line per item
 and the replies. Its probe commands (FLOOR.RESERVE key bytes k, then FLOOR.SET/PROBE: k bits
-anywhere in an array as large as our standard filter) give the floor of the single commands on
-the standard 0.01 / 10M and 0.001 / 200M filters. RedisBloom's time over a floor's is the
-largest ratio any module could reach on that command.
+anywhere in an array as large as our standard filter) give the floor of a single add to the
+standard 0.001 / 200M filter. RedisBloom's time over a floor's is the largest ratio any module
+could reach on that command.
 
 Memory stalls: the 100-item batches also run on 0.001 / 2M filters, which fit in the caches,
 and lookups of members (all k probes read) on both sizes; per layout and operation, what the
@@ -75,10 +75,9 @@ OUR_MODULE = absolute(os.environ.get("LCBLOOM_MODULE") or os.path.join(ROOT, "ta
 PEER_MODULE = absolute(os.environ.get("PEER_MODULE"))
 FLOOR_MODULE = absolute(os.environ.get("FLOOR_MODULE"))
 DRAM_FLOOR = absolute(os.environ.get("DRAM_FLOOR"))
-# Probes per item of the standard 0.01 / 10M and 0.001 / 200M filters (their first sub-filter
-# is sized for 55% of p: src/bloom/filter.rs's sizing gives k = 7 and 10): the reads per item
-# of the probe floors and of the DRAM floor.
-STANDARD_PROBES_10M = 7
+# Probes per item of the standard 0.001 / 200M filters (their first sub-filter is sized for 55%
+# of p: src/bloom/filter.rs's sizing gives k = 10): the reads per item of the probe floor and
+# of the DRAM floor.
 STANDARD_PROBES_200M = 10
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "5"))
 ONLY = os.environ.get("BENCH_ONLY")  # a regular expression: only the workloads it matches
@@ -531,16 +530,12 @@ def workloads(ours, peer, floor):
                  Side(floor, "FLOOR.MSET flline " + rand_items(100)), None, pipeline=1, calibrate=2_000),
         Workload(LINE_FLOOR["BF.MEXISTS"], Side(ours, "BF.MEXISTS bfblk " + rand_items(100, ABSENT)),
                  Side(floor, "FLOOR.MPROBE flline " + rand_items(100)), None, pipeline=1, calibrate=2_000),
-        # The floor of a single command on a standard filter: k bits anywhere in an array as
-        # large as ours (floor_module.c, FLOOR.RESERVE key bytes k).
-        Workload(PROBE_FLOOR["BF.ADD 0.01/10M"], Side(ours, "BF.ADD bf10m __rand_int__"),
-                 Side(floor, "FLOOR.SET flprobes10m __rand_int__",
-                      [reserve_probes("flprobes10m", "bf10m", STANDARD_PROBES_10M)]), None),
-        Workload(PROBE_FLOOR["BF.EXISTS 0.01/10M"], Side(ours, "BF.EXISTS bf10m __rand_int__"),
-                 Side(floor, "FLOOR.PROBE flprobes10m __rand_int__"), None),
-        Workload(PROBE_FLOOR["BF.ADD 0.001/200M"], Side(ours, "BF.ADD bf200m __rand_int__"),
-                 Side(floor, "FLOOR.SET flprobes200m __rand_int__",
-                      [reserve_probes("flprobes200m", "bf200m", STANDARD_PROBES_200M)]), None),
+        # The floor of a single add to a standard filter beyond the caches: k bits anywhere
+        # in an array as large as ours (floor_module.c, FLOOR.RESERVE key bytes k). Only the
+        # 0.001 / 200M filter: the 0.01 / 10M one has grown past its capacity by now.
+        Workload(PROBE_FLOOR, Side(ours, "BF.ADD bf200m __rand_int__"),
+                 Side(floor, "FLOOR.SET flprobes __rand_int__",
+                      [reserve_probes("flprobes", "bf200m", STANDARD_PROBES_200M)]), None),
         # Built-in HyperLogLog: information, not goals (a native command skips the module API).
         Workload("LC.ADD 1 item vs PFADD", Side(ours, "LC.ADD lc1 __rand_int__"),
                  Side(ours, "PFADD hll1 __rand_int__"), None),
@@ -554,17 +549,14 @@ def workloads(ours, peer, floor):
 # The blocked-layout workloads timed against the line floor, by command.
 LINE_FLOOR = {c: f"{c} 0.001/200M, blocked vs line floor" + (" (100 items)" if c[3] == "M" else "")
               for c in ("BF.ADD", "BF.EXISTS", "BF.MADD", "BF.MEXISTS")}
-# The single commands on standard filters timed against the probe floor, by command and filter.
-PROBE_FLOOR = {c: f"{c} vs probe floor ({STANDARD_PROBES_10M if '10M' in c else STANDARD_PROBES_200M} probes)"
-               for c in ("BF.ADD 0.01/10M", "BF.EXISTS 0.01/10M", "BF.ADD 0.001/200M")}
+# The single add to the standard 0.001 / 200M filter timed against the probe floor.
+PROBE_FLOOR = f"BF.ADD 0.001/200M vs probe floor ({STANDARD_PROBES_200M} probes)"
 # Each floor workload, the workload timing the peer on the same command, and the floor's name.
 FLOORED = [(LINE_FLOOR["BF.ADD"], "BF.ADD 0.001/200M, blocked", "line floor"),
            (LINE_FLOOR["BF.EXISTS"], "BF.EXISTS 0.001/200M, blocked", "line floor"),
            (LINE_FLOOR["BF.MADD"], "BF.MADD 100 items 0.001/200M, blocked", "line floor"),
            (LINE_FLOOR["BF.MEXISTS"], "BF.MEXISTS 100 items 0.001/200M, blocked", "line floor"),
-           (PROBE_FLOOR["BF.ADD 0.01/10M"], "BF.ADD 0.01/10M, pipeline 16", "probe floor"),
-           (PROBE_FLOOR["BF.EXISTS 0.01/10M"], "BF.EXISTS 0.01/10M, pipeline 16", "probe floor"),
-           (PROBE_FLOOR["BF.ADD 0.001/200M"], "BF.ADD 0.001/200M", "probe floor")]
+           (PROBE_FLOOR, "BF.ADD 0.001/200M", "probe floor")]
 
 
 def peer_floor_rows(by_name):
@@ -697,7 +689,7 @@ def main():
             array_bytes = ours.client.memory_usage("bf200m")
             for server in (ours, peer):
                 if server:
-                    server.client.delete("bf200m", "bfblk", "flline", "flprobes10m", "flprobes200m", "bf2m", "bf2mblk")
+                    server.client.delete("bf200m", "bfblk", "flline", "flprobes", "bf2m", "bf2mblk")
         except redis.exceptions.RedisError:
             pass
         if array_bytes:
