@@ -225,6 +225,16 @@ impl WindowFilter {
             i += 1;
             i - 1 == last || !l.is_empty()
         });
+        // The room of dropped layers is given back, so that the filter takes what a copy
+        // loaded from it does (a replica's, a restart's). Moved into an exact block, not
+        // shrunk in place, so that an allocation refused leaves it as it was.
+        if self.layers.capacity() > self.layers.len() {
+            let mut kept = Vec::new();
+            if kept.try_reserve_exact(self.layers.len()).is_ok() {
+                kept.append(&mut self.layers);
+                self.layers = kept;
+            }
+        }
     }
 
     /// Adds a layer (at slot `head`) for the adds past the newest one's budget, or refuses

@@ -399,6 +399,8 @@ fn scaling_adds_layers_keeps_the_rate_and_drops_them_later() {
     }
     assert_eq!(f.layers().len(), 1);
     assert_eq!(f.stored(10 * W), 2000);
+    // No room kept for the dropped layers: as many bytes as a copy loaded from it (a replica).
+    assert_eq!(f.memory_bytes(), round_trip(&f).memory_bytes());
 }
 
 #[test]
