@@ -8,7 +8,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 #[test]
 fn replica_with_other_defaults_holds_identical_values_and_refuses_writes() {
@@ -219,14 +219,11 @@ fn child_of(pid: u32) -> Option<u32> {
 
 /// Polls `INFO replication` until `master_sync_in_progress` is `value`.
 fn wait_sync_in_progress(c: &mut redis::Connection, value: i64) {
-    let start = Instant::now();
-    while info_int(c, "replication", "master_sync_in_progress") != value {
-        assert!(
-            start.elapsed() < Duration::from_secs(30),
-            "master_sync_in_progress never became {value}"
-        );
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    wait_until(
+        Duration::from_secs(30),
+        || info_int(c, "replication", "master_sync_in_progress") == value,
+        || format!("master_sync_in_progress never became {value}"),
+    );
 }
 
 /// With `repl-diskless-load swapdb` a replica that must sync its master again in full keeps
@@ -287,14 +284,11 @@ fn a_swapdb_replica_keeps_its_values_until_a_full_sync_completes() {
         .status();
     // Once the master has reaped it, it has dropped the replica's link; the replica comes back
     // at once for another sync, whose values are sent 10 ms apart: seconds away.
-    let start = Instant::now();
-    while child_of(master.pid()) == Some(sender) {
-        assert!(
-            start.elapsed() < Duration::from_secs(30),
-            "sync process never reaped"
-        );
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    wait_until(
+        Duration::from_secs(30),
+        || child_of(master.pid()) != Some(sender),
+        || "sync process never reaped".into(),
+    );
     std::thread::sleep(Duration::from_millis(100));
     assert_eq!((digests(&mut r), info_lcbloom(&mut r)), old);
 
@@ -420,15 +414,15 @@ fn a_swapdb_replica_outlives_a_sync_broken_off_after_a_value() {
     assert_eq!(old.len(), 1);
     master.release.store(true, Ordering::Relaxed);
     // Two broken syncs served: the replica came back after the first.
-    let start = Instant::now();
-    while master.broken.load(Ordering::Relaxed) < 2 && replica.alive() {
-        assert!(
-            start.elapsed() < Duration::from_secs(30),
-            "no second sync; replica log:\n{}",
-            replica.log_tail()
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let log = replica.dir.join("server.log");
+    wait_until(
+        Duration::from_secs(30),
+        || master.broken.load(Ordering::Relaxed) >= 2 || !replica.alive(),
+        || {
+            let text = std::fs::read_to_string(&log).unwrap_or_default();
+            format!("no second sync; replica log:\n{text}")
+        },
+    );
     assert!(replica.alive(), "replica exited:\n{}", replica.log_tail());
     assert_eq!(digests(&mut replica.conn()), old);
 }

@@ -3,7 +3,7 @@
 
 use super::Server;
 use redis::{Connection, Value};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Runs `args` (command name first) and returns the reply or the error.
 pub fn cmd(conn: &mut Connection, args: &[&str]) -> redis::RedisResult<Value> {
@@ -131,16 +131,11 @@ pub fn attach_replica(master: &Server, replica: &Server) {
 pub fn attach_replica_to(port: u16, replica: &Server) {
     let mut r = replica.conn();
     ok(&mut r, &["REPLICAOF", "127.0.0.1", &port.to_string()]);
-    let start = Instant::now();
-    loop {
+    let mut synced = || {
         let info: String = redis::cmd("INFO").arg("replication").query(&mut r).unwrap();
-        if info.contains("master_link_status:up") {
-            return;
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(30),
-            "replica never synced"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+        info.contains("master_link_status:up")
+    };
+    super::wait_until(Duration::from_secs(30), &mut synced, || {
+        "replica never synced".into()
+    });
 }

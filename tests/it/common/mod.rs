@@ -466,24 +466,33 @@ pub fn digest(conn: &mut redis::Connection, key: &str) -> String {
     reply.into_iter().next().unwrap_or_default()
 }
 
+/// Polls `done` every few milliseconds until it holds; after `limit`, fails with `what()`.
+pub fn wait_until(limit: Duration, mut done: impl FnMut() -> bool, what: impl Fn() -> String) {
+    let start = Instant::now();
+    while !done() {
+        assert!(start.elapsed() < limit, "{}", what());
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
 /// Polls `INFO persistence` until no AOF rewrite is running or scheduled.
 pub fn wait_aof_rewrite(conn: &mut redis::Connection) {
-    let start = Instant::now();
-    loop {
-        let info: String = redis::cmd("INFO").arg("persistence").query(conn).unwrap();
-        if info.contains("aof_rewrite_in_progress:0") && info.contains("aof_rewrite_scheduled:0") {
-            assert!(
-                info.contains("aof_last_bgrewrite_status:ok"),
-                "AOF rewrite failed: {info}"
-            );
-            return;
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(120),
-            "AOF rewrite stuck"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let mut info = String::new();
+    let idle = |info: &str| {
+        info.contains("aof_rewrite_in_progress:0") && info.contains("aof_rewrite_scheduled:0")
+    };
+    wait_until(
+        Duration::from_secs(120),
+        || {
+            info = redis::cmd("INFO").arg("persistence").query(conn).unwrap();
+            idle(&info)
+        },
+        || "AOF rewrite stuck".into(),
+    );
+    assert!(
+        info.contains("aof_last_bgrewrite_status:ok"),
+        "AOF rewrite failed: {info}"
+    );
 }
 
 /// The error text of a failed command, or a panic if it succeeded.
