@@ -41,7 +41,8 @@
 //!
 //! Decoding validates before allocating: magic, versions, seed, slots, reserved byte, window,
 //! finite rates, capacities (each layer's the filter's times a power of its expansion, rising
-//! from layer to layer), the rates' sum, the exact header length, the data length against
+//! from layer to layer), the rates' sum, each slot's refreshed counts (their sum at most the
+//! layer's budget), the exact header length, the data length against
 //! the records' minimum and the caller's memory limit. Each record is checked whole (counts,
 //! stream lengths, every set strictly increasing and below u, canonical padding) before it
 //! replaces its partition; a chunk is applied whole or not at all.
@@ -371,6 +372,11 @@ pub fn decode_header(bytes: &[u8], limit: u64) -> Result<(WindowFilter, Loading)
         let mut refreshed = [[0u64; SLOTS]; GENS];
         for v in refreshed.iter_mut().flatten() {
             *v = r.u64()?;
+        }
+        // A slot's refreshes are adds stored in it, and a layer holds at most its budget.
+        let sums = refreshed.map(|g| g.iter().try_fold(0u64, |s, &v| s.checked_add(v)));
+        if sums.iter().any(|s| s.is_none_or(|s| s > lp.budget)) {
+            return Err(err("bad refreshed counts"));
         }
         rates += rate;
         min_data = min_data.saturating_add(lp.partitions * RECORD_COUNTS as u64);

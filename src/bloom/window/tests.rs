@@ -557,6 +557,46 @@ fn layers_must_have_grown_from_the_filters_capacity() {
     assert_eq!(mutate(layer(0), &600u64.to_le_bytes()), refused);
 }
 
+/// A slot's refreshed counts are adds stored in that slot, which its layer holds at most its
+/// budget of: a header claiming more is refused (one of 2^64 − 1 loaded, and took its layer's
+/// items out of `BF.CARD`: 2,359 for a filter of 2,984).
+#[test]
+fn refreshed_counts_are_at_most_the_layers_budget() {
+    let f = filled(params(500, 0.01, 2), 0, 3_000, 7);
+    let (header, _) = encode(&f);
+    let budget = f.layers()[0].params().budget;
+    assert_eq!(budget, 625);
+    let per_layer = (header.len() - 56) / f.layers().len();
+    let refreshed = |slot: usize, age: usize| 56 + 16 + 8 * (slot * SLOTS + age);
+    let with = |values: &[(usize, u64)]| {
+        let mut h = header.clone();
+        for &(at, v) in values {
+            h[at..at + 8].copy_from_slice(&v.to_le_bytes());
+        }
+        codec::decode_header(&h, NO_LIMIT).map(|_| ())
+    };
+    let refused = Err(DecodeError("bad refreshed counts"));
+    // Each slot may hold its layer's whole budget of refreshes.
+    let full: Vec<(usize, u64)> = (0..5).map(|s| (refreshed(s, s % SLOTS), budget)).collect();
+    assert_eq!(with(&full), Ok(()));
+    assert_eq!(with(&[(refreshed(4, 0), budget + 1)]), refused);
+    assert_eq!(with(&[(refreshed(2, 3), u64::MAX)]), refused);
+    let split = budget / 2 + 1;
+    assert_eq!(
+        with(&[(refreshed(4, 0), split), (refreshed(4, 1), split)]),
+        refused
+    );
+    assert_eq!(
+        with(&[(refreshed(4, 0), u64::MAX), (refreshed(4, 1), 2)]),
+        refused,
+        "a sum that wraps"
+    );
+    // The next layer's budget is its own (twice the capacity).
+    let next = per_layer + refreshed(4, 0);
+    assert_eq!(with(&[(next, 2 * budget)]), Ok(()));
+    assert_eq!(with(&[(next, 2 * budget + 1)]), refused);
+}
+
 /// A header's window is whole seconds, as `WINDOW seconds` makes it: one of 4 ms or 1,004 ms
 /// loaded, and `BF.INFO` showed `Window 0` or `1`.
 #[test]
