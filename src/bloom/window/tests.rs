@@ -597,6 +597,30 @@ fn refreshed_counts_are_at_most_the_layers_budget() {
     assert_eq!(with(&[(next, 2 * budget + 1)]), refused);
 }
 
+/// Adds keep what a load checks: a value loaded with a slot's refreshed counts at its layer's
+/// budget (more than its adds made) stays at it when an item of an older layer is re-added,
+/// so that it saves and loads again (it reached budget + 1, and its own DUMP, the RDB and a
+/// replica's full sync refused it).
+#[test]
+fn adds_keep_refreshed_counts_within_the_budget() {
+    let slot = W / SLOTS as u64;
+    let mut f = WindowFilter::new(params(1, 0.01, 2), NO_LIMIT).unwrap();
+    for (i, t) in [(1u64, 1), (2, 2), (3, slot + 1)] {
+        f.add(&h(i), t, NO_LIMIT).unwrap();
+    }
+    assert_eq!(f.layers().len(), 2);
+    let budget = f.layers()[1].params().budget;
+    let (mut header, chunks) = encode(&f);
+    // The newest layer's newest slot: refreshed from one slot back.
+    let at = 56 + 176 + 16 + 8 * (4 * SLOTS);
+    header[at..at + 8].copy_from_slice(&budget.to_le_bytes());
+    let mut loaded = codec::decode(&header, chunks.iter().map(|c| c.as_slice()), NO_LIMIT).unwrap();
+    assert_eq!(loaded.add(&h(1), slot + 2, NO_LIMIT), Ok(Added::Refreshed));
+    let (header, chunks) = encode(&loaded);
+    assert_eq!(u64_at(&header, at), budget);
+    assert!(codec::decode(&header, chunks.iter().map(|c| c.as_slice()), NO_LIMIT).is_ok());
+}
+
 /// A header's window is whole seconds, as `WINDOW seconds` makes it: one of 4 ms or 1,004 ms
 /// loaded, and `BF.INFO` showed `Window 0` or `1`.
 #[test]
