@@ -64,7 +64,7 @@ use crate::bloom::redisbloom::chain::RedisBloomChain;
 use crate::server::args::{is_keyword, parse_f64, parse_i64, parse_u64, set_once, Args};
 use crate::server::errors::{unknown_argument, CHUNK_LENGTH, INTERNAL, ITEM_EXISTS, NOT_FOUND};
 use crate::server::limits::{check_item_count, memory_limit, memory_limit_while, rebuilding};
-use crate::server::reply::{flag, ordered_map_simple_names};
+use crate::server::reply::{self, flag, ordered_map_simple_names};
 use crate::server::stats::note_refused_write;
 use crate::server::value::{self, modify, read, read_either, store, write_either, Either, Key};
 use crate::server::write::{finish_write, Applied, Progress, Replicated, Word};
@@ -709,16 +709,19 @@ pub fn info(ctx: &Context, args: &[RedisString]) -> RedisResult {
     let info = read_filter(&key)?
         .ok_or(RedisError::Str(NOT_FOUND))?
         .info(&Server::reading(ctx));
-    let integer = |n: u64| RedisValue::Integer(n as i64);
     let expansion = match info.expansion {
         Some(e) => RedisValue::Integer(e as i64),
         None => RedisValue::Null,
     };
     let fields = [
-        ("CAPACITY", "Capacity", integer(info.capacity)),
-        ("SIZE", "Size", integer(info.size)),
-        ("FILTERS", "Number of filters", integer(info.filters)),
-        ("ITEMS", "Number of items inserted", integer(info.items)),
+        ("CAPACITY", "Capacity", reply::count(info.capacity)),
+        ("SIZE", "Size", reply::count(info.size)),
+        ("FILTERS", "Number of filters", reply::count(info.filters)),
+        (
+            "ITEMS",
+            "Number of items inserted",
+            reply::count(info.items),
+        ),
         ("EXPANSION", "Expansion rate", expansion),
     ];
     let Some(which) = args.get(2) else {
@@ -758,7 +761,7 @@ pub fn card(ctx: &Context, args: &[RedisString]) -> RedisResult {
         Some(filter) => filter.card(&Server::reading(ctx)),
         None => 0,
     };
-    Ok(RedisValue::Integer(items as i64))
+    Ok(reply::count(items))
 }
 
 /// `BF.SCANDUMP key iterator`: `[1, header]` for iterator 0, then `[next, chunk]` where next

@@ -6,6 +6,7 @@
 //! `DEBUG RELOAD` must give back exactly the dataset it saved. (RedisBloom 2.8.2 itself aborts on
 //! some of these payloads: redisbloom-format.md §6.4.)
 
+use crate::common::fixtures::unhex;
 use crate::common::fuzz::{mutate, mutated_payload, split_dump, Rng};
 use crate::common::redisbloom as rb;
 use crate::common::*;
@@ -183,4 +184,48 @@ fn mutated_redisbloom_payloads_and_chunks() {
         "{}",
         server.log_tail()
     );
+}
+
+/// A RedisBloom header may claim up to 2^64 − 1 items (RedisBloom checks only that its links'
+/// counts sum to that): the counts reply as the largest integer, never a negative one, and an
+/// add that would wrap the count is refused, so the key still saves and loads (it wrapped to
+/// 0, and the RDB holding it no longer loaded).
+#[test]
+fn a_count_that_would_wrap_is_refused_and_the_key_still_loads() {
+    let server = Server::start();
+    let mut c = server.conn();
+    let header = unhex(
+        "ffffffffffffffff01000000050000000200000090000000000000008004000000000000\
+         ffffffffffffffff7b14ae47e17a743fe9862fb2350e264008000000640000000000000000",
+    );
+    let load = |c: &mut Connection, it: i64, data: &[u8]| {
+        redis::cmd("BF.LOADCHUNK")
+            .arg("k")
+            .arg(it)
+            .arg(data)
+            .query::<()>(c)
+    };
+    load(&mut c, 1, &header).unwrap();
+    load(&mut c, 145, &[0; 144]).unwrap();
+    let card = |c: &mut Connection| redis::cmd("BF.CARD").arg("k").query::<i64>(c).unwrap();
+    assert_eq!(card(&mut c), i64::MAX);
+    let items: Vec<i64> = redis::cmd("BF.INFO")
+        .arg("k")
+        .arg("ITEMS")
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(items, [i64::MAX]);
+    let added = redis::cmd("BF.ADD")
+        .arg("k")
+        .arg("hello")
+        .query::<bool>(&mut c);
+    assert_eq!(err_text(added), "ERR filter too large (capacity overflows)");
+    let _: () = redis::cmd("DEBUG").arg("RELOAD").query(&mut c).unwrap();
+    assert_eq!(card(&mut c), i64::MAX);
+    let exists: bool = redis::cmd("BF.EXISTS")
+        .arg("k")
+        .arg("hello")
+        .query(&mut c)
+        .unwrap();
+    assert!(!exists);
 }

@@ -184,6 +184,10 @@ impl RedisBloomChain {
         if self.contains(hash) {
             return Ok(false);
         }
+        // A loaded chain may claim up to 2^64 − 1 items (loaders check only that the links'
+        // counts sum to it): an add that would wrap the count is refused. The links' counts
+        // sum to it, so none of them can wrap.
+        let size = self.size.checked_add(1).ok_or(ChainError::Overflow)?;
         let last = self.links.last().expect("a chain has a link");
         if last.size >= last.params.entries {
             if self.options & NO_SCALING != 0 {
@@ -203,7 +207,7 @@ impl RedisBloomChain {
         let last = self.links.last_mut().expect("a chain has a link");
         last.insert(hash);
         last.size += 1;
-        self.size += 1;
+        self.size = size;
         Ok(true)
     }
 

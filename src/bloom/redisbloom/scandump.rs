@@ -153,7 +153,8 @@ pub fn load_chunk(chain: &mut RedisBloomChain, it: i64, data: &[u8]) -> Result<(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bloom::redisbloom::hex;
+    use crate::bloom::chain::ChainError;
+    use crate::bloom::redisbloom::{dump, hex};
 
     #[test]
     fn header_matches_redisbloom_bytes() {
@@ -173,6 +174,21 @@ mod tests {
         for len in 0..FIXED {
             assert!(!looks_like_header(&vec![0; len]), "{len} bytes");
         }
+    }
+
+    /// RedisBloom's loaders check only that the links' counts sum to the chain's: a header
+    /// claiming 2^64 − 1 items loads, and an add that would wrap the count is refused (it
+    /// wrapped to 0, and the key's own `DUMP`, its RDB and a replica's full sync were refused).
+    #[test]
+    fn an_add_that_would_wrap_the_count_is_refused() {
+        let header = hex("ffffffffffffffff 01000000 05000000 02000000 9000000000000000 8004000000000000 ffffffffffffffff 7b14ae47e17a743f e9862fb2350e2640 08000000 6400000000000000 00");
+        let mut c = decode_header(&header, u64::MAX).unwrap();
+        load_chunk(&mut c, 145, &[0; 144]).unwrap();
+        let before = c.clone();
+        let h = c.hash(b"hello");
+        assert_eq!(c.add(&h, u64::MAX), Err(ChainError::Overflow));
+        assert_eq!(c, before);
+        assert!(dump::decode_value(&dump::encode_value(&c), u64::MAX).is_ok());
     }
 
     fn grown() -> RedisBloomChain {
