@@ -140,7 +140,8 @@ pub fn lc_loadchunk(data: &[u8]) {
 }
 
 /// A `DUMP` value of a RedisBloom filter (`MBbloom--`, any encver): it decodes only if valid;
-/// a decoded chain re-encodes to a value that decodes to the same chain, and stays usable.
+/// a decoded chain re-encodes to a value that decodes to the same chain, and stays usable:
+/// what its adds make loads again.
 pub fn rb_value(data: &[u8]) {
     use lcbloom::bloom::redisbloom::dump;
     if let Ok(mut chain) = dump::decode_value(data, LIMIT) {
@@ -155,6 +156,9 @@ pub fn rb_value(data: &[u8]) {
         }
         let sizes: u64 = chain.links().iter().map(|l| l.size).sum();
         assert_eq!(sizes, chain.size());
+        // What the adds made saves and loads again.
+        let again = dump::encode_value(&chain);
+        assert_eq!(dump::decode_value(&again, u64::MAX).as_ref(), Ok(&chain));
     }
 }
 
@@ -220,7 +224,7 @@ pub fn bf_any_loadchunk(data: &[u8]) {
 /// a header (length in the first two bytes), then data chunks in the record format of
 /// `bf_loadchunk` (4-byte start offset), applied in order. A refused chunk changes nothing; a
 /// complete value re-encodes to its header and data and stays usable (lookups, adds, a moving
-/// clock).
+/// clock): what its adds make loads again.
 pub fn bf_window_value(data: &[u8]) {
     use lcbloom::bloom::window::codec;
     use lcbloom::bloom::window::value::Windowed;
@@ -253,6 +257,13 @@ pub fn bf_window_value(data: &[u8]) {
         let _ = value.filter.add(&h, time.saturating_add(i * 977), LIMIT);
         let _ = value.filter.cardinality(u64::MAX);
     }
+    // What the adds made saves and loads again.
+    let mut chunks = Vec::new();
+    codec::for_each_chunk(&value.filter, |_, c| chunks.push(c.to_vec()));
+    let header = codec::encode_header(&value.filter);
+    let back = codec::decode(&header, chunks.iter().map(|c| c.as_slice()), u64::MAX)
+        .expect("a written value loads again");
+    assert_eq!(codec::encode_header(&back), header);
 }
 
 /// A record of a session: its 4-byte field (an offset or an iterator) and its bytes.
