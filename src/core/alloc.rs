@@ -7,6 +7,12 @@
 //! before any Rust code of the module allocates, so no block crosses from one allocator to the
 //! other.
 //!
+//! The server's `Try` functions serve where it has them (`TryAlloc` since Redis 7.0,
+//! `TryCalloc` and `TryRealloc` since 7.4, and Valkey): they return null where the others
+//! would abort the server, so a fallible allocation (`try_reserve`, `zeroed`) the host refuses
+//! is an error reply. Where a server lacks one, the aborting function serves: calloc is kept
+//! for zeroed blocks because a large one then costs no writes (fresh zero pages).
+//!
 //! Redis's allocator is jemalloc in Debian's redis-server but glibc malloc in some Valkey builds,
 //! which only guarantees 16-byte alignment. Layouts that need more (none of ours today) therefore
 //! always go to the system allocator: `dealloc` sees the same layout, so it picks the same side.
@@ -43,7 +49,7 @@ unsafe impl GlobalAlloc for ModuleAlloc {
         // before any allocation of the module's; the caller upholds GlobalAlloc::alloc's
         // contract, which is also malloc's.
         unsafe {
-            match redis_side(layout, raw::RedisModule_Alloc) {
+            match redis_side(layout, raw::RedisModule_TryAlloc.or(raw::RedisModule_Alloc)) {
                 Some(alloc) => alloc(layout.size()).cast(),
                 None => System.alloc(layout),
             }
@@ -54,7 +60,10 @@ unsafe impl GlobalAlloc for ModuleAlloc {
         // Calloc lets jemalloc hand out fresh zero pages for large filters instead of memset.
         // SAFETY: as in `alloc`.
         unsafe {
-            match redis_side(layout, raw::RedisModule_Calloc) {
+            match redis_side(
+                layout,
+                raw::RedisModule_TryCalloc.or(raw::RedisModule_Calloc),
+            ) {
                 Some(calloc) => calloc(1, layout.size()).cast(),
                 None => System.alloc_zeroed(layout),
             }
@@ -75,7 +84,10 @@ unsafe impl GlobalAlloc for ModuleAlloc {
         // SAFETY: `ptr` came from `alloc` with this layout, so from the same side; the
         // alignment does not change.
         unsafe {
-            match redis_side(layout, raw::RedisModule_Realloc) {
+            match redis_side(
+                layout,
+                raw::RedisModule_TryRealloc.or(raw::RedisModule_Realloc),
+            ) {
                 Some(realloc) => realloc(ptr.cast(), new_size).cast(),
                 None => System.realloc(ptr, layout, new_size),
             }

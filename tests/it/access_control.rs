@@ -253,17 +253,7 @@ fn is_noperm(result: &redis::RedisResult<Value>) -> bool {
 /// Which ACL category features the server has: categories on module commands (Redis 7.2+,
 /// Valkey), and categories a module adds (Redis 7.4+, Valkey).
 fn category_support(c: &mut Connection) -> (bool, bool) {
-    let info: String = redis::cmd("INFO").arg("server").query(c).unwrap();
-    if info.contains("server_name:valkey") {
-        return (true, true);
-    }
-    let version = info
-        .lines()
-        .find_map(|l| l.strip_prefix("redis_version:"))
-        .expect("redis_version");
-    let mut parts = version.trim().split('.').map(|p| p.parse::<u32>().unwrap());
-    let (major, minor) = (parts.next().unwrap(), parts.next().unwrap());
-    ((major, minor) >= (7, 2), (major, minor) >= (7, 4))
+    (has_redis_api(c, 7, 2), has_redis_api(c, 7, 4))
 }
 
 // ---- RESP2 replies as plain values -------------------------------------------------------

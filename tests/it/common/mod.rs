@@ -69,6 +69,8 @@ pub struct Server {
     binary: Option<String>,
     /// Environment variables of the server process.
     env: Vec<(String, String)>,
+    /// A cap on the server process's address space, bytes (`prlimit --as`).
+    address_space: Option<u64>,
     child: Option<Child>,
     keep_dir: bool,
 }
@@ -80,6 +82,7 @@ pub struct ServerBuilder {
     module: Option<PathBuf>,
     binary: Option<String>,
     env: Vec<(String, String)>,
+    address_space: Option<u64>,
 }
 
 impl ServerBuilder {
@@ -120,6 +123,13 @@ impl ServerBuilder {
     /// An environment variable of the server process.
     pub fn env(mut self, name: &str, value: &str) -> Self {
         self.env.push((name.to_string(), value.to_string()));
+        self
+    }
+
+    /// A host that refuses memory: the server's address space capped at `bytes`, so that
+    /// an allocation past it fails (as under `vm.overcommit_memory=2` or a tight cgroup).
+    pub fn address_space(mut self, bytes: u64) -> Self {
+        self.address_space = Some(bytes);
         self
     }
 
@@ -175,6 +185,7 @@ impl ServerBuilder {
             module: self.module,
             binary: self.binary,
             env: self.env,
+            address_space: self.address_space,
             child: None,
             keep_dir: false,
         }
@@ -198,6 +209,7 @@ impl Server {
             module: None,
             binary: None,
             env: Vec::new(),
+            address_space: None,
         }
     }
 
@@ -238,7 +250,16 @@ impl Server {
 
     /// The server's command line on `self.port`.
     fn command(&self, module: &Path) -> Command {
-        let mut cmd = Command::new(self.binary.clone().unwrap_or_else(server_binary));
+        let binary = self.binary.clone().unwrap_or_else(server_binary);
+        let mut cmd = match self.address_space {
+            // prlimit runs the server in its own process (exec), which the tests then own.
+            Some(bytes) => {
+                let mut cmd = Command::new("prlimit");
+                cmd.arg(format!("--as={bytes}")).arg(binary);
+                cmd
+            }
+            None => Command::new(binary),
+        };
         cmd.arg("--port")
             .arg(self.port.to_string())
             .args(["--bind", "127.0.0.1", "--save", "", "--daemonize", "no"])
@@ -496,6 +517,20 @@ pub fn wait_aof_rewrite(conn: &mut redis::Connection) {
 }
 
 /// The error text of a failed command, or a panic if it succeeded.
+/// Whether the server has Redis `major.minor`'s module API (Valkey 9 has Redis 7.4's).
+pub fn has_redis_api(c: &mut redis::Connection, major: u32, minor: u32) -> bool {
+    let info: String = redis::cmd("INFO").arg("server").query(c).unwrap();
+    if info.contains("server_name:valkey") {
+        return true;
+    }
+    let version = info
+        .lines()
+        .find_map(|l| l.strip_prefix("redis_version:"))
+        .expect("redis_version");
+    let mut parts = version.trim().split('.').map(|p| p.parse::<u32>().unwrap());
+    (parts.next().unwrap(), parts.next().unwrap()) >= (major, minor)
+}
+
 pub fn err_text<T: std::fmt::Debug>(result: redis::RedisResult<T>) -> String {
     match result {
         Ok(v) => panic!("expected an error, got {v:?}"),
