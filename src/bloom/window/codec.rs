@@ -45,7 +45,8 @@
 //! layer's budget), the exact header length, the data length against
 //! the records' minimum and the caller's memory limit. Each record is checked whole (counts,
 //! stream lengths, every set strictly increasing and below u, canonical padding) before it
-//! replaces its partition; a chunk is applied whole or not at all.
+//! replaces its partition, and the data must end with the last partition's record; a chunk
+//! is applied whole or not at all.
 
 use super::filter::{WindowFilter, WindowParams, MAX_LAYERS, MAX_TIME};
 use super::layer::{Layer, LayerParams};
@@ -485,6 +486,9 @@ pub fn load_chunk(
     }
     if end == loading.total && at != bytes.len() {
         return Err(err("data ends inside a record"));
+    }
+    if end == loading.total && layer != filter.layers().len() {
+        return Err(err("data ends before its last record"));
     }
     // Each record's words are an allocation of their own, in its size class: what the
     // header's check could not know. (The loading state itself goes when the load ends.)

@@ -621,6 +621,29 @@ fn adds_keep_refreshed_counts_within_the_budget() {
     assert!(codec::decode(&header, chunks.iter().map(|c| c.as_slice()), NO_LIMIT).is_ok());
 }
 
+/// The data holds a record for every partition of every layer: data whose stated length ends
+/// after the first record loaded as complete, its other partitions empty, and re-encoded to
+/// other bytes.
+#[test]
+fn data_ending_before_the_last_record_is_refused() {
+    let f = filled(params(7_000, 0.01, 0), 0, 3_000, 1);
+    assert!(f.layers()[0].params().partitions > 1);
+    let (mut header, chunks) = encode(&f);
+    let data = chunks.concat();
+    let u = f.layers()[0].params().universe;
+    let words: usize = (0..super::partition::GENS)
+        .map(|g| u32::from_le_bytes(data[4 * g..4 * g + 4].try_into().unwrap()))
+        .map(|c| super::partition::stream_words(c, u))
+        .sum();
+    let first = 4 * super::partition::GENS + 8 * words;
+    header[48..56].copy_from_slice(&(first as u64).to_le_bytes());
+    let decoded = codec::decode(&header, [&data[..first]], NO_LIMIT);
+    assert_eq!(
+        decoded.err(),
+        Some(DecodeError("data ends before its last record"))
+    );
+}
+
 /// A header's window is whole seconds, as `WINDOW seconds` makes it: one of 4 ms or 1,004 ms
 /// loaded, and `BF.INFO` showed `Window 0` or `1`.
 #[test]
