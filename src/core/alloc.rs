@@ -10,8 +10,9 @@
 //! The server's `Try` functions serve where it has them (`TryAlloc` since Redis 7.0,
 //! `TryCalloc` and `TryRealloc` since 7.4, and Valkey): they return null where the others
 //! would abort the server, so a fallible allocation (`try_reserve`, `zeroed`) the host refuses
-//! is an error reply. Where a server lacks one, the aborting function serves: calloc is kept
-//! for zeroed blocks because a large one then costs no writes (fresh zero pages).
+//! is an error reply. Where a server lacks one, the aborting function serves; calloc is kept
+//! for zeroed blocks because a large one then costs no writes (fresh zero pages), and a large
+//! one is first asked of the host (`host_grants`), so that a refusal is an error there too.
 //!
 //! Redis's allocator is jemalloc in Debian's redis-server but glibc malloc in some Valkey builds,
 //! which only guarantees 16-byte alignment. Layouts that need more (none of ours today) therefore
@@ -19,6 +20,7 @@
 
 use redis_module::raw;
 use std::alloc::{GlobalAlloc, Layout, System};
+use std::ptr::null_mut;
 
 pub struct ModuleAlloc;
 
@@ -58,14 +60,18 @@ unsafe impl GlobalAlloc for ModuleAlloc {
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
         // Calloc lets jemalloc hand out fresh zero pages for large filters instead of memset.
+        let size = layout.size();
         // SAFETY: as in `alloc`.
         unsafe {
-            match redis_side(
-                layout,
-                raw::RedisModule_TryCalloc.or(raw::RedisModule_Calloc),
-            ) {
-                Some(calloc) => calloc(1, layout.size()).cast(),
+            match redis_side(layout, raw::RedisModule_Calloc) {
                 None => System.alloc_zeroed(layout),
+                Some(calloc) => match raw::RedisModule_TryCalloc {
+                    Some(try_calloc) => try_calloc(1, size).cast(),
+                    // Before Redis 7.4 calloc aborts on a refusal: a large block is asked of
+                    // the host first.
+                    None if size >= PROBED_BYTES && !host_grants(size) => null_mut(),
+                    None => calloc(1, size).cast(),
+                },
             }
         }
     }
@@ -93,6 +99,55 @@ unsafe impl GlobalAlloc for ModuleAlloc {
             }
         }
     }
+}
+
+/// Zeroed blocks from this size on are asked of the host before a server without
+/// `TryCalloc` allocates them: a system call pair, small beside writing such a block.
+const PROBED_BYTES: usize = 1 << 20;
+
+/// Whether the host would map `bytes` more now, asked as jemalloc asks (an anonymous private
+/// mapping with `MAP_NORESERVE`, which the kernel still weighs under `vm.overcommit_memory=2`
+/// and an address-space limit bounds). The mapping is made and removed at once, untouched.
+#[cfg(target_os = "linux")]
+fn host_grants(bytes: usize) -> bool {
+    use std::ffi::{c_int, c_long, c_void};
+    extern "C" {
+        fn mmap(
+            addr: *mut c_void,
+            len: usize,
+            prot: c_int,
+            flags: c_int,
+            fd: c_int,
+            offset: c_long,
+        ) -> *mut c_void;
+        fn munmap(addr: *mut c_void, len: usize) -> c_int;
+    }
+    // Linux's values on x86-64 and aarch64 alike.
+    const PROT_READ_WRITE: c_int = 0x1 | 0x2;
+    const MAP_PRIVATE_ANONYMOUS_NORESERVE: c_int = 0x02 | 0x20 | 0x4000;
+    const MAP_FAILED: *mut c_void = !0usize as *mut c_void;
+    // SAFETY: a new anonymous mapping at an address of the kernel's choosing, unmapped with
+    // its own address and length; no memory of the process is touched.
+    unsafe {
+        let at = mmap(
+            null_mut(),
+            bytes,
+            PROT_READ_WRITE,
+            MAP_PRIVATE_ANONYMOUS_NORESERVE,
+            -1,
+            0,
+        );
+        if at == MAP_FAILED {
+            return false;
+        }
+        munmap(at, bytes);
+    }
+    true
+}
+
+#[cfg(not(target_os = "linux"))]
+fn host_grants(_bytes: usize) -> bool {
+    true
 }
 
 /// Element types for which all-zero bytes are a valid value.

@@ -510,8 +510,9 @@ fn windowed_loads_are_weighed_by_their_real_bytes() {
 /// A host that refuses memory (the server's address space capped at 4 GB) and
 /// `max-memory-per-key` raised past it: a key that would need more is an error and the
 /// server goes on, holding nothing of it. The module allocated through the server's aborting
-/// functions, and the server exited. Bit arrays are zeroed blocks, which only servers with
-/// `RedisModule_TryCalloc` (Redis 7.4, Valkey) can refuse without aborting.
+/// functions, and the server exited. Bit arrays are zeroed blocks: servers with
+/// `RedisModule_TryCalloc` (Redis 7.4, Valkey) refuse them themselves, older ones after the
+/// module has asked the host.
 #[test]
 fn an_allocation_the_host_refuses_is_an_error() {
     let server = Server::builder().address_space(4 << 30).start();
@@ -531,38 +532,36 @@ fn an_allocation_the_host_refuses_is_an_error() {
         assert_eq!(err_text(cmd.query::<Value>(c)), why, "{args:?}");
     };
     let create = "ERR insufficient memory to create filter";
-    // 34 GB of partitions, not zeroed: every server has TryAlloc.
+    // 34 GB of partitions, not zeroed.
     let windowed = ["BF.RESERVE", "w", "0.01", "1000000000000", "WINDOW", "10"];
     refused(&mut c, &windowed, create);
-    if has_redis_api(&mut c, 7, 4) {
-        refused(
-            &mut c,
-            &["BF.RESERVE", "b", "0.01", "1000000000000"],
-            create,
-        );
-        let blocked = [
-            "BF.RESERVE",
-            "b",
-            "0.01",
-            "1000000000000",
-            "LAYOUT",
-            "BLOCKED",
-        ];
-        refused(&mut c, &blocked, create);
-        let insert = ["BF.INSERT", "b", "CAPACITY", "1000000000000", "ITEMS", "x"];
-        refused(&mut c, &insert, create);
-        // A RedisBloom header of one 2^47-byte link.
-        let header = crate::common::fixtures::unhex(
-            "000000000000000001000000050000000200000000000000008000000000000000000400\
-             00000000000000007b14ae47e17a743fe9862fb2350e26400800000099cdfd4bdb5c000000",
-        );
-        let load = redis::cmd("BF.LOADCHUNK")
-            .arg("b")
-            .arg(1)
-            .arg(header)
-            .query::<()>(&mut c);
-        assert_eq!(err_text(load), "ERR insufficient memory to load filter");
-    }
+    refused(
+        &mut c,
+        &["BF.RESERVE", "b", "0.01", "1000000000000"],
+        create,
+    );
+    let blocked = [
+        "BF.RESERVE",
+        "b",
+        "0.01",
+        "1000000000000",
+        "LAYOUT",
+        "BLOCKED",
+    ];
+    refused(&mut c, &blocked, create);
+    let insert = ["BF.INSERT", "b", "CAPACITY", "1000000000000", "ITEMS", "x"];
+    refused(&mut c, &insert, create);
+    // A RedisBloom header of one 2^47-byte link.
+    let header = crate::common::fixtures::unhex(
+        "000000000000000001000000050000000200000000000000008000000000000000000400\
+         00000000000000007b14ae47e17a743fe9862fb2350e26400800000099cdfd4bdb5c000000",
+    );
+    let load = redis::cmd("BF.LOADCHUNK")
+        .arg("b")
+        .arg(1)
+        .arg(header)
+        .query::<()>(&mut c);
+    assert_eq!(err_text(load), "ERR insufficient memory to load filter");
     ok(&mut c, &["BF.RESERVE", "small", "0.01", "1000000"]);
     let keys: i64 = redis::cmd("DBSIZE").query(&mut c).unwrap();
     assert_eq!(keys, 1);
