@@ -700,7 +700,7 @@ pub fn mexists(ctx: &Context, args: &[RedisString]) -> RedisResult {
     Ok(RedisValue::NoReply)
 }
 
-/// `BF.INFO key [CAPACITY|SIZE|FILTERS|ITEMS|EXPANSION|LAYOUT]`
+/// `BF.INFO key [CAPACITY|SIZE|FILTERS|ITEMS|EXPANSION|LAYOUT|<a field of the filter's own>]`
 pub fn info(ctx: &Context, args: &[RedisString]) -> RedisResult {
     if !(2..=3).contains(&args.len()) {
         return Err(RedisError::WrongArity);
@@ -724,14 +724,14 @@ pub fn info(ctx: &Context, args: &[RedisString]) -> RedisResult {
         ),
         ("EXPANSION", "Expansion rate", expansion),
     ];
+    // The representation's own fields, after RedisBloom's; each is also its own keyword.
+    let extra = info.extra.into_iter().map(|(n, v)| match v {
+        Field::Flag(yes) => (n, n, flag(yes)),
+        Field::Number(v) => (n, n, RedisValue::Integer(v)),
+    });
     let Some(which) = args.get(2) else {
-        let mut fields: Vec<_> = fields.into_iter().map(|(_, n, v)| (n, v)).collect();
-        // The representation's own fields, after RedisBloom's.
-        fields.extend(info.extra.into_iter().map(|(n, v)| match v {
-            Field::Flag(yes) => (n, flag(yes)),
-            Field::Number(v) => (n, RedisValue::Integer(v)),
-        }));
-        return ordered_map_simple_names(ctx, fields);
+        let fields = fields.into_iter().chain(extra).map(|(_, n, v)| (n, v));
+        return ordered_map_simple_names(ctx, fields.collect());
     };
     let layout = (
         "LAYOUT",
@@ -741,6 +741,7 @@ pub fn info(ctx: &Context, args: &[RedisString]) -> RedisResult {
     let (_, name, value) = fields
         .into_iter()
         .chain([layout])
+        .chain(extra)
         .find(|(keyword, _, _)| is_keyword(which, keyword))
         .ok_or(RedisError::Str(BAD_INFO_FIELD))?;
     // RedisBloom: a one-entry map in RESP3, a one-element array in RESP2.

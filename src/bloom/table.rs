@@ -147,6 +147,10 @@ pub static COMMANDS: &[CommandInfo] = &[
                     token(c"items", c"ITEMS"),
                     token(c"expansion", c"EXPANSION"),
                     token(c"layout", c"LAYOUT"),
+                    token(c"blocked", c"BLOCKED"),
+                    token(c"window", c"WINDOW"),
+                    token(c"stored", c"STORED"),
+                    token(c"time", c"TIME"),
                 ]),
             )
             .optional(),

@@ -62,6 +62,65 @@ fn items_are_found_for_their_window_and_gone_by_a_quarter_more() {
     assert_eq!(info_field(&mut c, "w", "Window"), Value::Int(2));
 }
 
+/// `BF.INFO key <field>` names a field of the filter's own alone, as RedisBloom's fields:
+/// `WINDOW`, `STORED` and `TIME` of a windowed filter, `BLOCKED` of a blocked one (a
+/// one-element array, a one-entry map in RESP3); a filter without the field refuses it.
+#[test]
+fn info_names_a_field_of_the_filters_own() {
+    let s = Server::start();
+    let mut c = s.conn();
+    ok(&mut c, &["BF.RESERVE", "w", "0.01", "1000", "WINDOW", "60"]);
+    ok(&mut c, &["BF.MADD", "w", "a", "b"]);
+    ok(
+        &mut c,
+        &["BF.RESERVE", "b", "0.01", "1000", "LAYOUT", "BLOCKED"],
+    );
+    ok(&mut c, &["BF.RESERVE", "f", "0.01", "1000"]);
+    let alone = |c: &mut Connection, key: &str, field: &str| ok(c, &["BF.INFO", key, field]);
+    for (field, name) in [("WINDOW", "Window"), ("stored", "Stored"), ("Time", "Time")] {
+        let value = info_field(&mut c, "w", name);
+        assert_eq!(
+            alone(&mut c, "w", field),
+            Value::Array(vec![value]),
+            "{field}"
+        );
+    }
+    assert_eq!(
+        alone(&mut c, "w", "STORED"),
+        Value::Array(vec![Value::Int(2)])
+    );
+    assert_eq!(
+        alone(&mut c, "b", "BLOCKED"),
+        Value::Array(vec![Value::Int(1)])
+    );
+    let mut c3 = s.conn3();
+    let window: Value = redis::cmd("BF.INFO")
+        .arg("w")
+        .arg("WINDOW")
+        .query(&mut c3)
+        .unwrap();
+    assert_eq!(
+        window,
+        Value::Map(vec![(Value::SimpleString("Window".into()), Value::Int(60))])
+    );
+    for (key, field) in [
+        ("f", "WINDOW"),
+        ("f", "BLOCKED"),
+        ("b", "TIME"),
+        ("w", "BLOCKED"),
+    ] {
+        let refused = redis::cmd("BF.INFO")
+            .arg(key)
+            .arg(field)
+            .query::<Value>(&mut c);
+        assert_eq!(
+            err_text(refused),
+            "ERR Invalid information value",
+            "{key} {field}"
+        );
+    }
+}
+
 /// Three windows of a steady stream at capacity (a writer thread adding on schedule): every
 /// item added within the last window is found, the measured false-positive rate stays within
 /// the rate, and items older than 1.25 windows are gone (but for false positives). The
