@@ -109,10 +109,7 @@ fn info_names_a_field_of_the_filters_own() {
         ("b", "TIME"),
         ("w", "BLOCKED"),
     ] {
-        let refused = redis::cmd("BF.INFO")
-            .arg(key)
-            .arg(field)
-            .query::<Value>(&mut c);
+        let refused = cmd(&mut c, &["BF.INFO", key, field]);
         assert_eq!(
             err_text(refused),
             "ERR Invalid information value",

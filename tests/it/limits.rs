@@ -527,9 +527,7 @@ fn an_allocation_the_host_refuses_is_an_error() {
         ],
     );
     let refused = |c: &mut redis::Connection, args: &[&str], why: &str| {
-        let mut cmd = redis::cmd(args[0]);
-        cmd.arg(&args[1..]);
-        assert_eq!(err_text(cmd.query::<Value>(c)), why, "{args:?}");
+        assert_eq!(err_text(cmd(c, args)), why, "{args:?}");
     };
     let create = "ERR insufficient memory to create filter";
     // 34 GB of partitions, not zeroed.
