@@ -264,14 +264,16 @@ impl Layer {
         self.words_bytes = self.words_bytes.wrapping_add_signed(grown);
         let newest = &mut self.counts[GENS - 1];
         newest.items += 1;
-        // A slot's refreshes are adds stored in it, so they stay below the budget (what a load
-        // checks) unless a loaded value claimed more than its adds made: then they stay there.
-        let room = newest.refreshed.iter().sum::<u64>() < self.params.budget;
         if let Some(age) = found
             .map(|slot| head - slot)
-            .filter(|a| room && (1..=SLOTS as u64).contains(a))
+            .filter(|a| (1..=SLOTS as u64).contains(a))
         {
-            newest.refreshed[age as usize - 1] += 1;
+            // A slot's refreshes are adds stored in it, so they stay below the budget (what a
+            // load checks) unless a loaded value claimed more than its adds made: then they
+            // stay there.
+            if newest.refreshed.iter().sum::<u64>() < self.params.budget {
+                newest.refreshed[age as usize - 1] += 1;
+            }
         }
         Ok(())
     }
