@@ -36,6 +36,7 @@
 
 use super::frozen;
 use crate::core::ef;
+use crate::core::ef_decode;
 use crate::core::hashing::{reduce, ItemHash};
 
 /// The largest capacity a sub-filter may have and be sparse: bounds the work of an add, and
@@ -209,7 +210,7 @@ pub fn prepare_add(region: &[u64], shape: &Shape, universe: u64, v: u64) -> Opti
     let grown = Shape::new(shape.stream.k + 1, universe);
     let recoded = if grown.stream.l != shape.stream.l || shape.stream.k == 0 {
         let old = stream(region, shape);
-        Some(ef::values_inserting(old, 0, shape.stream, rank, v)?)
+        Some(ef_decode::values_inserting(old, 0, shape.stream, rank, v)?)
     } else {
         None
     };

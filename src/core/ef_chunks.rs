@@ -9,13 +9,13 @@
 //!   has AVX-512 VBMI2 (Intel since 2019, AMD since 2022), a word of upper bits at a time
 //!   instead: `vpcompressb` packs the positions of its ones into bytes, which are widened
 //!   16 at a time (about 50 instructions a word against 8 times 10). `wide_high_parts` gives
-//!   the high parts alone, widened to 64 bits, for streams of any universe (`ef::decode`).
+//!   the high parts alone, widened to 64 bits, for streams of any universe (`ef_decode::decode`).
 //! - **Low parts** of 8 values with consecutive ranks from a multiple of 8 start on a bit
 //!   that depends only on where the stream starts (`8·l` bits further each time), so for
 //!   `l ≤ 15` they lie in 16 bytes from which one byte shuffle and one per-lane shift take
 //!   all 8. Larger `l` (streams of a few values in a large universe) are read one by one.
 //!   `wide_low_parts` reads them 8 at a time for streams of any universe where the CPU has
-//!   AVX-512 (`ef::decode`: exact counters' fingerprints), each lane's words picked from two
+//!   AVX-512 (`ef_decode::decode`: exact counters' fingerprints), each lane's words picked from two
 //!   8-word loads.
 //!
 //! The values are those `ef::iter` gives, in order, ending as it ends on a stream that is

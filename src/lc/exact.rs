@@ -8,8 +8,8 @@ use super::levels::weight;
 use super::running::Running;
 use super::tokens::token_value;
 use crate::core::block::Block;
-use crate::core::ef;
 use crate::core::hashing::{reduce, FirstOfReduced};
+use crate::core::{ef, ef_decode};
 
 impl Counter {
     /// The exact mode's fingerprints, in order.
@@ -24,7 +24,7 @@ impl Counter {
         if !self.is_exact() {
             return 0;
         }
-        ef::decode(self.block.words(), STREAM, self.shape(), out)
+        ef_decode::decode(self.block.words(), STREAM, self.shape(), out)
     }
 
     /// The fingerprints, in order, decoded into `buffer` (grown to hold them; none unless
@@ -33,12 +33,12 @@ impl Counter {
         if !self.is_exact() {
             return &[];
         }
-        // Room past the count: `ef::decode` writes a word's values 8 at a time, whole.
+        // Room past the count: `ef_decode::decode` writes a word's values 8 at a time, whole.
         let room = self.header().count as usize + 63;
         if buffer.len() < room {
             buffer.resize(room, 0);
         }
-        let n = ef::decode(self.block.words(), STREAM, self.shape(), buffer);
+        let n = ef_decode::decode(self.block.words(), STREAM, self.shape(), buffer);
         &buffer[..n]
     }
 

@@ -8,6 +8,7 @@ use super::geometry::stream_words;
 use super::header::{Header, Mode, STREAM};
 use crate::core::block::Block;
 use crate::core::ef::{self, Shape};
+use crate::core::ef_decode;
 
 impl Counter {
     /// The exact or sparse stream: the words, where it starts and its shape.
@@ -66,7 +67,7 @@ impl Counter {
             let count = next.k;
             Header { mode, count }.write(&mut self.block);
         } else {
-            let values = ef::values_inserting(self.block.words(), STREAM, shape, rank, x)
+            let values = ef_decode::values_inserting(self.block.words(), STREAM, shape, rank, x)
                 .ok_or(LcError::OutOfMemory)?
                 .into_iter();
             self.block = Counter::stream_block(mode, self.universe(), next.k, values)?;

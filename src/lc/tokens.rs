@@ -10,6 +10,7 @@ use super::levels::{token, update, weight};
 use super::running::Running;
 use crate::core::block::Block;
 use crate::core::ef::{self, Shape};
+use crate::core::ef_decode;
 
 /// The token of `h` at precision `p` as a stream value.
 #[inline]
@@ -64,8 +65,9 @@ impl Counter {
                 ef::insert(self.block.words_mut(), SKETCH_STREAM, shape, probe.rank, t);
             } else {
                 let words = self.block.words();
-                let values = ef::values_inserting(words, SKETCH_STREAM, shape, probe.rank, t)
-                    .ok_or(LcError::OutOfMemory)?;
+                let values =
+                    ef_decode::values_inserting(words, SKETCH_STREAM, shape, probe.rank, t)
+                        .ok_or(LcError::OutOfMemory)?;
                 self.block = tokens_block(p, next.k, values.into_iter())?;
             }
             Header {

@@ -557,7 +557,7 @@ impl Counter {
         let mut levels = LevelBits::new(p)?;
         // Decoded a counter at a time into a batch, then spread and set a batch at a time:
         // each step a loop of its own, which the CPU's vector instructions take where it has
-        // them (`ef::decode`, `spread_tokens_avx512`, `LevelBits::set_tokens`).
+        // them (`ef_decode::decode`, `spread_tokens_avx512`, `LevelBits::set_tokens`).
         let (mut batch, mut tokens): (Vec<u64>, Vec<u32>) = (Vec::new(), Vec::new());
         let mut filled = 0;
         for c in ahead(counters) {
