@@ -26,6 +26,7 @@ mod ops_defrag;
 mod ops_durability;
 mod ops_info_events;
 mod ops_persistence;
+mod ops_random_writes;
 mod ops_replication;
 mod ops_save_fault;
 mod py_clients;
