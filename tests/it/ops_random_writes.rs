@@ -5,11 +5,13 @@
 //! Lua scripts) run on a master with `appendonly yes`; then every key is the same (type and
 //! `DEBUG DIGEST-VALUE`) on a replica attached before the writes (the command stream), one
 //! attached after (a full sync), a server replaying the master's AOF, one loading its RDB, one
-//! replaying the AOF after a rewrite, and the master after `DEBUG RELOAD`.
+//! replaying the AOF after a rewrite (all with other module defaults and limits than the
+//! master's), and on the master after `DEBUG RELOAD`.
 //!
 //! `LCBLOOM_RANDOM_WRITES_SEED` and `LCBLOOM_RANDOM_WRITES` (commands per run, default 10,000)
 //! draw other runs (`cargo test --release --test it ops_random_writes`).
 use crate::common::fuzz::{env_number, Rng};
+use crate::common::ops::OTHER_DEFAULTS;
 use crate::common::*;
 use redis::Connection;
 use std::collections::BTreeMap;
@@ -251,10 +253,17 @@ fn from_copy(master: &Server, what: &str, appendonly: bool) -> Server {
         copy_dir(&master.dir.join(what), &dir.join(what));
     }
     let yes_no = if appendonly { "yes" } else { "no" };
-    Server::builder()
-        .dir(&dir)
-        .arg("appendonly", yes_no)
-        .start()
+    other_defaults().dir(&dir).arg("appendonly", yes_no).start()
+}
+
+/// A server whose module defaults and limits are unlike the master's (`OTHER_DEFAULTS`): the
+/// copies must not depend on them.
+fn other_defaults() -> ServerBuilder {
+    OTHER_DEFAULTS
+        .iter()
+        .fold(Server::builder(), |b, (name, value)| {
+            b.module_arg(name, value)
+        })
 }
 
 fn random_writes_hold_everywhere(seed: u64, preamble: &str) {
@@ -265,7 +274,7 @@ fn random_writes_hold_everywhere(seed: u64, preamble: &str) {
         .arg("appendfsync", "always")
         .arg("aof-use-rdb-preamble", preamble)
         .start();
-    let streamed = Server::start();
+    let streamed = other_defaults().start();
     attach_replica(&master, &streamed);
     let mut m = master.conn();
     let mut draw = Draw {
@@ -313,7 +322,7 @@ fn random_writes_hold_everywhere(seed: u64, preamble: &str) {
             let _ = redis::cmd("BGREWRITEAOF").query::<redis::Value>(&mut m);
         }
     }
-    let synced = Server::start();
+    let synced = other_defaults().start();
     attach_replica(&master, &synced);
     let acked: i64 = redis::cmd("WAIT").arg(2).arg(10_000).query(&mut m).unwrap();
     assert_eq!(acked, 2);
