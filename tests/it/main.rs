@@ -33,4 +33,5 @@ mod py_clients;
 mod rb_format;
 mod rb_hostile;
 mod rb_import;
+mod rb_replies;
 mod smoke;
