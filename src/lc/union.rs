@@ -29,10 +29,21 @@ use crate::core::ef_chunks;
 
 /// How a union counts, from its largest key's count (`Counter::union_count_of`).
 enum UnionCount {
-    /// Exactly as its largest key: the union holds nothing beyond it.
-    OfLargest(u64),
+    /// Exactly this: its largest key's count when the union holds nothing beyond it, or
+    /// what `LC.COUNT` of an empty destination's sources counts (`absorb_sorting_at_most`).
+    Exactly(u64),
     /// Its estimate, and at least its largest key's count.
     AtLeast(u64),
+}
+
+impl UnionCount {
+    /// The count of a union of these `indicators` at precision `p`.
+    fn of(&self, indicators: &Indicators, p: u32) -> u64 {
+        match *self {
+            UnionCount::Exactly(count) => count,
+            UnionCount::AtLeast(count) => at_least(Counter::estimate_of(indicators, p).0, count),
+        }
+    }
 }
 
 /// A union's count: its estimate, or its largest key's count where that is larger.
@@ -521,7 +532,7 @@ impl Counter {
         };
         let set: u64 = counts.0.iter().sum();
         let estimate = match count {
-            UnionCount::OfLargest(count) => count as f64,
+            UnionCount::Exactly(count) => count as f64,
             UnionCount::AtLeast(count) => estimate.max(count as f64),
         };
         let running = Running {
@@ -608,12 +619,8 @@ impl Counter {
             false => Counter::union_indicators(counters, p, listed),
         };
         let indicators = indicators_of(counters)?;
-        match Counter::union_count_of(largest.1, &indicators, p, indicators_of)? {
-            UnionCount::OfLargest(count) => Ok(count),
-            UnionCount::AtLeast(count) => {
-                Ok(at_least(Counter::estimate_of(&indicators, p).0, count))
-            }
-        }
+        let count = Counter::union_count_of(largest.1, &indicators, p, indicators_of)?;
+        Ok(count.of(&indicators, p))
     }
 
     /// What a union whose largest key (by count) is `largest` counts, given the union's
@@ -634,7 +641,7 @@ impl Counter {
         if plain(indicators) {
             let alone = indicators_of(&[largest])?;
             if plain(&alone) && Counter::counts_of(&alone, p) == Counter::counts_of(indicators, p) {
-                return Ok(UnionCount::OfLargest(count));
+                return Ok(UnionCount::Exactly(count));
             }
         }
         Ok(UnionCount::AtLeast(count))
@@ -711,10 +718,7 @@ impl Counter {
             geometry,
             block: Block::none(),
         };
-        // Compared as a merge would store them; the estimate only when something changed.
-        if p == self.geometry.precision && Counter::holds_as(&indicators, self) {
-            return Ok(false);
-        }
+        let holds_all = p == self.geometry.precision && Counter::holds_as(&indicators, self);
         // An empty counter whose union holds no more than its largest source of its own
         // geometry becomes a copy of that source, running estimate included, as `LC.COUNT`
         // of the sources counts as it (the rule for one source above, for its subsets too).
@@ -733,7 +737,21 @@ impl Counter {
             .copied()
             .max_by_key(|c| c.count())
             .unwrap_or(self);
-        let count = Counter::union_count_of(most, &indicators, p, indicators_of)?;
+        let mut count = Counter::union_count_of(most, &indicators, p, indicators_of)?;
+        if self.holds_nothing() {
+            // An empty destination counts what `LC.COUNT` of its sources does, which leaves
+            // it out: where that differs (it counts at their precision where this one is
+            // coarser, and exact counters of one size exactly), that count.
+            let of_sources = Counter::union_count(&all[1..])?;
+            if count.of(&indicators, p) != of_sources {
+                count = UnionCount::Exactly(of_sources);
+            }
+        }
+        // Unchanged when this counter holds the union's indicators and counts as `LC.COUNT`
+        // counts the union (a finer source's own estimate, or a larger count, changes it).
+        if holds_all && count.of(&indicators, p) == self.count() {
+            return Ok(false);
+        }
         let running = Counter::running_of(&indicators, p, union.geometry.universe(), count);
         union.block = match indicators {
             Indicators::Tokens(tokens) => union.sketch_block(p, tokens, running, limit)?,
@@ -814,6 +832,39 @@ mod tests {
             })
             .collect();
         (all, truth.len())
+    }
+
+    /// A merged key counts what `LC.COUNT` of it and its sources did where precisions differ:
+    /// an empty destination coarser than its sources (which `LC.COUNT` leaves out, counting
+    /// at theirs), and a coarse destination already holding a finer source's indicators
+    /// (the union then counts its own estimate, which the merge stores).
+    #[test]
+    fn a_merge_across_precisions_counts_as_the_union_did() {
+        let item = |i: u64| i.to_le_bytes();
+        let filled = |rate: f64, items: std::ops::Range<u64>| {
+            let mut c = Counter::reserve(rate, 1_000_000, u64::MAX).unwrap();
+            for i in items {
+                c.add(&item(i)).unwrap();
+            }
+            c
+        };
+        let (a, b) = (filled(0.01, 0..3_000), filled(0.01, 2_000..6_000));
+        let mut empty = Counter::reserve(0.05, 100, u64::MAX).unwrap();
+        let coarse = empty.geometry.precision;
+        let union = Counter::union_count(&[&empty, &a, &b]).unwrap();
+        assert!(empty.absorb_sketches(&[&a, &b], u64::MAX).unwrap());
+        assert_eq!(empty.count(), union);
+        assert_eq!(empty.geometry.precision, coarse);
+
+        for n in [20_000, 100_000] {
+            let coarse = filled(0.05, 0..n);
+            let fine = filled(0.01, 0..4_000);
+            let union = Counter::union_count(&[&coarse, &fine]).unwrap();
+            let mut merged = coarse.try_clone().unwrap();
+            let changed = merged.absorb_sketches(&[&fine], u64::MAX).unwrap();
+            assert_eq!(merged.count(), union, "{n}");
+            assert_eq!(changed, union != coarse.count(), "{n}");
+        }
     }
 
     /// A union whose other keys hold only items of its largest counts as that counter does,
