@@ -18,6 +18,7 @@ mod hostile;
 mod lc_accuracy;
 mod lc_commands;
 mod lc_memory;
+mod lc_model;
 mod lc_persistence;
 mod limits;
 mod node_clients;
