@@ -738,11 +738,16 @@ impl Counter {
             .max_by_key(|c| c.count())
             .unwrap_or(self);
         let mut count = Counter::union_count_of(most, &indicators, p, indicators_of)?;
-        if self.holds_nothing() {
-            // An empty destination counts what `LC.COUNT` of its sources does, which leaves
-            // it out: where that differs (it counts at their precision where this one is
-            // coarser, and exact counters of one size exactly), that count.
-            let of_sources = Counter::union_count(&all[1..])?;
+        // An empty destination counts what `LC.COUNT` of its sources does, which leaves it
+        // out; that may differ where it counts them at their precision, finer than this
+        // one's, or exactly, as exact counters of one size.
+        let sources = &all[1..];
+        let apart = sources.iter().all(|c| c.geometry.precision > p)
+            || sources
+                .iter()
+                .all(|c| c.is_exact() && c.bits() == sources[0].bits());
+        if self.holds_nothing() && apart {
+            let of_sources = Counter::union_count(sources)?;
             if count.of(&indicators, p) != of_sources {
                 count = UnionCount::Exactly(of_sources);
             }
