@@ -700,6 +700,14 @@ impl Counter {
         items.sort_by_key(|item| !counter(item).is_bitmap());
     }
 
+    /// Whether every one of `counters` is exact, all of one size: their fingerprints are of
+    /// one universe, so their union is counted from them (`exact_union_count`).
+    pub fn exact_of_one_size(counters: &[&Counter]) -> bool {
+        counters
+            .iter()
+            .all(|c| c.is_exact() && c.bits() == counters[0].bits())
+    }
+
     /// The number of distinct items in the union of `counters` (0 for none), empty ones left
     /// out (`holds_nothing`). When every other counter is exact with the same size, exact
     /// while they list few items in all, else estimated from their fingerprints
@@ -716,13 +724,7 @@ impl Counter {
         match counters {
             [] => Ok(0),
             [one] => Ok(one.count()),
-            [first, ..]
-                if counters
-                    .iter()
-                    .all(|c| c.is_exact() && c.bits() == first.bits()) =>
-            {
-                Counter::exact_union_count(counters)
-            }
+            _ if Counter::exact_of_one_size(counters) => Counter::exact_union_count(counters),
             _ if !counters.iter().any(|c| c.is_bitmap()) => Counter::sketch_union_count(counters),
             _ => {
                 let mut union = Counter::empty_for_union(counters).ok_or(LcError::OutOfMemory)?;

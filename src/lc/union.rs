@@ -690,7 +690,7 @@ impl Counter {
         let listed: u64 = all.iter().map(|c| c.header().count).sum();
         // Exact counters of one size list fingerprints of one universe, whatever their
         // capacity or rate: their union is exact as `union_count`'s is.
-        if all.iter().all(|c| c.is_exact() && c.bits() == self.bits()) {
+        if Counter::exact_of_one_size(&all) {
             let distinct = if listed <= sorted {
                 Some(distinct_fingerprints(&all)?)
             } else {
@@ -738,23 +738,23 @@ impl Counter {
             .max_by_key(|c| c.count())
             .unwrap_or(self);
         let mut count = Counter::union_count_of(most, &indicators, p, indicators_of)?;
+        let mut counted = count.of(&indicators, p);
         // An empty destination counts what `LC.COUNT` of its sources does, which leaves it
         // out; that may differ where it counts them at their precision, finer than this
         // one's, or exactly, as exact counters of one size.
         let sources = &all[1..];
-        let apart = sources.iter().all(|c| c.geometry.precision > p)
-            || sources
-                .iter()
-                .all(|c| c.is_exact() && c.bits() == sources[0].bits());
-        if self.holds_nothing() && apart {
+        if self.holds_nothing()
+            && (sources.iter().all(|c| c.geometry.precision > p)
+                || Counter::exact_of_one_size(sources))
+        {
             let of_sources = Counter::union_count(sources)?;
-            if count.of(&indicators, p) != of_sources {
-                count = UnionCount::Exactly(of_sources);
+            if counted != of_sources {
+                (count, counted) = (UnionCount::Exactly(of_sources), of_sources);
             }
         }
         // Unchanged when this counter holds the union's indicators and counts as `LC.COUNT`
         // counts the union (a finer source's own estimate, or a larger count, changes it).
-        if holds_all && count.of(&indicators, p) == self.count() {
+        if holds_all && counted == self.count() {
             return Ok(false);
         }
         let running = Counter::running_of(&indicators, p, union.geometry.universe(), count);
