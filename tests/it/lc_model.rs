@@ -28,21 +28,6 @@ const GEOMETRIES: &[(&str, &str)] = &[
     ("0.005", "10000"),
 ];
 
-fn info(c: &mut Connection, key: &str) -> BTreeMap<String, String> {
-    let flat: Vec<redis::Value> = redis::cmd("LC.INFO").arg(key).query(c).unwrap();
-    flat.chunks(2)
-        .map(|kv| {
-            let text = |v: &redis::Value| match v {
-                redis::Value::Int(n) => n.to_string(),
-                redis::Value::BulkString(b) => String::from_utf8_lossy(b).into_owned(),
-                redis::Value::SimpleString(s) => s.clone(),
-                other => format!("{other:?}"),
-            };
-            (text(&kv[0]), text(&kv[1]))
-        })
-        .collect()
-}
-
 fn count(c: &mut Connection, keys: &[&str]) -> i64 {
     redis::cmd("LC.COUNT").arg(keys).query(c).unwrap()
 }
@@ -74,12 +59,11 @@ fn check_count(c: &mut Connection, model: &Model, keys: &[&str], context: &str) 
         .copied()
         .filter(|k| model.sets.contains_key(k))
         .collect();
-    let infos: Vec<_> = present.iter().map(|k| info(c, k)).collect();
-    let rate = infos
+    let rate = present
         .iter()
-        .map(|i| i["Error rate"].parse::<f64>().unwrap())
+        .map(|k| lc_error_rate(c, k).unwrap())
         .fold(0.0, f64::max);
-    if present.len() == 1 && infos[0]["Mode"] == "exact" {
+    if present.len() == 1 && lc_mode(c, present[0]) == "exact" {
         assert_eq!(got as f64, truth, "{context}: an exact counter's count");
     }
     assert!(
@@ -144,7 +128,7 @@ fn run(seed: u64, commands: usize) {
                     changed as usize <= new,
                     "{context}: {changed} changed of {new} new"
                 );
-                let mode = info(&mut c, key)["Mode"].clone();
+                let mode = lc_mode(&mut c, key);
                 if mode == "exact" {
                     assert_eq!(changed as usize, new, "{context}: an exact counter's add");
                 }
@@ -163,7 +147,7 @@ fn run(seed: u64, commands: usize) {
                 let exact_sources = all
                     .iter()
                     .filter(|k| model.sets.contains_key(*k))
-                    .all(|k| info(&mut c, k)["Mode"] == "exact");
+                    .all(|k| lc_mode(&mut c, k) == "exact");
                 ok(&mut c, &[&["LC.MERGE", key], &sources[..]].concat());
                 let union: HashSet<u64> = all
                     .iter()
