@@ -15,7 +15,6 @@ use crate::common::ops::OTHER_DEFAULTS;
 use crate::common::*;
 use redis::Connection;
 use std::collections::BTreeMap;
-use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// Keys of filters (those starting with `w` made windowed), of counters, and of any type
@@ -236,24 +235,19 @@ fn snapshot(c: &mut Connection) -> BTreeMap<String, (String, String)> {
         .collect()
 }
 
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        std::fs::copy(entry.path(), to.join(entry.file_name())).unwrap();
-    }
+/// A server replaying a copy of the master's AOF as it stands.
+fn replaying_aof(master: &Server) -> Server {
+    other_defaults()
+        .dir(&copy_of_aof(master))
+        .arg("appendonly", "yes")
+        .start()
 }
 
-/// A server started on a copy of the master's data: its AOF directory or its RDB.
-fn from_copy(master: &Server, what: &str, appendonly: bool) -> Server {
+/// A server loading a copy of the master's RDB.
+fn loading_rdb(master: &Server) -> Server {
     let dir = Server::fresh_dir();
-    if what == "dump.rdb" {
-        std::fs::copy(master.dir.join(what), dir.join(what)).unwrap();
-    } else {
-        copy_dir(&master.dir.join(what), &dir.join(what));
-    }
-    let yes_no = if appendonly { "yes" } else { "no" };
-    other_defaults().dir(&dir).arg("appendonly", yes_no).start()
+    std::fs::copy(master.dir.join("dump.rdb"), dir.join("dump.rdb")).unwrap();
+    other_defaults().dir(&dir).start()
 }
 
 /// A server whose module defaults and limits are unlike the master's (`OTHER_DEFAULTS`): the
@@ -342,19 +336,13 @@ fn random_writes_hold_everywhere(seed: u64, preamble: &str) {
     same("the replica of the command stream", &mut streamed.conn());
     same("the replica of a full sync", &mut synced.conn());
     ok(&mut m, &["SAVE"]);
-    same(
-        "the AOF replay",
-        &mut from_copy(&master, "appendonlydir", true).conn(),
-    );
-    same(
-        "the RDB load",
-        &mut from_copy(&master, "dump.rdb", false).conn(),
-    );
+    same("the AOF replay", &mut replaying_aof(&master).conn());
+    same("the RDB load", &mut loading_rdb(&master).conn());
     ok(&mut m, &["BGREWRITEAOF"]);
     wait_aof_rewrite(&mut m);
     same(
         "the rewritten AOF's replay",
-        &mut from_copy(&master, "appendonlydir", true).conn(),
+        &mut replaying_aof(&master).conn(),
     );
     ok(&mut m, &["DEBUG", "RELOAD"]);
     same("the master after DEBUG RELOAD", &mut m);

@@ -477,6 +477,19 @@ pub fn missing(what: &str) {
     );
 }
 
+/// A new data dir holding a copy of `server`'s AOF directory (`appendonlydir`) as it stands,
+/// for another server to replay.
+pub fn copy_of_aof(server: &Server) -> PathBuf {
+    let dir = Server::fresh_dir();
+    let (from, to) = (server.dir.join("appendonlydir"), dir.join("appendonlydir"));
+    std::fs::create_dir_all(&to).unwrap();
+    for entry in std::fs::read_dir(&from).unwrap() {
+        let entry = entry.unwrap();
+        std::fs::copy(entry.path(), to.join(entry.file_name())).unwrap();
+    }
+    dir
+}
+
 /// `DEBUG DIGEST-VALUE key` as a hex string.
 pub fn digest(conn: &mut redis::Connection, key: &str) -> String {
     let reply: Vec<String> = redis::cmd("DEBUG")

@@ -3,7 +3,7 @@
 //! format spec, the ways a dataset moves between servers, and answer comparisons.
 
 use super::fuzz::{crc64, dump_payload, split_dump, Rng};
-use super::{wait_aof_rewrite, Server};
+use super::{copy_of_aof, wait_aof_rewrite, Server};
 use lcbloom::bloom::redisbloom::chain::{zeroed, RedisBloomChain};
 use lcbloom::bloom::redisbloom::dump::encode_value_legacy;
 use lcbloom::bloom::redisbloom::link::{Link, LinkParams, NOROUND};
@@ -442,14 +442,7 @@ pub fn aof_copy(server: &Server) -> PathBuf {
     };
     let _: Value = start.query(&mut c).unwrap();
     wait_aof_rewrite(&mut c);
-    let dir = Server::fresh_dir();
-    let (from, to) = (server.dir.join("appendonlydir"), dir.join("appendonlydir"));
-    std::fs::create_dir_all(&to).unwrap();
-    for entry in std::fs::read_dir(&from).unwrap() {
-        let entry = entry.unwrap();
-        std::fs::copy(entry.path(), to.join(entry.file_name())).unwrap();
-    }
-    dir
+    copy_of_aof(server)
 }
 
 /// An RDB file (version 10) holding `entries`: (key, DUMP value of a module type). The value
