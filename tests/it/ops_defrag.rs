@@ -24,10 +24,10 @@
 use crate::common::fuzz::dump_payload;
 use crate::common::ops::info_lcbloom;
 use crate::common::redisbloom::{legacy_chain, RDB_VERSION};
+use crate::common::servers::shared_redis;
 use crate::common::*;
 use lcbloom::bloom::redisbloom::dump::encode_value;
 use redis::{Connection, Value};
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 const KEYS: usize = 120_000;
@@ -46,17 +46,7 @@ const DEFRAG_ARGS: [(&str, &str); 4] = [
 /// The server binaries that may defragment, in order of preference.
 fn candidates() -> Vec<String> {
     let mut out: Vec<String> = std::env::var("REDIS_SERVER").into_iter().collect();
-    for dir in Path::new(env!("CARGO_MANIFEST_DIR")).ancestors() {
-        for version in ["redis-7.4.1", "redis-7.2.6"] {
-            let path = dir
-                .join("shared/servers")
-                .join(version)
-                .join("redis-server");
-            if path.exists() {
-                out.push(path.to_string_lossy().into_owned());
-            }
-        }
-    }
+    out.extend(shared_redis());
     out
 }
 

@@ -6,12 +6,16 @@
 //! `DEBUG DIGEST-VALUE`) on a replica attached before the writes (the command stream), one
 //! attached after (a full sync), a server replaying the master's AOF, one loading its RDB, one
 //! replaying the AOF after a rewrite (all with other module defaults and limits than the
-//! master's), and on the master after `DEBUG RELOAD`.
+//! master's), and on the master after `DEBUG RELOAD`. The same holds on every other server
+//! known here that loads this one's data (a newer Redis, Valkey 9), as a user upgrading by
+//! replica or by restart meets it.
 //!
-//! `LCBLOOM_RANDOM_WRITES_SEED` and `LCBLOOM_RANDOM_WRITES` (commands per run, default 10,000)
+//! `LCBLOOM_RANDOM_WRITES_SEED` and `LCBLOOM_RANDOM_WRITES` (commands per run, default 10,000;
+//! 5,000 for the newer servers)
 //! draw other runs (`cargo test --release --test it ops_random_writes`).
 use crate::common::fuzz::{env_number, Rng};
 use crate::common::ops::OTHER_DEFAULTS;
+use crate::common::servers::{readers_of_this_server, Binary};
 use crate::common::*;
 use redis::Connection;
 use std::collections::BTreeMap;
@@ -235,42 +239,61 @@ fn snapshot(c: &mut Connection) -> BTreeMap<String, (String, String)> {
         .collect()
 }
 
-/// A server replaying a copy of the master's AOF as it stands.
-fn replaying_aof(master: &Server) -> Server {
-    other_defaults()
+/// A server of `builder` replaying a copy of the master's AOF as it stands.
+fn replaying_aof(master: &Server, builder: ServerBuilder) -> Server {
+    builder
         .dir(&copy_of_aof(master))
         .arg("appendonly", "yes")
         .start()
 }
 
-/// A server loading a copy of the master's RDB.
-fn loading_rdb(master: &Server) -> Server {
+/// A server of `builder` loading a copy of the master's RDB.
+fn loading_rdb(master: &Server, builder: ServerBuilder) -> Server {
     let dir = Server::fresh_dir();
     std::fs::copy(master.dir.join("dump.rdb"), dir.join("dump.rdb")).unwrap();
-    other_defaults().dir(&dir).start()
+    builder.dir(&dir).start()
 }
 
-/// A server whose module defaults and limits are unlike the master's (`OTHER_DEFAULTS`): the
-/// copies must not depend on them.
-fn other_defaults() -> ServerBuilder {
+/// `builder` with module defaults and limits unlike the master's (`OTHER_DEFAULTS`): the copies
+/// must not depend on them.
+fn other_defaults(builder: ServerBuilder) -> ServerBuilder {
     OTHER_DEFAULTS
         .iter()
-        .fold(Server::builder(), |b, (name, value)| {
-            b.module_arg(name, value)
-        })
+        .fold(builder, |b, (name, value)| b.module_arg(name, value))
 }
 
-fn random_writes_hold_everywhere(seed: u64, preamble: &str) {
-    let commands: usize = env_number("LCBLOOM_RANDOM_WRITES").unwrap_or(10_000);
-    let seed = env_number("LCBLOOM_RANDOM_WRITES_SEED").unwrap_or(seed);
-    let master = Server::builder()
+/// A master with `appendonly yes`, `appendfsync always` and `aof-use-rdb-preamble preamble`.
+fn master(preamble: &str) -> Server {
+    Server::builder()
         .arg("appendonly", "yes")
         .arg("appendfsync", "always")
         .arg("aof-use-rdb-preamble", preamble)
-        .start();
-    let streamed = other_defaults().start();
-    attach_replica(&master, &streamed);
-    let mut m = master.conn();
+        .start()
+}
+
+/// A replica of `master` from `builder`, attached now.
+fn replica_of(master: &Server, builder: ServerBuilder) -> Server {
+    let replica = other_defaults(builder).start();
+    attach_replica(master, &replica);
+    replica
+}
+
+/// The run's seed and number of commands: `LCBLOOM_RANDOM_WRITES_SEED` and
+/// `LCBLOOM_RANDOM_WRITES` where set.
+fn run_of(seed: u64, commands: usize) -> (u64, usize) {
+    (
+        env_number("LCBLOOM_RANDOM_WRITES_SEED").unwrap_or(seed),
+        env_number("LCBLOOM_RANDOM_WRITES").unwrap_or(commands),
+    )
+}
+
+/// `commands` random writes drawn from `seed` on the master `m`, a `BGREWRITEAOF` asked now and
+/// then; then every key with its type and `DEBUG DIGEST-VALUE`, all three types among them.
+fn write_randomly(
+    m: &mut Connection,
+    seed: u64,
+    commands: usize,
+) -> BTreeMap<String, (String, String)> {
     let mut draw = Draw {
         rng: Rng::seeded(seed),
         clock: now_ms() - 200_000,
@@ -279,22 +302,22 @@ fn random_writes_hold_everywhere(seed: u64, preamble: &str) {
         match draw.rng.below(100) {
             0..45 => {
                 let cmd = draw.filter_command();
-                run(&mut m, &mut draw, &cmd);
+                run(m, &mut draw, &cmd);
             }
             45..80 => {
                 let cmd = draw.counter_command();
-                run(&mut m, &mut draw, &cmd);
+                run(m, &mut draw, &cmd);
             }
             80..97 => {
                 let cmd = draw.keyspace_command();
-                run(&mut m, &mut draw, &cmd);
+                run(m, &mut draw, &cmd);
             }
             97..99 => {
                 let (from, to) = (draw.key(FILTERS), draw.key(FILTERS));
-                let kind: String = redis::cmd("TYPE").arg(&from).query(&mut m).unwrap();
+                let kind: String = redis::cmd("TYPE").arg(&from).query(m).unwrap();
                 if from != to && (kind == "lcbloomBF" || kind == "lcbloomBW") {
-                    let _: i64 = redis::cmd("DEL").arg(&to).query(&mut m).unwrap();
-                    scandump_into(&mut m, &from, &to);
+                    let _: i64 = redis::cmd("DEL").arg(&to).query(m).unwrap();
+                    scandump_into(m, &from, &to);
                 }
             }
             _ => {
@@ -308,21 +331,15 @@ fn random_writes_hold_everywhere(seed: u64, preamble: &str) {
                     };
                     block.cmd(&cmd[0]).arg(&cmd[1..]);
                 }
-                let _ = block.query::<redis::Value>(&mut m);
+                let _ = block.query::<redis::Value>(m);
             }
         }
         if i % 700 == 350 {
             // Refused while one runs, as a client's would be.
-            let _ = redis::cmd("BGREWRITEAOF").query::<redis::Value>(&mut m);
+            let _ = redis::cmd("BGREWRITEAOF").query::<redis::Value>(m);
         }
     }
-    let synced = other_defaults().start();
-    attach_replica(&master, &synced);
-    let acked: i64 = redis::cmd("WAIT").arg(2).arg(10_000).query(&mut m).unwrap();
-    assert_eq!(acked, 2);
-    wait_aof_rewrite(&mut m);
-
-    let held = snapshot(&mut m);
+    let held = snapshot(m);
     let types: std::collections::BTreeSet<&str> = held.values().map(|(t, _)| t.as_str()).collect();
     for t in ["lcbloomBF", "lcbloomBW", "lcbloomLC"] {
         assert!(
@@ -330,19 +347,49 @@ fn random_writes_hold_everywhere(seed: u64, preamble: &str) {
             "seed {seed}: no {t} at the end: {types:?}"
         );
     }
+    held
+}
+
+/// Waits until `replicas` replicas hold all that was written on `m`, and any AOF rewrite is done.
+fn settle(m: &mut Connection, replicas: usize) {
+    let acked: usize = redis::cmd("WAIT")
+        .arg(replicas)
+        .arg(10_000)
+        .query(m)
+        .unwrap();
+    assert_eq!(acked, replicas);
+    wait_aof_rewrite(m);
+}
+
+/// Rewrites the master's AOF, with an RDB preamble or without (`preamble`).
+fn rewrite_aof(m: &mut Connection, preamble: &str) {
+    ok(m, &["CONFIG", "SET", "aof-use-rdb-preamble", preamble]);
+    ok(m, &["BGREWRITEAOF"]);
+    wait_aof_rewrite(m);
+}
+
+fn random_writes_hold_everywhere(seed: u64, preamble: &str) {
+    let (seed, commands) = run_of(seed, 10_000);
+    let master = master(preamble);
+    let streamed = replica_of(&master, Server::builder());
+    let mut m = master.conn();
+    let held = write_randomly(&mut m, seed, commands);
+    let synced = replica_of(&master, Server::builder());
+    settle(&mut m, 2);
+
     let same = |name: &str, c: &mut Connection| {
         assert_eq!(snapshot(c), held, "seed {seed}: {name} holds other values");
     };
+    let copy = || other_defaults(Server::builder());
     same("the replica of the command stream", &mut streamed.conn());
     same("the replica of a full sync", &mut synced.conn());
     ok(&mut m, &["SAVE"]);
-    same("the AOF replay", &mut replaying_aof(&master).conn());
-    same("the RDB load", &mut loading_rdb(&master).conn());
-    ok(&mut m, &["BGREWRITEAOF"]);
-    wait_aof_rewrite(&mut m);
+    same("the AOF replay", &mut replaying_aof(&master, copy()).conn());
+    same("the RDB load", &mut loading_rdb(&master, copy()).conn());
+    rewrite_aof(&mut m, preamble);
     same(
         "the rewritten AOF's replay",
-        &mut replaying_aof(&master).conn(),
+        &mut replaying_aof(&master, copy()).conn(),
     );
     ok(&mut m, &["DEBUG", "RELOAD"]);
     same("the master after DEBUG RELOAD", &mut m);
@@ -356,4 +403,75 @@ fn random_writes_hold_everywhere_with_an_rdb_preamble() {
 #[test]
 fn random_writes_hold_everywhere_in_a_command_aof() {
     random_writes_hold_everywhere(20261129, "no");
+}
+
+/// A user upgrading the server, or moving to Valkey, keeps every value: random writes on the
+/// server under test hold identically on every other known server that loads its data (a newer
+/// Redis, Valkey 9: `common::servers`), as a replica attached before the writes and one after,
+/// and loading the RDB, the AOF, and the AOF rewritten without and with an RDB preamble.
+#[test]
+fn random_writes_hold_on_every_newer_server() {
+    let readers = readers_of_this_server();
+    if readers.is_empty() {
+        eprintln!(
+            "SKIPPED: no other known server loads the data of {}",
+            Binary::under_test()
+        );
+        return;
+    }
+    let names: Vec<String> = readers.iter().map(|r| r.binary.to_string()).collect();
+    eprintln!(
+        "the data of {} on {}",
+        Binary::under_test(),
+        names.join(", ")
+    );
+    let (seed, commands) = run_of(20261130, 5_000);
+    let master = master("yes");
+    let replicas = || -> Vec<Server> {
+        readers
+            .iter()
+            .map(|r| replica_of(&master, r.builder()))
+            .collect()
+    };
+    let streamed = replicas();
+    let mut m = master.conn();
+    let held = write_randomly(&mut m, seed, commands);
+    let synced = replicas();
+    settle(&mut m, 2 * readers.len());
+
+    let same = |on: &Binary, what: &str, c: &mut Connection| {
+        assert_eq!(
+            snapshot(c),
+            held,
+            "seed {seed}: {on} {what} holds other values"
+        );
+    };
+    ok(&mut m, &["SAVE"]);
+    for (r, (streamed, synced)) in readers.iter().zip(streamed.iter().zip(&synced)) {
+        let copy = || other_defaults(r.builder());
+        same(
+            &r.binary,
+            "as a replica of the command stream",
+            &mut streamed.conn(),
+        );
+        same(&r.binary, "as a replica of a full sync", &mut synced.conn());
+        same(
+            &r.binary,
+            "loading the RDB",
+            &mut loading_rdb(&master, copy()).conn(),
+        );
+        same(
+            &r.binary,
+            "replaying the AOF",
+            &mut replaying_aof(&master, copy()).conn(),
+        );
+    }
+    for preamble in ["no", "yes"] {
+        rewrite_aof(&mut m, preamble);
+        for r in &readers {
+            let replay = replaying_aof(&master, other_defaults(r.builder()));
+            let what = format!("replaying the AOF rewritten with aof-use-rdb-preamble {preamble}");
+            same(&r.binary, &what, &mut replay.conn());
+        }
+    }
 }

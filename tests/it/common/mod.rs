@@ -11,7 +11,8 @@
 //!   `used_memory`), both re-exported here, `fixtures` (the golden files),
 //!   `fuzz` (RNG, mutations, DUMP framing), `ops` (the operations tests' workload and
 //!   encodings), `redisbloom` (servers running RedisBloom 2.8.2 and the RedisBloom filters the
-//!   import tests compare).
+//!   import tests compare), `servers` (the other server binaries known, and which load this
+//!   one's data).
 #![allow(dead_code)]
 
 mod cmds;
@@ -20,6 +21,7 @@ pub mod fuzz;
 mod info;
 pub mod ops;
 pub mod redisbloom;
+pub mod servers;
 
 pub use cmds::*;
 pub use info::*;
