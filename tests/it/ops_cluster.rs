@@ -1,6 +1,8 @@
 //! Redis Cluster: three masters on loopback. Every command declares its keys, so a cluster
 //! client routes them, a key on the wrong node answers MOVED, multi-key LC.COUNT/LC.MERGE across
-//! slots answer CROSSSLOT, and hash-tagged unions work.
+//! slots answer CROSSSLOT, and hash-tagged unions work. Resharding moves every type whole:
+//! by `MIGRATE` (`redis-cli --cluster reshard`) on every server, by atomic slot migration on
+//! Valkey 9.
 use crate::common::*;
 use redis::Value;
 
@@ -285,4 +287,213 @@ fn atomic_slot_migration_moves_every_type() {
         "every write made while it ran is in the counter"
     );
     assert_eq!(ok(&mut d, &["LC.COUNT", &key("small")]), Value::Int(50));
+}
+
+/// The one node of `nodes` that holds `key`, and `DEBUG DIGEST-VALUE` of it there.
+fn digest_in(nodes: &[Server], key: &str) -> (usize, String) {
+    let missing = "0".repeat(40);
+    let held: Vec<(usize, String)> = nodes
+        .iter()
+        .map(|n| digest(&mut n.conn(), key))
+        .enumerate()
+        .filter(|(_, d)| *d != missing)
+        .collect();
+    assert_eq!(held.len(), 1, "{key} is on one node: {held:?}");
+    held[0].clone()
+}
+
+/// `CLUSTER MYID` of `node`.
+fn node_id(node: &Server) -> String {
+    redis::cmd("CLUSTER")
+        .arg("MYID")
+        .query(&mut node.conn())
+        .unwrap()
+}
+
+/// Resharding as `redis-cli --cluster reshard` does it, on every server: the target marks a
+/// slot `IMPORTING`, the source `MIGRATING`, `MIGRATE` moves its keys a batch at a time, and
+/// `SETSLOT NODE` ends it. While the slot is split, a cluster client reads and writes every
+/// key where it is (the source answers ASK for a key it no longer holds, or a new one), and a
+/// union of keys on both sides answers TRYAGAIN; afterwards every value on the target is the
+/// one the source held, byte for byte, with the writes made meanwhile. Then `redis-cli
+/// --cluster reshard` itself moves a thousand slots of filters and counters.
+#[test]
+fn resharding_by_migrate_moves_every_type() {
+    let nodes = Server::cluster_with(ServerBuilder::fixed_seed);
+    let tag = "{r}";
+    let (src, dst) = {
+        let src = owner(&nodes, tag);
+        (src, (src + 1) % nodes.len())
+    };
+    let (mut s, mut d) = (nodes[src].conn(), nodes[dst].conn());
+    let key = |k: &str| format!("{tag}{k}");
+    ok(&mut s, &["BF.RESERVE", &key("bf"), "0.01", "100000"]);
+    add_many(&mut s, "BF.MADD", &key("bf"), "i", 5_000);
+    ok(
+        &mut s,
+        &[
+            "BF.INSERT",
+            &key("blocked"),
+            "LAYOUT",
+            "blocked",
+            "ITEMS",
+            "a",
+        ],
+    );
+    add_many(&mut s, "BF.MADD", &key("scaling"), "i", 500); // scales out at the defaults
+    ok(
+        &mut s,
+        &["BF.RESERVE", &key("win"), "0.01", "1000", "WINDOW", "600"],
+    );
+    add_many(&mut s, "BF.MADD", &key("win"), "i", 800);
+    add_many(&mut s, "LC.ADD", &key("lc"), "i", 6_000);
+    add_many(&mut s, "LC.ADD", &key("small"), "i", 50);
+    let keys: Vec<String> = ["bf", "blocked", "scaling", "win", "lc", "small"]
+        .iter()
+        .map(|k| key(k))
+        .collect();
+    let before: Vec<String> = keys.iter().map(|k| digest(&mut s, k)).collect();
+
+    let slot = slot(&mut s, tag).to_string();
+    let (src_id, dst_id) = (node_id(&nodes[src]), node_id(&nodes[dst]));
+    ok(&mut d, &["CLUSTER", "SETSLOT", &slot, "IMPORTING", &src_id]);
+    ok(&mut s, &["CLUSTER", "SETSLOT", &slot, "MIGRATING", &dst_id]);
+    let dst_port = nodes[dst].port.to_string();
+    let migrate = |s: &mut redis::Connection, moving: &[String]| {
+        let mut cmd = redis::cmd("MIGRATE");
+        cmd.arg("127.0.0.1")
+            .arg(&dst_port)
+            .arg("")
+            .arg(0)
+            .arg(5_000);
+        let _: String = cmd.arg("KEYS").arg(moving).query(s).unwrap();
+    };
+    let (first, rest) = keys.split_at(3);
+    migrate(&mut s, first);
+
+    // The slot split: a cluster client follows ASK to the keys moved and to new keys.
+    let client =
+        redis::cluster::ClusterClient::new(nodes.iter().map(|n| n.url()).collect::<Vec<_>>())
+            .unwrap();
+    let mut cc = client.get_connection().unwrap();
+    for k in &keys {
+        if k.ends_with("lc") || k.ends_with("small") {
+            let count: i64 = redis::cmd("LC.COUNT")
+                .arg(k)
+                .query(&mut cc)
+                .unwrap_or_else(|e| panic!("{k}: {e}"));
+            assert!(count >= 50, "{k}: {count}");
+        } else {
+            let added = if k.ends_with("blocked") { "a" } else { "i0" };
+            let found: bool = redis::cmd("BF.EXISTS")
+                .arg(k)
+                .arg(added)
+                .query(&mut cc)
+                .unwrap_or_else(|e| panic!("{k}: {e}"));
+            assert!(found, "{k}");
+        }
+    }
+    for k in [key("bf"), key("lc"), key("new")] {
+        let command = if k.ends_with("lc") {
+            "LC.ADD"
+        } else {
+            "BF.ADD"
+        };
+        let _: Value = redis::cmd(command)
+            .arg(&k)
+            .arg("during")
+            .query(&mut cc)
+            .unwrap_or_else(|e| panic!("{command} {k}: {e}"));
+    }
+    let asked = redis::cmd("BF.ADD")
+        .arg(key("bf"))
+        .arg("x")
+        .query::<Value>(&mut s)
+        .unwrap_err();
+    assert_eq!(asked.code(), Some("ASK"), "{asked}");
+    let split = redis::cmd("LC.COUNT")
+        .arg(key("lc"))
+        .arg(key("bf"))
+        .query::<Value>(&mut s)
+        .unwrap_err();
+    assert_eq!(split.code(), Some("TRYAGAIN"), "{split}");
+
+    migrate(&mut s, rest);
+    for node in &nodes {
+        ok(
+            &mut node.conn(),
+            &["CLUSTER", "SETSLOT", &slot, "NODE", &dst_id],
+        );
+    }
+    let count_in = |c: &mut redis::Connection| -> i64 {
+        redis::cmd("CLUSTER")
+            .arg("COUNTKEYSINSLOT")
+            .arg(&slot)
+            .query(c)
+            .unwrap()
+    };
+    assert_eq!(count_in(&mut s), 0);
+    assert_eq!(count_in(&mut d), keys.len() as i64 + 1);
+    for (k, digest_before) in keys.iter().zip(&before) {
+        let changed = k.ends_with("}bf") || k.ends_with("}lc");
+        assert_eq!(
+            digest(&mut d, k) == *digest_before,
+            !changed,
+            "{k}: the target's value is the source's, with the writes made meanwhile"
+        );
+    }
+    let during = |c: &mut redis::Connection, command: &str, k: &str| -> Value {
+        ok(c, &[command, k, "during"])
+    };
+    assert_eq!(during(&mut d, "BF.EXISTS", &key("bf")), Value::Int(1));
+    assert_eq!(during(&mut d, "BF.EXISTS", &key("new")), Value::Int(1));
+    assert_eq!(during(&mut d, "LC.ADD", &key("lc")), Value::Int(0));
+    assert_eq!(ok(&mut d, &["LC.COUNT", &key("small")]), Value::Int(50));
+    let union: i64 = redis::cmd("LC.COUNT")
+        .arg(key("small"))
+        .arg(key("lc"))
+        .query(&mut cc)
+        .unwrap();
+    assert!((5_900..=6_100).contains(&union), "{union}");
+
+    // `redis-cli --cluster reshard`: a thousand slots full of filters and counters.
+    let spread: Vec<String> = (0..300).map(|i| format!("spread:{i}")).collect();
+    for k in &spread {
+        let command = if k.len() % 2 == 0 {
+            "BF.MADD"
+        } else {
+            "LC.ADD"
+        };
+        let _: Value = redis::cmd(command)
+            .arg(k)
+            .arg(items(k, 20))
+            .query(&mut cc)
+            .unwrap();
+    }
+    let digests_of =
+        || -> Vec<(usize, String)> { spread.iter().map(|k| digest_in(&nodes, k)).collect() };
+    let spread_before = digests_of();
+    let out = std::process::Command::new("redis-cli")
+        .args(["--cluster", "reshard"])
+        .arg(format!("127.0.0.1:{}", nodes[src].port))
+        .args(["--cluster-from", &src_id, "--cluster-to", &dst_id])
+        .args(["--cluster-slots", "1000", "--cluster-yes"])
+        .output()
+        .expect("redis-cli");
+    assert!(
+        out.status.success(),
+        "redis-cli --cluster reshard: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let spread_after = digests_of();
+    let mut moved = 0;
+    for (k, (before, after)) in spread.iter().zip(spread_before.iter().zip(&spread_after)) {
+        assert_eq!(before.1, after.1, "{k} holds the same value");
+        if before.0 != after.0 {
+            assert_eq!((before.0, after.0), (src, dst), "{k} moved");
+            moved += 1;
+        }
+    }
+    assert!(moved > 0, "no key moved");
 }
