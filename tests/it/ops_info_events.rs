@@ -1,5 +1,6 @@
 //! `INFO lcbloom` follows every way values come and go (create, scale, mode switch, COPY,
-//! RESTORE, reload, DEL, UNLINK on the lazy-free thread, expiry, FLUSHALL) and returns to 0;
+//! RESTORE, reload, DEL, UNLINK on the lazy-free thread, expiry, FLUSHALL, moves between
+//! databases, FLUSHDB, eviction) and returns to 0;
 //! every write fires its documented keyspace event; only writes that change a key reach its
 //! watchers and the clients caching it.
 use crate::common::*;
@@ -27,33 +28,41 @@ fn tally(c: &mut Connection) -> [i64; 4] {
     ]
 }
 
-/// The same numbers computed from the keyspace: every key's type and `BF.INFO`/`LC.INFO` size.
+/// Databases the tests put keys in.
+const DATABASES: u32 = 3;
+
+/// The same numbers computed from the keyspace: every key's type and `BF.INFO`/`LC.INFO` size,
+/// in every database the tests use (the connection is left in database 0).
 fn expected(c: &mut Connection) -> [i64; 4] {
-    let keys: Vec<String> = redis::cmd("KEYS").arg("*").query(c).unwrap();
     let mut out = [0; 4];
-    for key in keys {
-        let kind: String = redis::cmd("TYPE").arg(&key).query(c).unwrap();
-        let (slot, size) = match kind.as_str() {
-            "lcbloomBF" => {
-                let size: Vec<i64> = redis::cmd("BF.INFO")
-                    .arg(&key)
-                    .arg("SIZE")
-                    .query(c)
-                    .unwrap();
-                (0, size[0])
-            }
-            "lcbloomLC" => {
-                let info: Vec<Value> = redis::cmd("LC.INFO").arg(&key).query(c).unwrap();
-                let Value::Int(size) = info[5] else {
-                    panic!("{info:?}")
-                };
-                (2, size)
-            }
-            _ => continue,
-        };
-        out[slot] += 1;
-        out[slot + 1] += size;
+    for db in 0..DATABASES {
+        ok(c, &["SELECT", &db.to_string()]);
+        let keys: Vec<String> = redis::cmd("KEYS").arg("*").query(c).unwrap();
+        for key in keys {
+            let kind: String = redis::cmd("TYPE").arg(&key).query(c).unwrap();
+            let (slot, size) = match kind.as_str() {
+                "lcbloomBF" | "lcbloomBW" => {
+                    let size: Vec<i64> = redis::cmd("BF.INFO")
+                        .arg(&key)
+                        .arg("SIZE")
+                        .query(c)
+                        .unwrap();
+                    (0, size[0])
+                }
+                "lcbloomLC" => {
+                    let info: Vec<Value> = redis::cmd("LC.INFO").arg(&key).query(c).unwrap();
+                    let Value::Int(size) = info[5] else {
+                        panic!("{info:?}")
+                    };
+                    (2, size)
+                }
+                _ => continue,
+            };
+            out[slot] += 1;
+            out[slot + 1] += size;
+        }
     }
+    ok(c, &["SELECT", "0"]);
     out
 }
 
@@ -158,6 +167,114 @@ fn info_counts_values_and_bytes_up_and_back_to_zero() {
     // SYNC: Valkey 9 flushes in the background by default (lazyfree-lazy-user-flush yes).
     ok(&mut c, &["FLUSHALL", "SYNC"]);
     assert_eq!(tally(&mut c), [0; 4]);
+}
+
+/// Keys of every stored type, `n` of each, named after `prefix`, each made by one command (so
+/// that an eviction cannot fall between two); how many keys that is.
+fn keys_of_every_type(c: &mut Connection, prefix: &str, n: usize) -> i64 {
+    for i in 0..n {
+        let key = |kind: &str| format!("{prefix}:{kind}:{i}");
+        add_many(c, "BF.MADD", &key("bf"), "i", 300); // scales out at the defaults
+        ok(
+            c,
+            &[
+                "BF.INSERT",
+                &key("blocked"),
+                "LAYOUT",
+                "blocked",
+                "ITEMS",
+                "a",
+            ],
+        );
+        let _: Value = redis::cmd("BF.INSERT")
+            .arg(key("win"))
+            .arg(&["CAPACITY", "100", "WINDOW", "600", "ITEMS"])
+            .arg(items("i", 50))
+            .query(c)
+            .unwrap();
+        add_many(c, "LC.ADD", &key("exact"), "i", 30);
+        add_many(c, "LC.ADD", &key("sketch"), "i", 2_000);
+    }
+    5 * n as i64
+}
+
+/// `DEBUG DIGEST-VALUE` of every key in each database the tests use.
+fn every_database(c: &mut Connection) -> Vec<std::collections::BTreeMap<String, String>> {
+    let held = (0..DATABASES)
+        .map(|db| {
+            ok(c, &["SELECT", &db.to_string()]);
+            crate::common::ops::digests(c)
+        })
+        .collect();
+    ok(c, &["SELECT", "0"]);
+    held
+}
+
+/// `INFO lcbloom` follows values moved between databases (`MOVE`, `SWAPDB`, `COPY ... DB`),
+/// flushed with one (`FLUSHDB`), and evicted under `maxmemory`; the evictions reach a replica
+/// as deletions, which then holds what the master holds.
+#[test]
+fn info_follows_values_across_databases_and_eviction() {
+    // The replication backlog counts against `maxmemory`: 1 MB, Redis's default (Valkey's is
+    // 10 MB, more than the room this test leaves above the keys).
+    let server = Server::builder().arg("repl-backlog-size", "1mb").start();
+    let replica = Server::start();
+    attach_replica(&server, &replica);
+    let mut c = server.conn();
+    let made = keys_of_every_type(&mut c, "k", 10);
+    let all = settled(&mut c);
+    for kind in ["bf", "win", "exact"] {
+        ok(&mut c, &["MOVE", &format!("k:{kind}:0"), "1"]);
+    }
+    ok(&mut c, &["SWAPDB", "0", "1"]);
+    for kind in ["bf", "win", "sketch"] {
+        let key = format!("k:{kind}:1");
+        ok(&mut c, &["SELECT", "1"]);
+        ok(&mut c, &["COPY", &key, &key, "DB", "2"]);
+        ok(&mut c, &["SELECT", "0"]);
+    }
+    let copied = settled(&mut c);
+    assert_eq!(
+        (copied[0], copied[2]),
+        (all[0] + 2, all[2] + 1),
+        "{copied:?}"
+    );
+    ok(&mut c, &["SELECT", "2"]);
+    ok(&mut c, &["FLUSHDB", "SYNC"]);
+    ok(&mut c, &["SELECT", "0"]);
+    assert_eq!(settled(&mut c), all);
+
+    let used = info_int(&mut c, "memory", "used_memory");
+    let limit = (used + (4 << 20)).to_string();
+    ok(
+        &mut c,
+        &["CONFIG", "SET", "maxmemory-policy", "allkeys-lru"],
+    );
+    ok(&mut c, &["CONFIG", "SET", "maxmemory", &limit]);
+    // Batches of new keys until some are evicted, and a batch more.
+    assert_eq!(all[0] + all[2], made);
+    let mut made = made;
+    for batch in 0.. {
+        assert!(batch < 100, "nothing evicted");
+        made += keys_of_every_type(&mut c, &format!("more{batch}"), 50);
+        if info_int(&mut c, "stats", "evicted_keys") > 0 {
+            made += keys_of_every_type(&mut c, "last", 50);
+            break;
+        }
+    }
+    let left = settled(&mut c);
+    assert!(left[0] > 0 && left[2] > 0, "{left:?}");
+    let evicted = info_int(&mut c, "stats", "evicted_keys");
+    assert_eq!(
+        left[0] + left[2],
+        made - evicted,
+        "{left:?}: {evicted} of {made} evicted"
+    );
+    let acked: i64 = redis::cmd("WAIT").arg(1).arg(10_000).query(&mut c).unwrap();
+    assert_eq!(acked, 1);
+    let mut r = replica.conn();
+    assert_eq!(every_database(&mut r), every_database(&mut c));
+    assert_eq!(settled(&mut r), left);
 }
 
 #[test]
