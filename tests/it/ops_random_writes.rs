@@ -6,7 +6,8 @@
 //! `DEBUG DIGEST-VALUE`) on a replica attached before the writes (the command stream), one
 //! attached after (a full sync), a server replaying the master's AOF, one loading its RDB, one
 //! replaying the AOF after a rewrite (all with other module defaults and limits than the
-//! master's), and on the master after `DEBUG RELOAD`. The same holds on every other server
+//! master's), and on the master after `DEBUG RELOAD`; `redis-check-rdb` and `redis-check-aof`
+//! find the master's files sound. The same holds on every other server
 //! known here that loads this one's data (a newer Redis, Valkey 9), as a user upgrading by
 //! replica or by restart meets it.
 //!
@@ -384,9 +385,12 @@ fn random_writes_hold_everywhere(seed: u64, preamble: &str) {
     same("the replica of the command stream", &mut streamed.conn());
     same("the replica of a full sync", &mut synced.conn());
     ok(&mut m, &["SAVE"]);
+    check_files(&master, "redis-check-rdb");
+    check_files(&master, "redis-check-aof");
     same("the AOF replay", &mut replaying_aof(&master, copy()).conn());
     same("the RDB load", &mut loading_rdb(&master, copy()).conn());
     rewrite_aof(&mut m, preamble);
+    check_files(&master, "redis-check-aof");
     same(
         "the rewritten AOF's replay",
         &mut replaying_aof(&master, copy()).conn(),
