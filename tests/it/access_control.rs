@@ -1,8 +1,8 @@
 //! Least privilege and self-description through a real server (Redis 7.0 here, Valkey 9 under
 //! `make test-valkey`): what ACL key permissions make of the key specs, key patterns across
 //! `LC.COUNT`/`LC.MERGE`, ACL categories where the server has them, the README's
-//! `ACL SETUSER` lines, and `COMMAND INFO` / `COMMAND DOCS` against the table below and
-//! docs/commands.md.
+//! `ACL SETUSER` lines, what the flags make of read-only scripts and replicas, and
+//! `COMMAND INFO` / `COMMAND DOCS` against the table below and docs/commands.md.
 
 use crate::common::*;
 use redis::{Connection, Value};
@@ -214,15 +214,22 @@ fn fixture(c: &mut Connection) -> Vec<u8> {
     header
 }
 
+/// The arguments of `e`'s call, placeholders filled in.
+fn call_args(e: &Expected, header: &[u8]) -> Vec<Vec<u8>> {
+    e.call
+        .iter()
+        .map(|a| match *a {
+            "$HEADER" => header.to_vec(),
+            "$COUNTER" => crate::common::ops::empty_bitmap_encoding(5, 0.5, 20),
+            a => a.as_bytes().to_vec(),
+        })
+        .collect()
+}
+
 fn call(e: &Expected, header: &[u8]) -> redis::Cmd {
+    let args = call_args(e, header);
     let mut cmd = redis::cmd(e.call[0]);
-    for a in &e.call[1..] {
-        match *a {
-            "$HEADER" => cmd.arg(header),
-            "$COUNTER" => cmd.arg(crate::common::ops::empty_bitmap_encoding(5, 0.5, 20)),
-            a => cmd.arg(a),
-        };
-    }
+    cmd.arg(&args[1..]);
     cmd
 }
 
@@ -416,6 +423,67 @@ fn a_read_only_key_permission_runs_every_read_and_no_write() {
         before,
         "a refused write changed data"
     );
+}
+
+/// The flags hold where no ACL is involved: read-only scripts (`EVAL_RO`, and `FCALL_RO` of a
+/// function flagged `no-writes`) and a read-only replica run every read and refuse every write,
+/// with the server's own errors, and nothing changes.
+#[test]
+fn read_only_scripts_and_replicas_run_every_read_and_no_write() {
+    let server = Server::start();
+    let replica = Server::start();
+    attach_replica(&server, &replica);
+    let mut c = server.conn();
+    let header = fixture(&mut c);
+    ok(
+        &mut c,
+        &[
+            "FUNCTION",
+            "LOAD",
+            "#!lua name=lcbloom_test\n\
+             redis.register_function{function_name='ro', flags={'no-writes'},\
+             callback=function(keys, args) return redis.call(unpack(args)) end}",
+        ],
+    );
+    let acked: i64 = redis::cmd("WAIT").arg(1).arg(10_000).query(&mut c).unwrap();
+    assert_eq!(acked, 1);
+    let mut r = replica.conn();
+    let before = dataset_digest(&mut c);
+    assert_eq!(dataset_digest(&mut r), before);
+    for e in commands() {
+        let args = call_args(e, &header);
+        let mut script = redis::cmd("EVAL_RO");
+        script
+            .arg("return redis.call(unpack(ARGV))")
+            .arg(0)
+            .arg(&args);
+        let mut function = redis::cmd("FCALL_RO");
+        function.arg("ro").arg(0).arg(&args);
+        for (how, cmd) in [
+            ("EVAL_RO", script),
+            ("FCALL_RO", function),
+            ("the replica", call(e, &header)),
+        ] {
+            let conn = if how == "the replica" { &mut r } else { &mut c };
+            let result: redis::RedisResult<Value> = cmd.query(conn);
+            match (e.reads(), result) {
+                (true, Ok(_)) => {}
+                (true, Err(err)) => panic!("{} in {how}: {err}", e.name),
+                (false, Ok(v)) => panic!("{} in {how}: {v:?}", e.name),
+                (false, Err(err)) => {
+                    let refused = err.code() == Some("READONLY")
+                        || err.to_string().contains("Write commands are not allowed");
+                    assert!(refused, "{} in {how}: {err}", e.name);
+                }
+            }
+        }
+    }
+    assert_eq!(
+        dataset_digest(&mut c),
+        before,
+        "a refused write changed data"
+    );
+    assert_eq!(dataset_digest(&mut r), before);
 }
 
 #[test]
