@@ -183,6 +183,28 @@ fn owner(nodes: &[Server], key: &str) -> usize {
         .expect("a node owns the slot")
 }
 
+/// Keys of `tag`'s slot, through its owner `s`: filters `bf` (5,000 items), `blocked` (one,
+/// "a"), `scaling` (500, past its first sub-filter) and `win` (windowed, 800), counters `lc`
+/// (6,000) and `small` (50, exact).
+fn fill_slot(s: &mut redis::Connection, tag: &str) {
+    let key = |k: &str| format!("{tag}{k}");
+    ok(s, &["BF.RESERVE", &key("bf"), "0.01", "100000"]);
+    add_many(s, "BF.MADD", &key("bf"), "i", 5_000);
+    let blocked = key("blocked");
+    ok(
+        s,
+        &["BF.INSERT", &blocked, "LAYOUT", "blocked", "ITEMS", "a"],
+    );
+    add_many(s, "BF.MADD", &key("scaling"), "i", 500);
+    ok(
+        s,
+        &["BF.RESERVE", &key("win"), "0.01", "1000", "WINDOW", "600"],
+    );
+    add_many(s, "BF.MADD", &key("win"), "i", 800);
+    add_many(s, "LC.ADD", &key("lc"), "i", 6_000);
+    add_many(s, "LC.ADD", &key("small"), "i", 50);
+}
+
 /// Valkey 9's atomic slot migration (`CLUSTER MIGRATESLOTS`) moves a slot's filters,
 /// windowed filters and counters whole, with the writes made while it runs, even a value
 /// over the target's `max-memory-per-key` (a move rebuilds what was accepted). A server
@@ -203,21 +225,13 @@ fn atomic_slot_migration_moves_every_type() {
         return;
     }
     let key = |k: &str| format!("{tag}{k}");
-    ok(&mut s, &["BF.RESERVE", &key("bf"), "0.01", "100000"]);
-    add_many(&mut s, "BF.MADD", &key("bf"), "i", 5_000);
-    ok(
-        &mut s,
-        &["BF.RESERVE", &key("win"), "0.01", "1000", "WINDOW", "600"],
-    );
-    add_many(&mut s, "BF.MADD", &key("win"), "i", 800);
-    add_many(&mut s, "LC.ADD", &key("lc"), "i", 6_000);
-    add_many(&mut s, "LC.ADD", &key("small"), "i", 50);
+    fill_slot(&mut s, tag);
     ok(&mut s, &["BF.RESERVE", &key("big"), "0.001", "200000"]);
     ok(
         &mut d,
         &["CONFIG", "SET", "lcbloom.max-memory-per-key", "100000"],
     );
-    let keys: Vec<String> = ["bf", "win", "lc", "small", "big"]
+    let keys: Vec<String> = ["bf", "blocked", "scaling", "win", "lc", "small", "big"]
         .iter()
         .map(|k| key(k))
         .collect();
@@ -327,27 +341,7 @@ fn resharding_by_migrate_moves_every_type() {
     };
     let (mut s, mut d) = (nodes[src].conn(), nodes[dst].conn());
     let key = |k: &str| format!("{tag}{k}");
-    ok(&mut s, &["BF.RESERVE", &key("bf"), "0.01", "100000"]);
-    add_many(&mut s, "BF.MADD", &key("bf"), "i", 5_000);
-    ok(
-        &mut s,
-        &[
-            "BF.INSERT",
-            &key("blocked"),
-            "LAYOUT",
-            "blocked",
-            "ITEMS",
-            "a",
-        ],
-    );
-    add_many(&mut s, "BF.MADD", &key("scaling"), "i", 500); // scales out at the defaults
-    ok(
-        &mut s,
-        &["BF.RESERVE", &key("win"), "0.01", "1000", "WINDOW", "600"],
-    );
-    add_many(&mut s, "BF.MADD", &key("win"), "i", 800);
-    add_many(&mut s, "LC.ADD", &key("lc"), "i", 6_000);
-    add_many(&mut s, "LC.ADD", &key("small"), "i", 50);
+    fill_slot(&mut s, tag);
     let keys: Vec<String> = ["bf", "blocked", "scaling", "win", "lc", "small"]
         .iter()
         .map(|k| key(k))
