@@ -44,14 +44,15 @@ impl Binary {
         Binary::of(&path).unwrap_or_else(|| panic!("{path} --version names no Redis or Valkey"))
     }
 
-    /// The RDB version it writes: Redis 7.0 writes 10, 7.2 11, 7.4 12; Valkey 9 writes 80.
-    pub fn writes_rdb(&self) -> u32 {
+    /// The RDB version it writes, where known here: Redis 7.0 writes 10, 7.2 11, 7.4 12;
+    /// Valkey 9 writes 80.
+    pub fn writes_rdb(&self) -> Option<u32> {
         match (self.valkey, self.version) {
-            (true, _) => 80,
-            (false, (7, 0, _)) => 10,
-            (false, (7, 2, _)) => 11,
-            (false, (7, 4, _)) => 12,
-            (false, v) => panic!("the RDB version of Redis {v:?} is not known here"),
+            (true, _) => Some(80),
+            (false, (7, 0, _)) => Some(10),
+            (false, (7, 2, _)) => Some(11),
+            (false, (7, 4, _)) => Some(12),
+            (false, _) => None,
         }
     }
 
@@ -61,20 +62,16 @@ impl Binary {
     pub fn reads_rdb(&self, rdb: u32, relaxed: bool) -> bool {
         match self.valkey {
             true => rdb <= 11 || rdb == 80 || (relaxed && rdb < 80),
-            false => rdb <= self.writes_rdb(),
+            false => self.writes_rdb().is_some_and(|own| rdb <= own),
         }
-    }
-
-    fn name(&self) -> String {
-        let (major, minor, patch) = self.version;
-        let kind = if self.valkey { "Valkey" } else { "Redis" };
-        format!("{kind} {major}.{minor}.{patch}")
     }
 }
 
 impl std::fmt::Display for Binary {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}", self.name())
+        let (major, minor, patch) = self.version;
+        let kind = if self.valkey { "Valkey" } else { "Redis" };
+        write!(f, "{kind} {major}.{minor}.{patch}")
     }
 }
 
@@ -138,10 +135,13 @@ impl Reader {
 }
 
 /// Every known binary other than the one under test that loads the RDB it writes, so takes its
-/// data: a newer Redis, Valkey 9 (in relaxed mode where it needs that: see `reads_rdb`).
+/// data: a newer Redis, Valkey 9 (in relaxed mode where it needs that: see `reads_rdb`). None
+/// for a server whose RDB version is not known here.
 pub fn readers_of_this_server() -> Vec<Reader> {
     let this = Binary::under_test();
-    let rdb = this.writes_rdb();
+    let Some(rdb) = this.writes_rdb() else {
+        return Vec::new();
+    };
     let mut out: Vec<Reader> = Vec::new();
     for path in shared_redis().into_iter().chain(valkey()) {
         let Some(other) = Binary::of(&path) else {
@@ -151,15 +151,10 @@ pub fn readers_of_this_server() -> Vec<Reader> {
         if same(&this) || out.iter().any(|r| same(&r.binary)) {
             continue;
         }
-        if other.reads_rdb(rdb, false) {
+        if let Some(relaxed) = [false, true].into_iter().find(|&r| other.reads_rdb(rdb, r)) {
             out.push(Reader {
                 binary: other,
-                relaxed: false,
-            });
-        } else if other.reads_rdb(rdb, true) {
-            out.push(Reader {
-                binary: other,
-                relaxed: true,
+                relaxed,
             });
         }
     }
