@@ -467,18 +467,20 @@ fn resharding_by_migrate_moves_every_type() {
     let digests_of =
         || -> Vec<(usize, String)> { spread.iter().map(|k| digest_in(&nodes, k)).collect() };
     let spread_before = digests_of();
-    let out = std::process::Command::new("redis-cli")
-        .args(["--cluster", "reshard"])
-        .arg(format!("127.0.0.1:{}", nodes[src].port))
-        .args(["--cluster-from", &src_id, "--cluster-to", &dst_id])
-        .args(["--cluster-slots", "1000", "--cluster-yes"])
-        .output()
-        .expect("redis-cli");
-    assert!(
-        out.status.success(),
-        "redis-cli --cluster reshard: {}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
+    let from = format!("127.0.0.1:{}", nodes[src].port);
+    redis_cli_cluster(
+        &[
+            "reshard",
+            &from,
+            "--cluster-from",
+            &src_id,
+            "--cluster-to",
+            &dst_id,
+            "--cluster-slots",
+            "1000",
+            "--cluster-yes",
+        ]
+        .map(String::from),
     );
     let spread_after = digests_of();
     let mut moved = 0;

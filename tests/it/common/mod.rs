@@ -378,19 +378,10 @@ impl Server {
                     .start()
             })
             .collect();
-        let out = Command::new("redis-cli")
-            .arg("--cluster")
-            .arg("create")
-            .args(nodes.iter().map(|n| format!("127.0.0.1:{}", n.port)))
-            .args(["--cluster-replicas", "0", "--cluster-yes"])
-            .output()
-            .expect("redis-cli");
-        assert!(
-            out.status.success(),
-            "redis-cli --cluster create: {}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let mut args = vec!["create".to_string()];
+        args.extend(nodes.iter().map(|n| format!("127.0.0.1:{}", n.port)));
+        args.extend(["--cluster-replicas", "0", "--cluster-yes"].map(String::from));
+        redis_cli_cluster(&args);
         let start = Instant::now();
         for node in &nodes {
             let mut c = node.conn();
@@ -451,9 +442,22 @@ impl Drop for Server {
     }
 }
 
-/// A tool some tests need is missing (`what`: which, and how to get it). Under `CI=true` (or
-/// `CI=1`) that fails the test. Elsewhere the test skips, saying so on the terminal: straight
-/// to stderr, since the harness captures `eprintln!` of a passing test.
+/// Runs `redis-cli --cluster <args>`; fails the test with its output unless it succeeds.
+pub fn redis_cli_cluster(args: &[String]) {
+    let out = Command::new("redis-cli")
+        .arg("--cluster")
+        .args(args)
+        .output()
+        .expect("redis-cli");
+    assert!(
+        out.status.success(),
+        "redis-cli --cluster {}: {}{}",
+        args.join(" "),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// Writes `lines` (commands, arguments separated by single spaces) to `dir` as a single-file
 /// AOF, the form earlier servers wrote, which a server started there with `appendonly yes`
 /// replays.
@@ -469,6 +473,9 @@ pub fn write_single_file_aof(dir: &Path, lines: &[&str]) {
     std::fs::write(dir.join("appendonly.aof"), aof).unwrap();
 }
 
+/// A tool some tests need is missing (`what`: which, and how to get it). Under `CI=true` (or
+/// `CI=1`) that fails the test. Elsewhere the test skips, saying so on the terminal: straight
+/// to stderr, since the harness captures `eprintln!` of a passing test.
 pub fn missing(what: &str) {
     let ci = std::env::var("CI").is_ok_and(|v| v == "true" || v == "1");
     assert!(!ci, "CI=true and a tool is missing: {what}");
