@@ -1,7 +1,8 @@
 """The README's examples work verbatim: its redis-cli session, its Python snippet and its
 `INFO lcbloom` example, run against a fresh test server (the port 6380 in them replaced by the
 test server's), print exactly what the README shows. Blocks are found by their
-`<!-- readme-test: ... -->` markers."""
+`<!-- readme-test: ... -->` markers. docs/commands.md's examples (blocks of `> ` lines) do the
+same, as one session in the order they are written."""
 import os
 import re
 import shlex
@@ -25,17 +26,37 @@ def test_redis_cli_session(server):
     server.client().flushall()
     lines = block("redis-cli").splitlines()
     assert lines[0] == "$ redis-cli -p 6380"
-    steps = []  # (command, expected output lines)
-    for line in lines[1:]:
-        if line.startswith(PROMPT):
-            steps.append((line[len(PROMPT):], []))
+    steps = session(lines[1:], PROMPT)
+    assert len(steps) >= 10
+    replay(server, steps)
+
+
+def session(lines, prompt):
+    """A transcript's (command, expected output lines), commands being the lines after `prompt`."""
+    steps = []
+    for line in lines:
+        if line.startswith(prompt):
+            steps.append((line[len(prompt):], []))
         else:
             steps[-1][1].append(line)
-    assert len(steps) >= 10
+    return steps
+
+
+def replay(server, steps):
+    """Runs each (command, expected output lines) through redis-cli, as a user would type it."""
     for command, expected in steps:
         out = subprocess.run(["redis-cli", "--no-raw", "-p", str(server.port), *shlex.split(command)],
                              capture_output=True, text=True, timeout=30).stdout
         assert out.splitlines() == expected, f"{command}\n{out}"
+
+
+def test_command_reference_examples(server):
+    server.client().flushall()
+    with open(os.path.join(ROOT, "docs", "commands.md")) as f:
+        blocks = re.findall(r"^```\n(> .*?)^```", f.read(), re.S | re.M)
+    steps = session("".join(blocks).splitlines(), "> ")
+    assert len(steps) >= 15
+    replay(server, steps)
 
 
 def test_python_snippet(server):
