@@ -382,6 +382,9 @@ pub fn decode_header(bytes: &[u8], limit: u64) -> Result<(WindowFilter, Loading)
         rates += rate;
         min_data = min_data.saturating_add(lp.partitions * RECORD_COUNTS as u64);
         planned = planned.saturating_add(lp.parts_bytes());
+        if refreshed != [[0; SLOTS]; GENS] {
+            planned = planned.saturating_add(Layer::refreshed_bytes());
+        }
         specs.push((lp, refreshed));
     }
     if rates > params.error_rate * (1.0 + 1e-9) {
@@ -405,7 +408,7 @@ pub fn decode_header(bytes: &[u8], limit: u64) -> Result<(WindowFilter, Loading)
         parts.resize_with(lp.partitions as usize, || {
             Partition::from_parts(s, [0; GENS], Vec::new())
         });
-        layers.push(Layer::from_parts(lp, s, refreshed, parts));
+        layers.push(Layer::from_parts(lp, s, refreshed, parts).ok_or(err("out of memory"))?);
     }
     let mut header = Vec::new();
     header

@@ -27,10 +27,13 @@
 //! copy's age in slots: slots are the same time frames in every layer, so the cardinality
 //! estimate subtracts it with the weight of the slot its old copy counts in, while that slot
 //! is live. Values saved before moves existed also count same-layer re-adds this way (their
-//! two copies stay until the older slides out), and are read alike.
+//! two copies stay until the older slides out), and are read alike. Refreshes happen only
+//! once a filter has scaled, so a layer keeps them in a block of their own, allocated by the
+//! first and freed when the last slides out: most keys are small filters of one layer, and
+//! the 160 bytes would be a third of one.
 
 use super::partition::{OutOfMemory, Partition, GENS, SLOTS};
-use crate::core::alloc::size_class;
+use crate::core::alloc::{size_class, try_box};
 use crate::core::defrag::Defrag;
 use crate::core::hashing::{reduce, ItemHash};
 
@@ -49,6 +52,9 @@ pub struct SlotCounts {
     pub items: u64,
     pub refreshed: [u64; SLOTS],
 }
+
+/// Per slot, oldest first, the refreshed counts by the age of the old copy.
+type Refreshed = [[u64; SLOTS]; GENS];
 
 /// A layer's parameters, fixed at its creation.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -120,9 +126,11 @@ pub struct Layer {
     params: LayerParams,
     /// The slot of the newest counts.
     head: u64,
-    /// Oldest first: slot `head − GENS + 1 + i` at index i.
-    counts: [SlotCounts; GENS],
-    parts: Vec<Partition>,
+    /// Fingerprints per slot, oldest first: slot `head − GENS + 1 + i` at index i.
+    items: [u64; GENS],
+    /// The same slots' refreshed counts; None while they are all 0.
+    refreshed: Option<Box<Refreshed>>,
+    parts: Box<[Partition]>,
     /// Bytes the partitions' words take.
     words_bytes: u64,
     /// The next partition a write moves forward.
@@ -145,45 +153,54 @@ impl Layer {
         Some(Self {
             params,
             head,
-            counts: [SlotCounts::default(); GENS],
-            parts,
+            items: [0; GENS],
+            refreshed: None,
+            parts: parts.into_boxed_slice(),
             words_bytes: 0,
             sweep: 0,
         })
     }
 
     /// A layer of validated parts (`codec.rs`): its counts per slot are the partitions'.
+    /// None if the memory for its refreshed counts could not be had.
     pub fn from_parts(
         params: LayerParams,
         head: u64,
-        refreshed: [[u64; SLOTS]; GENS],
+        refreshed: Refreshed,
         parts: Vec<Partition>,
-    ) -> Self {
-        let mut counts = [SlotCounts::default(); GENS];
-        for (c, r) in counts.iter_mut().zip(refreshed) {
-            c.refreshed = r;
-        }
+    ) -> Option<Self> {
+        let refreshed = match refreshed == Refreshed::default() {
+            true => None,
+            false => Some(try_box(refreshed)?),
+        };
         let mut layer = Self {
             params,
             head,
-            counts,
-            parts: Vec::new(),
+            items: [0; GENS],
+            refreshed,
+            parts: Box::default(),
             words_bytes: 0,
             sweep: 0,
         };
         for part in &parts {
             layer.account(part, 1);
         }
-        // The caller's vector, allocated to its length: what `parts_bytes` counts.
-        layer.parts = parts;
-        layer
+        // The caller's vector is allocated to its length (what `parts_bytes` counts), so it
+        // becomes a boxed slice in place.
+        layer.parts = parts.into_boxed_slice();
+        Some(layer)
+    }
+
+    /// Bytes the block of refreshed counts takes when a layer has one.
+    pub fn refreshed_bytes() -> u64 {
+        size_class(std::mem::size_of::<Refreshed>() as u64)
     }
 
     /// Adds (`sign` 1) or removes (−1) a partition's items and bytes from the totals.
     fn account(&mut self, part: &Partition, sign: i64) {
         let (counts, _) = part.view_at(self.head, self.params.universe);
-        for (slot, &c) in self.counts.iter_mut().zip(&counts) {
-            slot.items = slot.items.wrapping_add_signed(sign * c as i64);
+        for (slot, &c) in self.items.iter_mut().zip(&counts) {
+            *slot = slot.wrapping_add_signed(sign * c as i64);
         }
         self.words_bytes = self
             .words_bytes
@@ -212,19 +229,37 @@ impl Layer {
 
     /// Counts per slot, oldest first, as of slot `head` (≥ the layer's).
     pub fn counts_at(&self, head: u64) -> [SlotCounts; GENS] {
-        let shift = head.saturating_sub(self.head).min(GENS as u64) as usize;
-        let mut out = [SlotCounts::default(); GENS];
-        out[..GENS - shift].copy_from_slice(&self.counts[shift..]);
-        out
+        let items = shifted(&self.items, self.shift_to(head));
+        let refreshed = self.refreshed_at(head);
+        std::array::from_fn(|i| SlotCounts {
+            items: items[i],
+            refreshed: refreshed[i],
+        })
+    }
+
+    /// Slots that slide out between the layer's slot and `head` (≥ it), at most GENS.
+    fn shift_to(&self, head: u64) -> usize {
+        head.saturating_sub(self.head).min(GENS as u64) as usize
+    }
+
+    /// The refreshed counts per slot as of slot `head` (≥ the layer's).
+    fn refreshed_at(&self, head: u64) -> Refreshed {
+        self.refreshed
+            .as_deref()
+            .map_or_else(Refreshed::default, |r| shifted(r, self.shift_to(head)))
     }
 
     /// Fingerprints held in the generations live at slot `head`.
     pub fn live_items(&self, head: u64) -> u64 {
-        self.counts_at(head).iter().map(|c| c.items).sum()
+        shifted(&self.items, self.shift_to(head)).iter().sum()
     }
 
     pub fn memory_bytes(&self) -> u64 {
-        self.params.parts_bytes() + self.words_bytes
+        let refreshed = self
+            .refreshed
+            .as_ref()
+            .map_or(0, |_| Self::refreshed_bytes());
+        self.params.parts_bytes() + self.words_bytes + refreshed
     }
 
     #[inline]
@@ -243,7 +278,14 @@ impl Layer {
 
     /// Moves the counts to slot `head` (≥ the layer's), and `SWEEP` partitions with them.
     pub fn advance(&mut self, head: u64) {
-        self.counts = self.counts_at(head);
+        let shift = self.shift_to(head);
+        self.items = shifted(&self.items, shift);
+        if let Some(r) = self.refreshed.as_deref_mut() {
+            *r = shifted(r, shift);
+        }
+        if self.refreshed.as_deref() == Some(&Refreshed::default()) {
+            self.refreshed = None;
+        }
         self.head = self.head.max(head);
         for _ in 0..SWEEP.min(self.parts.len()) {
             let (i, u) = (self.sweep, self.params.universe);
@@ -257,22 +299,26 @@ impl Layer {
     /// `found`: the slot of its copy in an earlier layer, if any (recorded as a refresh).
     pub fn insert(&mut self, at: Place, found: Option<u64>) -> Result<(), OutOfMemory> {
         let (head, u) = (self.head, self.params.universe);
+        let age = found
+            .map(|slot| head - slot)
+            .filter(|a| (1..=SLOTS as u64).contains(a));
+        // The block for the refresh first, so that a refused allocation changes nothing.
+        if age.is_some() && self.refreshed.is_none() {
+            self.refreshed = Some(try_box(Refreshed::default()).ok_or(OutOfMemory)?);
+        }
         let part = &mut self.parts[at.part];
         let moved = part.advance(head, u);
         self.words_bytes = self.words_bytes.wrapping_add_signed(moved);
         let grown = part.insert(u, at.fp)?;
         self.words_bytes = self.words_bytes.wrapping_add_signed(grown);
-        let newest = &mut self.counts[GENS - 1];
-        newest.items += 1;
-        if let Some(age) = found
-            .map(|slot| head - slot)
-            .filter(|a| (1..=SLOTS as u64).contains(a))
-        {
+        self.items[GENS - 1] += 1;
+        if let (Some(age), Some(r)) = (age, self.refreshed.as_deref_mut()) {
             // A slot's refreshes are adds stored in it, so they stay below the budget (what a
             // load checks) unless a loaded value claimed more than its adds made: then they
             // stay there.
-            if newest.refreshed.iter().sum::<u64>() < self.params.budget {
-                newest.refreshed[age as usize - 1] += 1;
+            let newest = &mut r[GENS - 1];
+            if newest.iter().sum::<u64>() < self.params.budget {
+                newest[age as usize - 1] += 1;
             }
         }
         Ok(())
@@ -288,7 +334,7 @@ impl Layer {
         if let Some(delta) = self.parts[at.part].remove(u, from, at.fp) {
             self.words_bytes = self.words_bytes.wrapping_add_signed(delta);
             // The partition is at the layer's slot (`insert`): the same generation index.
-            self.counts[(from + GENS as u64 - 1 - self.head) as usize].items -= 1;
+            self.items[(from + GENS as u64 - 1 - self.head) as usize] -= 1;
         }
         Ok(())
     }
@@ -315,9 +361,13 @@ impl Layer {
         total.max(0.0)
     }
 
-    /// Visits its blocks: the partitions' list, then each partition's words.
+    /// Visits its blocks: the refreshed counts, the partitions' list, then each partition's
+    /// words.
     pub fn defrag(&mut self, d: &mut Defrag) {
-        d.vec(&mut self.parts);
+        if let Some(r) = &mut self.refreshed {
+            d.boxed(r);
+        }
+        d.boxed_slice(&mut self.parts);
         self.parts.iter_mut().for_each(|p| p.defrag(d));
     }
 
@@ -328,11 +378,16 @@ impl Layer {
         for p in &self.parts {
             parts.push(p.try_clone()?);
         }
+        let refreshed = match self.refreshed.as_deref() {
+            Some(r) => Some(try_box(*r)?),
+            None => None,
+        };
         Some(Self {
             params: self.params,
             head: self.head,
-            counts: self.counts,
-            parts,
+            items: self.items,
+            refreshed,
+            parts: parts.into_boxed_slice(),
             words_bytes: self.words_bytes,
             sweep: self.sweep,
         })
@@ -343,6 +398,13 @@ impl Layer {
     pub fn is_empty(&self) -> bool {
         self.live_items(self.head) == 0 && self.words_bytes == 0
     }
+}
+
+/// `counts` moved `shift` (≤ GENS) slots forward: the oldest slide out, the newest are 0.
+fn shifted<T: Copy + Default>(counts: &[T; GENS], shift: usize) -> [T; GENS] {
+    let mut out = [T::default(); GENS];
+    out[..GENS - shift].copy_from_slice(&counts[shift..]);
+    out
 }
 
 #[cfg(test)]
@@ -389,7 +451,7 @@ mod tests {
                 .for_each(|(t, c)| *t += c as u64);
             bytes += part.memory_bytes();
         }
-        assert_eq!(layer.counts.map(|c| c.items), items);
+        assert_eq!(layer.items, items);
         assert_eq!(layer.words_bytes, bytes);
     }
 
@@ -449,5 +511,45 @@ mod tests {
         for now in [2000, 4500, 5000, 5999] {
             assert_eq!(layer.cardinality(now, slot_ms), 1.0, "{now}");
         }
+    }
+
+    /// A layer has a block of refreshed counts only while one is live: the first refresh
+    /// allocates it, `memory_bytes` counts it, and it goes when the last slides out. Without
+    /// it a layer fits a 128-byte size class, which is what a one-layer filter's list costs.
+    #[test]
+    fn refreshed_counts_take_memory_only_while_live() {
+        assert_eq!(size_class(std::mem::size_of::<Layer>() as u64), 128);
+        let lp = LayerParams::new(100, 0.01).unwrap();
+        let mut layer = Layer::new(lp, 0).unwrap();
+        let (a, b) = (layer.place(&hash(1)), layer.place(&hash(2)));
+        layer.insert(a, None).unwrap();
+        let plain = layer.memory_bytes();
+        layer.advance(1);
+        layer.insert(b, Some(0)).unwrap();
+        assert!(layer.refreshed.is_some());
+        assert_eq!(layer.counts_at(1)[GENS - 1].refreshed, [1, 0, 0, 0]);
+        let words = layer.words_bytes;
+        assert_eq!(
+            layer.memory_bytes(),
+            lp.parts_bytes() + words + Layer::refreshed_bytes()
+        );
+        assert!(layer.memory_bytes() > plain);
+        // A copy and a load of the same counts hold a block alike.
+        assert_eq!(layer.try_clone().as_ref(), Some(&layer));
+        let refreshed = layer.counts_at(1).map(|c| c.refreshed);
+        let parts = layer.parts.to_vec();
+        let loaded = Layer::from_parts(lp, 1, refreshed, parts).unwrap();
+        assert_eq!(loaded.counts_at(1), layer.counts_at(1));
+        assert!(loaded.refreshed.is_some());
+        // Still live at slot 5, read and kept; gone at slot 6 with the items.
+        layer.advance(5);
+        assert_eq!(layer.counts_at(5)[0].refreshed, [1, 0, 0, 0]);
+        layer.advance(6);
+        assert!(layer.refreshed.is_none());
+        assert_eq!(layer.memory_bytes(), lp.parts_bytes());
+        // Without refreshes, a loaded layer has no block either.
+        let fresh = Layer::new(lp, 6).unwrap();
+        let loaded = Layer::from_parts(lp, 6, [[0; SLOTS]; GENS], vec![Partition::default()]);
+        assert_eq!(loaded.as_ref(), Some(&fresh));
     }
 }

@@ -702,13 +702,30 @@ proptest! {
 }
 
 /// Decoding refuses a value that would take more than the limit, by the bytes `MEMORY USAGE`
-/// counts: its layers' list and each partition's words in their size classes included (a
-/// filter of 41 layers took 4.2 times the limit that let it load). Chunk by chunk or whole.
+/// counts: its layers' list, each partition's words in their size classes and the blocks of
+/// refreshed counts included (a filter of 41 layers took 4.2 times the limit that let it
+/// load). Chunk by chunk or whole.
 #[test]
 fn loads_are_refused_past_the_limit_by_their_real_bytes() {
     use super::value::Windowed;
-    for (capacity, expansion, n) in [(5, 1, 150), (1, 2, 500), (10, 2, 300), (100, 1, 2_000)] {
-        let f = filled(params(capacity, 0.01, expansion), 0, n, 5);
+    let mut shapes: Vec<_> = [(5, 1, 150), (1, 2, 500), (10, 2, 300), (100, 1, 2_000)]
+        .map(|(capacity, expansion, n)| filled(params(capacity, 0.01, expansion), 0, n, 5))
+        .into();
+    // Items re-added a slot later, found in earlier layers: the newest records refreshes.
+    let mut refreshed = filled(params(2, 0.01, 2), 0, 300, 0);
+    for i in 0..300u64 {
+        let hash = refreshed.hash(&i.to_le_bytes());
+        refreshed.add(&hash, W / SLOTS as u64, NO_LIMIT).unwrap();
+    }
+    let newest = refreshed.layers().last().unwrap();
+    assert!(newest
+        .counts_at(newest.head())
+        .iter()
+        .any(|c| c.refreshed[0] > 0));
+    shapes.push(refreshed);
+    for f in shapes {
+        let capacity = f.params().capacity;
+        let expansion = f.params().expansion;
         let (header, chunks) = encode(&f);
         let load = |limit: u64, cut: usize| -> Result<Windowed, DecodeError> {
             let mut v = Windowed::from_header(&header, limit)?;
