@@ -15,7 +15,9 @@ Mixes (the users' real key-size mix; each a two-part log-normal, see MIXES below
 - message summaries: three counters per message (delivered = n, read and failed fewer), LC
   against HyperLogLog, and every counter of ≤ 250 items checked to count exactly;
 - per-customer contact filters: one default-created filter per customer, lcbloom against
-  RedisBloom, with the false-positive rate measured on non-members.
+  RedisBloom, with the false-positive rate measured on non-members; and lcbloom's windowed
+  filter of the same defaults remembering each contact for 30 days (`BF.INSERT key WINDOW
+  2592000 ITEMS ...`), for a rolling billing cycle.
 
 Measurement: the writes go through a connection that is closed before `used_memory` is read
 again (its buffers are freed), on a server with no other clients, after a pause that lets the
@@ -64,13 +66,15 @@ def used_memory(server):
 
 
 def write(server, commands):
-    """Runs (command, key, items) in pipelines on a fresh connection, closed afterwards."""
+    """Runs (command, key, items) in pipelines on a fresh connection, closed afterwards. A
+    command is a name, or a tuple of its name and the words that go between key and items."""
     conn = redis.Redis(host="127.0.0.1", port=server.port, protocol=2)
     pipe = conn.pipeline(transaction=False)
     queued = 0
     for command, key, values in commands:
+        name, *options = (command,) if isinstance(command, str) else command
         for start in range(0, len(values), BATCH):
-            pipe.execute_command(command, key, *values[start:start + BATCH])
+            pipe.execute_command(name, key, *options, *values[start:start + BATCH])
             queued += 1
             if queued >= 50:
                 pipe.execute()
@@ -181,11 +185,13 @@ def customer_mix(ours, peer):
     filters = [items(rng, n) for n in sizes]
     probes = items(rng, 20)  # 20 non-members per filter
     out = {}
-    for label, server in (("lcbloom", ours), ("RedisBloom", peer)):
+    windowed = ("BF.INSERT", "WINDOW", 2_592_000, "ITEMS")
+    for label, server, command in (("lcbloom", ours, "BF.MADD"), ("RedisBloom", peer, "BF.MADD"),
+                                   ("lcbloom, 30-day window", ours, windowed)):
         if server is None:
             continue
         log(f"== customer mix, {label}, {len(filters)} filters")
-        real, usage, keys = measure(server, "BF.MADD", "cust", filters)
+        real, usage, keys = measure(server, command, "cust", filters)
         pipe = server.client.pipeline(transaction=False)
         for k in keys:
             pipe.execute_command("BF.MEXISTS", k, *probes)
@@ -209,7 +215,8 @@ def main():
     try:
         info = ours.client.info("server")
         version = f"{info.get('server_name', 'redis')} {info.get('valkey_version', info['redis_version'])}"
-        warm_up([(ours, ["LC.ADD", "PFADD", "SADD", "BF.MADD"])]
+        warm_up([(ours, ["LC.ADD", "PFADD", "SADD", "BF.MADD",
+                         ("BF.INSERT", "WINDOW", 2_592_000, "ITEMS")])]
                 + ([(peer, ["BF.MADD"])] if peer else []))
         table = size_table(ours, peer)
         msg_sizes, msg_counters, msg = message_mix(ours)
@@ -266,6 +273,8 @@ def main():
         lines.append(f"| {label} | {real:,.0f} | {usage / real:.2f} | {fp:.3%} |")
     if "RedisBloom" in cust:
         lines += ["", f"lcbloom ÷ RedisBloom: {cust['lcbloom'][0] / cust['RedisBloom'][0]:.2f}."]
+    windowed = cust["lcbloom, 30-day window"][0] / cust["lcbloom"][0]
+    lines += ["", f"Windowed ÷ plain lcbloom: {windowed:.2f}."]
     lines += ["", f"Total time: {time.time() - started:.0f} s."]
     report(lines, "memory", when)
 
