@@ -141,7 +141,12 @@ fn fill(c: &mut Connection, kind: Kind) {
                 .arg(items_of(i)),
             Kind::Bloom => pipe.cmd("BF.MADD").arg(&key).arg(items_of(i)),
             Kind::Window => {
-                // The items in 1970; in 1995 again (their windows restarted), with as many new.
+                // The items in 1970, in layers of 8 (a filter of more scales); in 1995 again
+                // (their windows restarted, refreshes of copies in earlier layers), with as
+                // many new.
+                let create: Vec<_> = "CAPACITY 8 WINDOW 3153600000 AT 1000 ITEMS"
+                    .split(' ')
+                    .collect();
                 let old = items_of(i);
                 let new: Vec<String> = old
                     .iter()
@@ -149,7 +154,7 @@ fn fill(c: &mut Connection, kind: Kind) {
                     .collect();
                 pipe.cmd("BF.INSERT")
                     .arg(&key)
-                    .arg(&["WINDOW", "3153600000", "AT", "1000", "ITEMS"][..])
+                    .arg(&create)
                     .arg(&old)
                     .ignore()
                     .cmd("BF.INSERT")
