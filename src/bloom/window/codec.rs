@@ -381,10 +381,7 @@ pub fn decode_header(bytes: &[u8], limit: u64) -> Result<(WindowFilter, Loading)
         }
         rates += rate;
         min_data = min_data.saturating_add(lp.partitions * RECORD_COUNTS as u64);
-        planned = planned.saturating_add(lp.parts_bytes());
-        if refreshed != [[0; SLOTS]; GENS] {
-            planned = planned.saturating_add(Layer::refreshed_bytes());
-        }
+        planned = planned.saturating_add(lp.parts_bytes() + Layer::refreshed_bytes(&refreshed));
         specs.push((lp, refreshed));
     }
     if rates > params.error_rate * (1.0 + 1e-9) {

@@ -169,9 +169,10 @@ impl Layer {
         refreshed: Refreshed,
         parts: Vec<Partition>,
     ) -> Option<Self> {
-        let refreshed = match refreshed == Refreshed::default() {
-            true => None,
-            false => Some(try_box(refreshed)?),
+        let refreshed = if refreshed == Refreshed::default() {
+            None
+        } else {
+            Some(try_box(refreshed)?)
         };
         let mut layer = Self {
             params,
@@ -191,9 +192,13 @@ impl Layer {
         Some(layer)
     }
 
-    /// Bytes the block of refreshed counts takes when a layer has one.
-    pub fn refreshed_bytes() -> u64 {
-        size_class(std::mem::size_of::<Refreshed>() as u64)
+    /// Bytes a layer holding these refreshed counts spends on them: a block, unless all are 0.
+    pub fn refreshed_bytes(refreshed: &Refreshed) -> u64 {
+        if *refreshed == Refreshed::default() {
+            0
+        } else {
+            size_class(std::mem::size_of::<Refreshed>() as u64)
+        }
     }
 
     /// Adds (`sign` 1) or removes (−1) a partition's items and bytes from the totals.
@@ -255,10 +260,7 @@ impl Layer {
     }
 
     pub fn memory_bytes(&self) -> u64 {
-        let refreshed = self
-            .refreshed
-            .as_ref()
-            .map_or(0, |_| Self::refreshed_bytes());
+        let refreshed = self.refreshed.as_deref().map_or(0, Self::refreshed_bytes);
         self.params.parts_bytes() + self.words_bytes + refreshed
     }
 
@@ -282,9 +284,9 @@ impl Layer {
         self.items = shifted(&self.items, shift);
         if let Some(r) = self.refreshed.as_deref_mut() {
             *r = shifted(r, shift);
-        }
-        if self.refreshed.as_deref() == Some(&Refreshed::default()) {
-            self.refreshed = None;
+            if *r == Refreshed::default() {
+                self.refreshed = None;
+            }
         }
         self.head = self.head.max(head);
         for _ in 0..SWEEP.min(self.parts.len()) {
@@ -529,10 +531,7 @@ mod tests {
         assert!(layer.refreshed.is_some());
         assert_eq!(layer.counts_at(1)[GENS - 1].refreshed, [1, 0, 0, 0]);
         let words = layer.words_bytes;
-        assert_eq!(
-            layer.memory_bytes(),
-            lp.parts_bytes() + words + Layer::refreshed_bytes()
-        );
+        assert_eq!(layer.memory_bytes(), lp.parts_bytes() + words + 160);
         assert!(layer.memory_bytes() > plain);
         // A copy and a load of the same counts hold a block alike.
         assert_eq!(layer.try_clone().as_ref(), Some(&layer));
