@@ -54,6 +54,8 @@ MIXES = {
     "customer contacts": [(0.97, 30, 0.8, 1, 1000), (0.03, 2000, 0.7, 1000, 20_000)],
 }
 MIX_KEYS = int(os.environ.get("MIX_KEYS", "3000"))  # messages (3 counters each), customers
+# A customer's filter that remembers each contact for 30 days (a `write` command).
+WINDOWED_30_DAYS = ("BF.INSERT", "WINDOW", 2_592_000, "ITEMS")
 
 
 def items(rng, n):
@@ -185,9 +187,8 @@ def customer_mix(ours, peer):
     filters = [items(rng, n) for n in sizes]
     probes = items(rng, 20)  # 20 non-members per filter
     out = {}
-    windowed = ("BF.INSERT", "WINDOW", 2_592_000, "ITEMS")
     for label, server, command in (("lcbloom", ours, "BF.MADD"), ("RedisBloom", peer, "BF.MADD"),
-                                   ("lcbloom, 30-day window", ours, windowed)):
+                                   ("lcbloom, 30-day window", ours, WINDOWED_30_DAYS)):
         if server is None:
             continue
         log(f"== customer mix, {label}, {len(filters)} filters")
@@ -215,8 +216,7 @@ def main():
     try:
         info = ours.client.info("server")
         version = f"{info.get('server_name', 'redis')} {info.get('valkey_version', info['redis_version'])}"
-        warm_up([(ours, ["LC.ADD", "PFADD", "SADD", "BF.MADD",
-                         ("BF.INSERT", "WINDOW", 2_592_000, "ITEMS")])]
+        warm_up([(ours, ["LC.ADD", "PFADD", "SADD", "BF.MADD", WINDOWED_30_DAYS])]
                 + ([(peer, ["BF.MADD"])] if peer else []))
         table = size_table(ours, peer)
         msg_sizes, msg_counters, msg = message_mix(ours)
