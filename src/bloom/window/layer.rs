@@ -32,7 +32,7 @@
 //! first and freed when the last slides out: most keys are small filters of one layer, and
 //! the 160 bytes would be a third of one.
 
-use super::partition::{OutOfMemory, Partition, GENS, SLOTS};
+use super::partition::{shift, shifted, OutOfMemory, Partition, GENS, SLOTS};
 use crate::core::alloc::{size_class, try_box};
 use crate::core::defrag::Defrag;
 use crate::core::hashing::{reduce, ItemHash};
@@ -234,7 +234,7 @@ impl Layer {
 
     /// Counts per slot, oldest first, as of slot `head` (≥ the layer's).
     pub fn counts_at(&self, head: u64) -> [SlotCounts; GENS] {
-        let items = shifted(&self.items, self.shift_to(head));
+        let items = shifted(&self.items, shift(self.head, head));
         let refreshed = self.refreshed_at(head);
         std::array::from_fn(|i| SlotCounts {
             items: items[i],
@@ -242,21 +242,16 @@ impl Layer {
         })
     }
 
-    /// Slots that slide out between the layer's slot and `head` (≥ it), at most GENS.
-    fn shift_to(&self, head: u64) -> usize {
-        head.saturating_sub(self.head).min(GENS as u64) as usize
-    }
-
     /// The refreshed counts per slot as of slot `head` (≥ the layer's).
     fn refreshed_at(&self, head: u64) -> Refreshed {
         self.refreshed
             .as_deref()
-            .map_or_else(Refreshed::default, |r| shifted(r, self.shift_to(head)))
+            .map_or_else(Refreshed::default, |r| shifted(r, shift(self.head, head)))
     }
 
     /// Fingerprints held in the generations live at slot `head`.
     pub fn live_items(&self, head: u64) -> u64 {
-        shifted(&self.items, self.shift_to(head)).iter().sum()
+        shifted(&self.items, shift(self.head, head)).iter().sum()
     }
 
     pub fn memory_bytes(&self) -> u64 {
@@ -280,7 +275,7 @@ impl Layer {
 
     /// Moves the counts to slot `head` (≥ the layer's), and `SWEEP` partitions with them.
     pub fn advance(&mut self, head: u64) {
-        let shift = self.shift_to(head);
+        let shift = shift(self.head, head);
         self.items = shifted(&self.items, shift);
         if let Some(r) = self.refreshed.as_deref_mut() {
             *r = shifted(r, shift);
@@ -400,13 +395,6 @@ impl Layer {
     pub fn is_empty(&self) -> bool {
         self.live_items(self.head) == 0 && self.words_bytes == 0
     }
-}
-
-/// `counts` moved `shift` (≤ GENS) slots forward: the oldest slide out, the newest are 0.
-fn shifted<T: Copy + Default>(counts: &[T; GENS], shift: usize) -> [T; GENS] {
-    let mut out = [T::default(); GENS];
-    out[..GENS - shift].copy_from_slice(&counts[shift..]);
-    out
 }
 
 #[cfg(test)]

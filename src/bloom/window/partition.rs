@@ -25,6 +25,20 @@ pub const SLOTS: usize = 4;
 /// Generations a partition keeps: the `SLOTS` slots a window spans and the one it started in.
 pub const GENS: usize = SLOTS + 1;
 
+/// Slots that slide out when counts of slot `from` move to slot `to`: at most GENS, 0 when
+/// `to` is not ahead.
+pub fn shift(from: u64, to: u64) -> usize {
+    to.saturating_sub(from).min(GENS as u64) as usize
+}
+
+/// Per-generation `counts` moved `shift` (≤ GENS) slots forward: the oldest slide out, the
+/// newest are 0.
+pub fn shifted<T: Copy + Default>(counts: &[T; GENS], shift: usize) -> [T; GENS] {
+    let mut out = [T::default(); GENS];
+    out[..GENS - shift].copy_from_slice(&counts[shift..]);
+    out
+}
+
 /// Why an add could not be done.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct OutOfMemory;
@@ -81,9 +95,8 @@ impl Partition {
     /// Counts and streams as of slot `head` (≥ the partition's): what it would hold after
     /// moving there, without moving (what the encoding writes).
     pub fn view_at(&self, head: u64, universe: u64) -> ([u32; GENS], &[u64]) {
-        let shift = head.saturating_sub(self.head).min(GENS as u64) as usize;
-        let mut counts = [0u32; GENS];
-        counts[..GENS - shift].copy_from_slice(&self.counts[shift..]);
+        let shift = shift(self.head, head);
+        let counts = shifted(&self.counts, shift);
         let dropped: usize = self.counts[..shift]
             .iter()
             .map(|&c| stream_words(c, universe))
@@ -152,13 +165,12 @@ impl Partition {
             return 0;
         }
         let before = self.memory_bytes();
-        let shift = (head - self.head).min(GENS as u64) as usize;
+        let shift = shift(self.head, head);
         let dropped: usize = self.counts[..shift]
             .iter()
             .map(|&c| stream_words(c, universe))
             .sum();
-        self.counts.copy_within(shift.., 0);
-        self.counts[GENS - shift..].fill(0);
+        self.counts = shifted(&self.counts, shift);
         self.head = head;
         if dropped > 0 {
             self.words.drain(..dropped);
