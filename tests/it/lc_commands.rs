@@ -959,6 +959,41 @@ fn merges_are_bound_by_the_limit_where_they_grow() {
     assert!(lc_count(&mut c, &["big"]) >= before);
 }
 
+/// A write the limit stops part-way (lowered below the registers of counters made before)
+/// is refused whole: the exact counter keeps its 100 items, the merge absorbs not even the
+/// source that fits.
+#[test]
+fn writes_the_limit_refuses_change_nothing() {
+    let server = Server::start();
+    let mut c = server.conn();
+    lc_add(&mut c, "c", &items("i", 0..100));
+    lc_add(&mut c, "d", &items("i", 0..200));
+    lc_add(&mut c, "e", &items("e", 0..8_000));
+    lc_add(&mut c, "f", &items("f", 0..100));
+    let _: () = redis::cmd("CONFIG")
+        .arg(&["SET", "lcbloom.max-memory-per-key", "4096"])
+        .query(&mut c)
+        .unwrap();
+    let dump = |c: &mut Connection, key: &str| -> Vec<u8> {
+        redis::cmd("DUMP").arg(key).query(c).unwrap()
+    };
+    let before = ["c", "d"].map(|key| dump(&mut c, key));
+    let r = redis::cmd("LC.ADD")
+        .arg("c")
+        .arg(items("i", 100..9_000))
+        .query::<i64>(&mut c);
+    assert!(err_text(r).contains("max-memory-per-key"));
+    assert_eq!(dump(&mut c, "c"), before[0]);
+    let r = redis::cmd("LC.MERGE")
+        .arg(&["d", "f", "e"])
+        .query::<()>(&mut c);
+    assert!(err_text(r).contains("max-memory-per-key"));
+    assert_eq!(dump(&mut c, "d"), before[1]);
+    // What fits is still taken.
+    ok(&mut c, &["LC.MERGE", "d", "f"]);
+    assert_eq!(lc_count(&mut c, &["d"]), 300);
+}
+
 /// Empty counters leave unions as they are, whatever their size: an exact counter of 100 items
 /// counted with empty counters of other sizes counts 100 (it counted 99), and merging them
 /// into it leaves its bytes as they were (it became a token list). A new destination takes

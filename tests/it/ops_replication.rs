@@ -125,11 +125,12 @@ fn writes_refused_by_the_limit_propagate_only_what_was_done() {
     assert_eq!(digests(&mut master.conn()), on_master, "AOF replay");
 }
 
-/// A write that max-memory-per-key stops at the switch to the dense bitmap (the limit lowered
-/// after the counters were reserved) has applied its first items or sources; replica and AOF
-/// replay hold exactly that, though neither applies the limit.
+/// A write that max-memory-per-key would stop at the switch to the registers (the limit
+/// lowered after the counters were reserved) is refused whole: though its first items or
+/// sources fit, the counter is as it was, and replica and AOF replay, which apply no limit,
+/// hold the same. A write that fits the room left is applied.
 #[test]
-fn lc_writes_stopped_part_way_propagate_only_what_was_done() {
+fn lc_writes_the_limit_refuses_change_nothing_anywhere() {
     use lcbloom::lc::counter::{Counter, Mode};
     let mut master = Server::builder().arg("appendonly", "yes").start();
     let replica = Server::start();
@@ -139,7 +140,7 @@ fn lc_writes_stopped_part_way_propagate_only_what_was_done() {
         ok(&mut m, &["LC.RESERVE", key, "0.01", "100000"]);
     }
     // The same counter in process (same hashing) says where the switch to registers falls:
-    // "add" and "dest" get 400 tokens short of it, and what 1,000 new items would apply.
+    // "add" and "dest" get 400 tokens short of it, where 1,000 new items would pass it.
     let mut model = Counter::reserve(0.01, 100_000, u64::MAX).unwrap();
     assert!(model.bits() / 8 > 2048);
     let limit = model.geometry().token_limit;
@@ -164,6 +165,10 @@ fn lc_writes_stopped_part_way_propagate_only_what_was_done() {
         }
     }
     assert!(applied.bits_set() == limit && applied.count() > model.count());
+    let dump = |m: &mut redis::Connection, key: &str| -> Vec<u8> {
+        redis::cmd("DUMP").arg(key).query(m).unwrap()
+    };
+    let before = ["add", "dest"].map(|key| dump(&mut m, key));
     ok(
         &mut m,
         &["CONFIG", "SET", "lcbloom.max-memory-per-key", "2048"],
@@ -177,23 +182,38 @@ fn lc_writes_stopped_part_way_propagate_only_what_was_done() {
             .query::<i64>(&mut m),
     );
     assert!(e.contains("max-memory-per-key"), "{e}");
-    assert_eq!(count(&mut m, "add"), applied.count() as i64);
+    assert_eq!(dump(&mut m, "add"), before[0]);
 
     // LC.MERGE: the exact source fits the destination's token list, the 1,500-item one
-    // could take it past the switch; the first is absorbed, the second refused.
-    let mut merged = model.clone();
-    let mut source = Counter::reserve(0.01, 100_000, u64::MAX).unwrap();
-    for item in items("s", 300) {
-        source.add(item.as_bytes()).unwrap();
-    }
-    merged.absorb(&source).unwrap();
+    // could take it past the switch: refused, neither absorbed.
     let e = err_text(
         redis::cmd("LC.MERGE")
             .arg(&["dest", "missing", "exact:src", "sparse:src"])
             .query::<()>(&mut m),
     );
     assert!(e.contains("max-memory-per-key"), "{e}");
+    assert_eq!(dump(&mut m, "dest"), before[1]);
+
+    // What fits the room left is applied, here and on the copies: 300 items, and the
+    // exact source merged alone.
+    let mut merged = model.clone();
+    let mut source = Counter::reserve(0.01, 100_000, u64::MAX).unwrap();
+    for item in items("s", 300) {
+        source.add(item.as_bytes()).unwrap();
+    }
+    merged.absorb(&source).unwrap();
+    ok(&mut m, &["LC.MERGE", "dest", "missing", "exact:src"]);
     assert_eq!(count(&mut m, "dest"), merged.count() as i64);
+    let mut added = model.clone();
+    for item in items("new", 300) {
+        added.add(item.as_bytes()).unwrap();
+    }
+    let _: i64 = redis::cmd("LC.ADD")
+        .arg("add")
+        .arg(items("new", 300))
+        .query(&mut m)
+        .unwrap();
+    assert_eq!(count(&mut m, "add"), added.count() as i64);
 
     let acked: i64 = redis::cmd("WAIT").arg(1).arg(5000).query(&mut m).unwrap();
     assert_eq!(acked, 1);
