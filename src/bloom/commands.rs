@@ -58,7 +58,7 @@ use super::errors::{
 };
 use super::filter::Layout;
 use super::load::{from_header, NewFilter};
-use super::window::filter::{WindowParams, MAX_TIME, MAX_WINDOW_MS};
+use super::window::filter::{WindowParams, MAX_TIME, MAX_WINDOW_SECS};
 use super::window::value::Windowed;
 use crate::bloom::redisbloom::chain::RedisBloomChain;
 use crate::server::args::{is_keyword, parse_f64, parse_i64, parse_u64, set_once, Args};
@@ -83,7 +83,7 @@ struct FilterParams {
     /// The hash seed; None until the filter is built, which draws it (`bf-seed`).
     seed: Option<u64>,
     /// Seconds: a windowed filter (`window/`), which has no layout.
-    window: Option<u64>,
+    window: Option<u32>,
 }
 
 impl FilterParams {
@@ -107,8 +107,7 @@ impl FilterParams {
         Ok(match self.window {
             Some(seconds) => {
                 let params = WindowParams {
-                    // parse_window bounds it by MAX_WINDOW_MS.
-                    window_ms: seconds * 1000,
+                    window_secs: seconds,
                     error_rate: self.rate,
                     capacity: self.capacity,
                     expansion: self.expansion,
@@ -145,7 +144,7 @@ impl FilterParams {
             e => command.word(&EXPANSION).number(e.into()),
         };
         match self.window {
-            Some(seconds) => command.word(&WINDOW).number(seconds),
+            Some(seconds) => command.word(&WINDOW).number(seconds.into()),
             None => command.word(&LAYOUT).word(match self.layout {
                 Layout::Standard => &STANDARD,
                 Layout::Blocked => &BLOCKED,
@@ -242,11 +241,11 @@ fn parse_expansion(ctx: &Context, arg: &RedisString) -> Result<u32, RedisError> 
     Ok(expansion as u32)
 }
 
-/// Whole seconds, 1 up to `MAX_WINDOW_MS` / 1000 (100 years).
-fn parse_window(ctx: &Context, arg: &RedisString) -> Result<u64, RedisError> {
+/// Whole seconds, 1 up to `MAX_WINDOW_SECS` (100 years).
+fn parse_window(ctx: &Context, arg: &RedisString) -> Result<u32, RedisError> {
     parse_i64(ctx, arg)
-        .and_then(|s| u64::try_from(s).ok())
-        .filter(|&s| (1..=MAX_WINDOW_MS / 1000).contains(&s))
+        .and_then(|s| u32::try_from(s).ok())
+        .filter(|&s| (1..=MAX_WINDOW_SECS).contains(&s))
         .ok_or(RedisError::Str(BAD_WINDOW))
 }
 
@@ -281,7 +280,7 @@ struct Options {
     seed: Option<u64>,
     nocreate: Option<()>,
     nonscaling: Option<()>,
-    window: Option<u64>,
+    window: Option<u32>,
     at: Option<u64>,
 }
 

@@ -576,7 +576,7 @@ fn windowed_filters_are_seeded_like_the_others() {
 fn crafted_twins(lp: &LayerParams, victims: &[String]) -> Vec<String> {
     let place = |item: &[u8]| {
         let h = hash_item(item);
-        (reduce(h.h1, lp.partitions), reduce(h.h2, lp.universe))
+        (reduce(h.h1, lp.partitions()), reduce(h.h2, lp.universe))
     };
     let mut wanted: std::collections::HashMap<(u64, u64), usize> = victims
         .iter()
@@ -646,7 +646,7 @@ fn crafted_twins_fool_an_unseeded_windowed_filter_and_not_a_seeded_one() {
     let seeded = present(&mut c, "seeded");
     eprintln!(
         "{} partitions of {} fingerprints: {VICTIMS} crafted twins; seeded filter fooled {seeded} times",
-        lp.partitions, lp.universe
+        lp.partitions(), lp.universe
     );
     assert!(seeded <= 2, "seeded: {seeded} victims present");
 }

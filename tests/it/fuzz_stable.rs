@@ -287,7 +287,7 @@ fn windowed_values() {
         (300, 0.05, 1, 900, 7, u64::MAX),
     ] {
         let params = WindowParams {
-            window_ms: 4000,
+            window_secs: 4,
             error_rate: rate,
             capacity,
             expansion,

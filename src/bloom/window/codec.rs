@@ -15,7 +15,7 @@
 //! | 5 | 1 | hash scheme (`hashing::HASH_SCHEME`, 1) |
 //! | 6 | 1 | slots per window (`partition::SLOTS`, 4) |
 //! | 7 | 1 | reserved, zero |
-//! | 8 | 8 | window, ms: whole seconds, ≤ `MAX_WINDOW_MS` |
+//! | 8 | 8 | window, ms: whole seconds, ≤ `MAX_WINDOW_SECS` |
 //! | 16 | 8 | requested error rate p, in (0, 1) |
 //! | 24 | 8 | capacity: items per window, 1..=2^50 |
 //! | 32 | 4 | expansion (0: non-scaling, then L = 1) |
@@ -115,7 +115,7 @@ pub fn encode_header(filter: &WindowFilter) -> Vec<u8> {
     out.extend_from_slice(MAGIC);
     let version = if p.seed != 0 { 2 } else { 1 };
     out.extend_from_slice(&[version, HASH_SCHEME, SLOTS as u8, 0]);
-    out.put_u64(p.window_ms);
+    out.put_u64(p.window_ms());
     out.put_f64(p.error_rate);
     out.put_u64(p.capacity);
     out.put_u32(p.expansion);
@@ -336,16 +336,16 @@ pub fn decode_header(bytes: &[u8], limit: u64) -> Result<(WindowFilter, Loading)
     if seeded && seed == 0 {
         return Err(err("bad seed"));
     }
+    if !WindowParams::valid_window(window_ms) {
+        return Err(err("bad window"));
+    }
     let params = WindowParams {
-        window_ms,
+        window_secs: (window_ms / 1000) as u32,
         error_rate,
         capacity,
         expansion,
         seed,
     };
-    if !WindowParams::valid_window(params.window_ms) {
-        return Err(err("bad window"));
-    }
     if !(params.error_rate > 0.0 && params.error_rate < 1.0) {
         return Err(err("bad error rate"));
     }
@@ -376,11 +376,11 @@ pub fn decode_header(bytes: &[u8], limit: u64) -> Result<(WindowFilter, Loading)
         }
         // A slot's refreshes are adds stored in it, and a layer holds at most its budget.
         let sums = refreshed.map(|g| g.iter().try_fold(0u64, |s, &v| s.checked_add(v)));
-        if sums.iter().any(|s| s.is_none_or(|s| s > lp.budget)) {
+        if sums.iter().any(|s| s.is_none_or(|s| s > lp.budget())) {
             return Err(err("bad refreshed counts"));
         }
         rates += rate;
-        min_data = min_data.saturating_add(lp.partitions * RECORD_COUNTS as u64);
+        min_data = min_data.saturating_add(lp.partitions() * RECORD_COUNTS as u64);
         planned = planned.saturating_add(lp.parts_bytes() + Layer::refreshed_bytes(&refreshed));
         specs.push((lp, refreshed));
     }
@@ -400,9 +400,9 @@ pub fn decode_header(bytes: &[u8], limit: u64) -> Result<(WindowFilter, Loading)
     for (lp, refreshed) in specs {
         let mut parts = Vec::new();
         parts
-            .try_reserve_exact(lp.partitions as usize)
+            .try_reserve_exact(lp.partitions() as usize)
             .map_err(|_| err("out of memory"))?;
-        parts.resize_with(lp.partitions as usize, || {
+        parts.resize_with(lp.partitions() as usize, || {
             Partition::from_parts(s, [0; GENS], Vec::new())
         });
         layers.push(Layer::from_parts(lp, s, refreshed, parts).ok_or(err("out of memory"))?);
@@ -480,7 +480,7 @@ pub fn load_chunk(
         records.push((layer, part, Partition::from_parts(s, counts, w)));
         at = bytes.len() - r.remaining();
         part += 1;
-        if part as u64 == l.params().partitions {
+        if part == l.parts().len() {
             (layer, part) = (layer + 1, 0);
         }
     }

@@ -50,13 +50,15 @@ use crate::core::hashing::{hash_item_seeded, ItemHash};
 pub const MAX_LAYERS: usize = 64;
 /// Latest time a filter may hold, ms (far beyond any clock; keeps slot arithmetic exact).
 pub const MAX_TIME: u64 = 1 << 62;
-/// Largest window: 100 years.
-pub const MAX_WINDOW_MS: u64 = 100 * 365 * 24 * 3600 * 1000;
+/// Largest window, seconds: 100 years.
+pub const MAX_WINDOW_SECS: u32 = 100 * 365 * 24 * 3600;
 
 /// A windowed filter's parameters, fixed at creation.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct WindowParams {
-    pub window_ms: u64,
+    /// Whole seconds (`WINDOW seconds`), at most `MAX_WINDOW_SECS`: 32 bits, beside the
+    /// expansion's, keep a small key's value in a 64-byte block.
+    pub window_secs: u32,
     pub error_rate: f64,
     /// Items per window.
     pub capacity: u64,
@@ -67,14 +69,18 @@ pub struct WindowParams {
 }
 
 impl WindowParams {
-    pub fn slot_ms(&self) -> u64 {
-        self.window_ms / SLOTS as u64
+    pub fn window_ms(&self) -> u64 {
+        u64::from(self.window_secs) * 1000
     }
 
-    /// Whether the window is whole seconds (`WINDOW seconds`; a second is cut into
-    /// `SLOTS` slots of whole milliseconds), at most `MAX_WINDOW_MS`.
+    pub fn slot_ms(&self) -> u64 {
+        self.window_ms() / SLOTS as u64
+    }
+
+    /// Whether a window of `window_ms` is whole seconds (a second is cut into `SLOTS` slots
+    /// of whole milliseconds), at most `MAX_WINDOW_SECS`: what an encoded one must be.
     pub fn valid_window(window_ms: u64) -> bool {
-        (1000..=MAX_WINDOW_MS).contains(&window_ms) && window_ms.is_multiple_of(1000)
+        window_ms.is_multiple_of(1000) && (1..=MAX_WINDOW_SECS as u64).contains(&(window_ms / 1000))
     }
 
     /// The first layer's error rate. A filter that never grows pays log2(1/0.8) = 0.3 bit
@@ -92,15 +98,17 @@ pub struct WindowFilter {
     params: WindowParams,
     /// The latest time (ms) a write brought.
     time: u64,
-    /// Oldest first; the last takes the adds.
-    layers: Vec<Layer>,
+    /// Oldest first; the last takes the adds. A boxed slice, exactly as long as the layers
+    /// (what a loaded filter holds too), rather than a `Vec`: a small key's value fits 64
+    /// bytes.
+    layers: Box<[Layer]>,
 }
 
 impl WindowFilter {
     /// An empty filter, its time 0 until a write brings one, if its first layer at its
     /// budget fits in `limit` bytes.
     pub fn new(params: WindowParams, limit: u64) -> Result<Self, ChainError> {
-        if !WindowParams::valid_window(params.window_ms) || params.capacity == 0 {
+        if !(1..=MAX_WINDOW_SECS).contains(&params.window_secs) || params.capacity == 0 {
             return Err(ChainError::Overflow);
         }
         if !(MIN_ERROR_RATE..1.0).contains(&params.head_rate()) {
@@ -109,26 +117,21 @@ impl WindowFilter {
         let mut filter = Self {
             params,
             time: 0,
-            layers: Vec::new(),
+            layers: Box::default(),
         };
         let lp = filter.layer_params(params.capacity, params.head_rate(), limit)?;
         let layer = Layer::new(lp, 0).ok_or(ChainError::OutOfMemory)?;
-        // Room for exactly the layers it has, as a loaded filter: a first push would make
-        // room for four (about 1 KB more on every key, most of which keep one layer).
-        filter
-            .layers
-            .try_reserve_exact(1)
-            .map_err(|_| ChainError::OutOfMemory)?;
-        filter.layers.push(layer);
+        filter.relist(|_, _| true, Some(layer))?;
         Ok(filter)
     }
 
-    /// A filter of validated parts (`codec.rs`).
+    /// A filter of validated parts (`codec.rs`), its layers' vector allocated to their
+    /// number.
     pub fn from_parts(params: WindowParams, time: u64, layers: Vec<Layer>) -> Self {
         Self {
             params,
             time,
-            layers,
+            layers: layers.into_boxed_slice(),
         }
     }
 
@@ -194,7 +197,7 @@ impl WindowFilter {
         let newest = self.layers.len() - 1;
         let moved = found.filter(|&(i, _)| i == newest).map(|(_, slot)| slot);
         let layer = &self.layers[newest];
-        if moved.is_none() && layer.live_items(head) >= layer.params().budget {
+        if moved.is_none() && layer.live_items(head) >= layer.params().budget() {
             self.scale(head, limit)?;
         }
         self.advance(t);
@@ -220,21 +223,36 @@ impl WindowFilter {
             layer.advance(head);
         }
         let last = self.layers.len() - 1;
-        let mut i = 0;
-        self.layers.retain(|l| {
-            i += 1;
-            i - 1 == last || !l.is_empty()
-        });
-        // The room of dropped layers is given back, so that the filter takes what a copy
-        // loaded from it does (a replica's, a restart's). Moved into an exact block, not
-        // shrunk in place, so that an allocation refused leaves it as it was.
-        if self.layers.capacity() > self.layers.len() {
-            let mut kept = Vec::new();
-            if kept.try_reserve_exact(self.layers.len()).is_ok() {
-                kept.append(&mut self.layers);
-                self.layers = kept;
-            }
+        let live = |i: usize, l: &Layer| i == last || !l.is_empty();
+        // The list shrinks with them, so that the filter takes what a copy loaded from it
+        // does (a replica's, a restart's); if the memory for it cannot be had, the empty
+        // layers stay until a later write.
+        if self.layers.iter().enumerate().any(|(i, l)| !live(i, l)) {
+            let _ = self.relist(live, None);
         }
+    }
+
+    /// Replaces the layers' list with one allocated to its number: the layers `keep` takes
+    /// (by index), then `new`. Refused, it changes nothing.
+    fn relist(
+        &mut self,
+        keep: impl Fn(usize, &Layer) -> bool,
+        new: Option<Layer>,
+    ) -> Result<(), ChainError> {
+        let kept = self.layers.iter().enumerate().filter(|&(i, l)| keep(i, l));
+        let mut list = Vec::new();
+        list.try_reserve_exact(kept.count() + usize::from(new.is_some()))
+            .map_err(|_| ChainError::OutOfMemory)?;
+        let old = std::mem::take(&mut self.layers).into_vec();
+        list.extend(
+            old.into_iter()
+                .enumerate()
+                .filter(|(i, l)| keep(*i, l))
+                .map(|(_, l)| l),
+        );
+        list.extend(new);
+        self.layers = list.into_boxed_slice();
+        Ok(())
     }
 
     /// Adds a layer (at slot `head`) for the adds past the newest one's budget, or refuses
@@ -256,12 +274,8 @@ impl WindowFilter {
             .checked_mul(self.params.expansion as u64)
             .ok_or(ChainError::Overflow)?;
         let lp = self.layer_params(capacity, rate, limit)?;
-        self.layers
-            .try_reserve_exact(1)
-            .map_err(|_| ChainError::OutOfMemory)?;
         let layer = Layer::new(lp, head).ok_or(ChainError::OutOfMemory)?;
-        self.layers.push(layer);
-        Ok(())
+        self.relist(|_, _| true, Some(layer))
     }
 
     /// The parameters of a new layer of `capacity` at `rate`, refused if the filter with it,
@@ -298,7 +312,7 @@ impl WindowFilter {
 
     /// Bytes its allocations take, each by its allocator size class.
     pub fn memory_bytes(&self) -> u64 {
-        Self::layers_bytes(self.layers.capacity())
+        Self::layers_bytes(self.layers.len())
             + self.layers.iter().map(Layer::memory_bytes).sum::<u64>()
     }
 
@@ -346,19 +360,15 @@ impl WindowFilter {
 
     /// Visits its blocks: the layers' list, then each layer's.
     pub fn defrag(&mut self, d: &mut Defrag) {
-        d.vec(&mut self.layers);
+        d.boxed_slice(&mut self.layers);
         self.layers.iter_mut().for_each(|l| l.defrag(d));
     }
 
     pub fn try_clone(&self) -> Result<Self, ChainError> {
         let oom = ChainError::OutOfMemory;
-        let layers = alloc::try_map(&self.layers, self.layers.capacity(), oom, |l| {
+        let layers = alloc::try_map(&self.layers, self.layers.len(), oom, |l| {
             l.try_clone().ok_or(oom)
         })?;
-        Ok(Self {
-            params: self.params,
-            time: self.time,
-            layers,
-        })
+        Ok(Self::from_parts(self.params, self.time, layers))
     }
 }

@@ -17,7 +17,7 @@
 //! Memory. A generation of k items of one partition is an Elias–Fano set of about
 //! log2(u/k) + 2 bits per item; at the budget k ≈ B/(P·GENS) and u/k ≈ GENS/(0.9·p), so a
 //! full layer holds (1 + 1/SLOTS)·n items at log2(5.6/p) + 2 bits, 13.9 bits per item of
-//! capacity at 1% and 18.1 at 0.1%, plus the allocator's rounding (about 9%) and 56 bytes
+//! capacity at 1% and 18.1 at 0.1%, plus the allocator's rounding (about 9%) and 48 bytes
 //! per partition.
 //!
 //! Counts. Per slot, `items` counts the fingerprints its generations hold. An item re-added
@@ -62,9 +62,6 @@ pub struct LayerParams {
     /// Items per window.
     pub capacity: u64,
     pub error_rate: f64,
-    /// Live items it may hold.
-    pub budget: u64,
-    pub partitions: u64,
     /// Fingerprints are in 0..universe.
     pub universe: u64,
 }
@@ -82,7 +79,7 @@ impl LayerParams {
         if capacity == 0 || !(error_rate > 0.0 && error_rate < 1.0) {
             return None;
         }
-        let budget = capacity.checked_add(capacity.div_ceil(SLOTS as u64))?;
+        let budget = Self::budget_of(capacity)?;
         let partitions = budget.div_ceil(PART_ITEMS);
         let universe = (budget as f64 / (RATE_ROOM * partitions as f64 * error_rate)).ceil();
         // Fingerprints and EF arithmetic stay well inside u64.
@@ -92,33 +89,52 @@ impl LayerParams {
         Some(Self {
             capacity,
             error_rate,
-            budget,
-            partitions,
             universe: universe as u64,
         })
     }
 
+    /// The budget of a layer of `capacity`: None past u64.
+    fn budget_of(capacity: u64) -> Option<u64> {
+        capacity.checked_add(capacity.div_ceil(SLOTS as u64))
+    }
+
+    /// Live items it may hold. Derived, as `partitions`, rather than stored: a layer's record
+    /// is much of what a small windowed key costs. (A sized capacity never saturates it.)
+    pub fn budget(&self) -> u64 {
+        Self::budget_of(self.capacity).unwrap_or(u64::MAX)
+    }
+
+    pub fn partitions(&self) -> u64 {
+        self.budget().div_ceil(PART_ITEMS)
+    }
+
     /// Whether a layer can have these parameters: at most u32::MAX partitions.
     pub fn buildable(&self) -> bool {
-        self.partitions <= u32::MAX as u64
+        self.partitions() <= u32::MAX as u64
     }
 
     /// Bytes a layer of these parameters takes at its budget, items spread evenly: for
     /// limits, before anything is allocated. Saturating: a sizing no layer can have may pass
     /// u64, and then no limit admits it.
     pub fn planned_bytes(&self) -> u64 {
-        let per_gen = self.budget / (self.partitions * GENS as u64) + 1;
+        let (budget, partitions) = (self.budget(), self.partitions());
+        let per_gen = budget / (partitions * GENS as u64) + 1;
         let words = GENS as u64
             * super::partition::stream_words(per_gen.min(u32::MAX as u64) as u32, self.universe)
                 as u64;
         self.parts_bytes()
-            .saturating_add(self.partitions.saturating_mul(size_class(words * 8)))
+            .saturating_add(partitions.saturating_mul(size_class(words * 8)))
     }
 
     /// Bytes of its list of partition records.
     pub fn parts_bytes(&self) -> u64 {
-        size_class(self.partitions * std::mem::size_of::<Partition>() as u64)
+        parts_bytes(self.partitions())
     }
+}
+
+/// Bytes of a list of `partitions` partition records.
+fn parts_bytes(partitions: u64) -> u64 {
+    size_class(partitions * std::mem::size_of::<Partition>() as u64)
 }
 
 #[derive(Debug, PartialEq)]
@@ -130,6 +146,7 @@ pub struct Layer {
     items: [u64; GENS],
     /// The same slots' refreshed counts; None while they are all 0.
     refreshed: Option<Box<Refreshed>>,
+    /// `params.partitions()` of them: what an item's place is reduced to.
     parts: Box<[Partition]>,
     /// Bytes the partitions' words take.
     words_bytes: u64,
@@ -148,8 +165,8 @@ impl Layer {
     /// An empty layer at slot `head`; None if the memory could not be had.
     pub fn new(params: LayerParams, head: u64) -> Option<Self> {
         let mut parts = Vec::new();
-        parts.try_reserve_exact(params.partitions as usize).ok()?;
-        parts.resize_with(params.partitions as usize, Partition::default);
+        parts.try_reserve_exact(params.partitions() as usize).ok()?;
+        parts.resize_with(params.partitions() as usize, Partition::default);
         Some(Self {
             params,
             head,
@@ -256,13 +273,14 @@ impl Layer {
 
     pub fn memory_bytes(&self) -> u64 {
         let refreshed = self.refreshed.as_deref().map_or(0, Self::refreshed_bytes);
-        self.params.parts_bytes() + self.words_bytes + refreshed
+        // Its list's length, not `params.partitions()`: every write asks, twice.
+        parts_bytes(self.parts.len() as u64) + self.words_bytes + refreshed
     }
 
     #[inline]
     pub fn place(&self, hash: &ItemHash) -> Place {
         Place {
-            part: reduce(hash.h1, self.params.partitions) as usize,
+            part: reduce(hash.h1, self.parts.len() as u64) as usize,
             fp: reduce(hash.h2, self.params.universe),
         }
     }
@@ -314,7 +332,7 @@ impl Layer {
             // load checks) unless a loaded value claimed more than its adds made: then they
             // stay there.
             let newest = &mut r[GENS - 1];
-            if newest.iter().sum::<u64>() < self.params.budget {
+            if newest.iter().sum::<u64>() < self.params.budget() {
                 newest[age as usize - 1] += 1;
             }
         }
@@ -410,9 +428,10 @@ mod tests {
             (10_000_000, 0.001),
         ] {
             let lp = LayerParams::new(n, p).unwrap();
-            assert_eq!(lp.budget, n + n.div_ceil(4));
-            assert!(lp.budget as f64 / (lp.partitions * lp.universe) as f64 <= RATE_ROOM * p);
-            assert!(lp.budget <= lp.partitions * PART_ITEMS);
+            let (budget, partitions) = (lp.budget(), lp.partitions());
+            assert_eq!(budget, n + n.div_ceil(4));
+            assert!(budget as f64 / (partitions * lp.universe) as f64 <= RATE_ROOM * p);
+            assert!(budget <= partitions * PART_ITEMS);
         }
         assert!(LayerParams::new(0, 0.01).is_none());
         assert!(LayerParams::new(10, 1.0).is_none());
@@ -505,10 +524,10 @@ mod tests {
 
     /// A layer has a block of refreshed counts only while one is live: the first refresh
     /// allocates it, `memory_bytes` counts it, and it goes when the last slides out. Without
-    /// it a layer fits a 128-byte size class, which is what a one-layer filter's list costs.
+    /// it a layer fits a 112-byte size class, which is what a one-layer filter's list costs.
     #[test]
     fn refreshed_counts_take_memory_only_while_live() {
-        assert_eq!(size_class(std::mem::size_of::<Layer>() as u64), 128);
+        assert_eq!(size_class(std::mem::size_of::<Layer>() as u64), 112);
         let lp = LayerParams::new(100, 0.01).unwrap();
         let mut layer = Layer::new(lp, 0).unwrap();
         let (a, b) = (layer.place(&hash(1)), layer.place(&hash(2)));
@@ -524,7 +543,7 @@ mod tests {
         // A copy and a load of the same counts hold a block alike.
         assert_eq!(layer.try_clone().as_ref(), Some(&layer));
         let refreshed = layer.counts_at(1).map(|c| c.refreshed);
-        let parts = layer.parts.to_vec();
+        let parts = layer.parts.iter().map(|p| p.try_clone().unwrap()).collect();
         let loaded = Layer::from_parts(lp, 1, refreshed, parts).unwrap();
         assert_eq!(loaded.counts_at(1), layer.counts_at(1));
         assert!(loaded.refreshed.is_some());

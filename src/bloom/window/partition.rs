@@ -2,8 +2,8 @@
 //! one Elias–Fano set (`core/ef.rs`) per generation, for the `GENS` newest time slots.
 //!
 //! In memory a partition is its newest slot's id (`head`), the item count of each of the
-//! `GENS` generations (oldest first: slot `head − GENS + 1 + i` at index i) and one word
-//! vector holding their streams back to back, oldest first, each starting at a word boundary
+//! `GENS` generations (oldest first: slot `head − GENS + 1 + i` at index i) and one block of
+//! words holding their streams back to back, oldest first, each starting at a word boundary
 //! and `⌈ef::Shape::new(count, U).bits() / 64⌉` words long (an empty set takes none). Only the
 //! newest generation takes adds, and it is last, so an add shifts its stream alone: O(items
 //! of one generation of one partition), a few hundred by the layer's sizing.
@@ -11,8 +11,10 @@
 //! Partitions move forward lazily: a write that touches one whose `head` is behind the
 //! layer's drops the generations that slid out (one move of the words that stay) and opens
 //! empty ones. A lookup never moves anything; it skips the generations that are no longer
-//! live. The word vector grows and shrinks in the allocator's size classes
-//! (`alloc::size_class`), so its capacity is what it costs.
+//! live. The block grows and shrinks in the allocator's size classes (`alloc::size_class`),
+//! so its length is what it costs; the words past the streams are zero. It is a boxed slice
+//! and the streams' length a u32 beside the counts, not a `Vec`: the record takes 48 bytes
+//! instead of 56 in a 64-byte class, and most windowed keys have one.
 
 use crate::core::alloc::size_class;
 use crate::core::batch::prefetch_line;
@@ -43,15 +45,26 @@ pub fn shifted<T: Copy + Default>(counts: &[T; GENS], shift: usize) -> [T; GENS]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct OutOfMemory;
 
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Debug, Default)]
 pub struct Partition {
     /// The slot of the newest generation held.
     head: u64,
     /// Items of each generation, oldest first.
     counts: [u32; GENS],
-    /// The generations' streams, oldest first.
-    words: Vec<u64>,
+    /// Words the streams take, from the block's start.
+    len: u32,
+    /// The generations' streams, oldest first, then zeros to the block's end.
+    words: Box<[u64]>,
 }
+
+/// Equal if they hold the same: the blocks' unused tails may differ.
+impl PartialEq for Partition {
+    fn eq(&self, other: &Self) -> bool {
+        (self.head, self.counts) == (other.head, other.counts) && self.words() == other.words()
+    }
+}
+
+impl Eq for Partition {}
 
 /// Words of the stream of `count` fingerprints below `universe`.
 #[inline]
@@ -59,19 +72,20 @@ pub fn stream_words(count: u32, universe: u64) -> usize {
     ef::Shape::new(count as u64, universe).bits().div_ceil(64) as usize
 }
 
-/// Bytes a word vector of capacity `words` is given by the allocator.
+/// Bytes a block of `words` words is given by the allocator.
 fn bytes_of(words: usize) -> u64 {
     size_class(words as u64 * 8)
 }
 
 impl Partition {
-    /// A partition made of its parts (counts oldest first, the streams back to back), which
-    /// the caller has validated (`codec.rs`).
+    /// A partition made of its parts (counts oldest first, the streams back to back, in a
+    /// vector allocated to their length), which the caller has validated (`validate`).
     pub fn from_parts(head: u64, counts: [u32; GENS], words: Vec<u64>) -> Self {
         Self {
             head,
             counts,
-            words,
+            len: words.len() as u32,
+            words: words.into_boxed_slice(),
         }
     }
 
@@ -83,13 +97,14 @@ impl Partition {
         &self.counts
     }
 
+    /// The streams.
     pub fn words(&self) -> &[u64] {
-        &self.words
+        &self.words[..self.len as usize]
     }
 
     /// Bytes its allocation takes.
     pub fn memory_bytes(&self) -> u64 {
-        bytes_of(self.words.capacity())
+        bytes_of(self.words.len())
     }
 
     /// Counts and streams as of slot `head` (≥ the partition's): what it would hold after
@@ -101,7 +116,7 @@ impl Partition {
             .iter()
             .map(|&c| stream_words(c, universe))
             .sum();
-        (counts, &self.words[dropped..])
+        (counts, &self.words()[dropped..])
     }
 
     /// The newest live slot whose generation holds fingerprint `fp`, looking at generations
@@ -129,7 +144,7 @@ impl Partition {
         // The live generations' streams, newest first; the lines their lookups start on are
         // fetched first, so that the generations' cache misses overlap.
         let mut gens = [(0usize, 0usize, ef::Shape::new(0, 1), 0u64); GENS];
-        let (mut live, mut end) = (0, self.words.len());
+        let (mut live, mut end) = (0, self.len as usize);
         for i in (0..GENS).rev() {
             let Some(slot) = (self.head + i as u64).checked_sub(GENS as u64 - 1) else {
                 break;
@@ -173,20 +188,40 @@ impl Partition {
         self.counts = shifted(&self.counts, shift);
         self.head = head;
         if dropped > 0 {
-            self.words.drain(..dropped);
-            self.fit();
+            self.cut(0..dropped);
         }
         self.memory_bytes() as i64 - before as i64
     }
 
-    /// Gives back the words' allocation beyond the size class of their length.
-    fn fit(&mut self) {
-        let fit = (bytes_of(self.words.len()) / 8) as usize;
-        if self.words.is_empty() {
-            self.words = Vec::new();
-        } else if fit < self.words.capacity() {
-            self.words.shrink_to(fit);
+    /// Removes the words of `range` from the streams, moving those after it down, and gives
+    /// back the block beyond the size class of what is left.
+    fn cut(&mut self, range: std::ops::Range<usize>) {
+        let (len, gone) = (self.len as usize, range.len());
+        self.words.copy_within(range.end..len, range.start);
+        self.words[len - gone..len].fill(0);
+        self.len -= gone as u32;
+        let fit = (bytes_of(self.len as usize) / 8) as usize;
+        if self.len == 0 {
+            self.words = Box::default();
+        } else if fit < self.words.len() {
+            let mut words = std::mem::take(&mut self.words).into_vec();
+            words.truncate(fit);
+            self.words = words.into_boxed_slice();
         }
+    }
+
+    /// Grows the block to the size class of `len` words, its new words zero (`realloc`, as a
+    /// vector grows). Refused, it changes nothing.
+    fn grow(&mut self, len: usize) -> Result<(), OutOfMemory> {
+        let target = (bytes_of(len) / 8) as usize;
+        let mut words = std::mem::take(&mut self.words).into_vec();
+        let grown = words.try_reserve_exact(target - words.len());
+        if grown.is_ok() {
+            words.resize(target, 0);
+        }
+        // The vector's capacity is its length either way: boxed again without a copy.
+        self.words = words.into_boxed_slice();
+        grown.map_err(|_| OutOfMemory)
     }
 
     /// Adds `fp` to the newest generation (the caller has moved the partition to its slot and
@@ -196,33 +231,34 @@ impl Partition {
         let count = self.counts[GENS - 1];
         let old = ef::Shape::new(count as u64, universe);
         let new = ef::Shape::new(count as u64 + 1, universe);
-        let start = self.words.len() - old.bits().div_ceil(64) as usize;
+        let end = self.len as usize;
+        let start = end - old.bits().div_ceil(64) as usize;
         let len = start + new.bits().div_ceil(64) as usize;
-        if len > self.words.capacity() {
-            // Grow to a whole size class: the allocator hands out that much anyway.
-            let target = (bytes_of(len) / 8) as usize;
-            self.words
-                .try_reserve_exact(target - self.words.len())
-                .map_err(|_| OutOfMemory)?;
-        }
-        if count > 0 && new.l == old.l {
-            let probe = ef::find(&self.words[start..], 0, old, fp);
-            debug_assert!(!probe.found);
-            self.words.resize(len, 0);
-            ef::insert(&mut self.words[start..], 0, old, probe.rank, fp);
-        } else {
-            // The low-bit width changes: write the set afresh.
-            let mut values = Vec::new();
+        let len32 = u32::try_from(len).map_err(|_| OutOfMemory)?;
+        // The values of a set rewritten afresh, asked for before anything changes.
+        let mut values = Vec::new();
+        if count == 0 || new.l != old.l {
             values
                 .try_reserve_exact(count as usize + 1)
                 .map_err(|_| OutOfMemory)?;
-            values.extend(ef::iter(&self.words[start..], 0, old));
+        }
+        if len > self.words.len() {
+            // Grow to a whole size class: the allocator hands out that much anyway.
+            self.grow(len)?;
+        }
+        if count > 0 && new.l == old.l {
+            let probe = ef::find(&self.words[start..end], 0, old, fp);
+            debug_assert!(!probe.found);
+            ef::insert(&mut self.words[start..len], 0, old, probe.rank, fp);
+        } else {
+            // The low-bit width changes: write the set afresh.
+            values.extend(ef::iter(&self.words[start..end], 0, old));
             let at = values.partition_point(|&v| v < fp);
             values.insert(at, fp);
-            self.words.truncate(start);
-            self.words.resize(len, 0);
-            ef::write(&mut self.words[start..], 0, new, values);
+            self.words[start..end.max(len)].fill(0);
+            ef::write(&mut self.words[start..len], 0, new, values);
         }
+        self.len = len32;
         self.counts[GENS - 1] = count + 1;
         Ok(self.memory_bytes() as i64 - before as i64)
     }
@@ -266,26 +302,26 @@ impl Partition {
             self.words[start..end].fill(0);
             ef::write(&mut self.words[start..len], 0, new, values);
         }
-        self.words.drain(len..end);
+        self.cut(len..end);
         self.counts[i] = count - 1;
-        self.fit();
         Some(self.memory_bytes() as i64 - before as i64)
     }
 
     /// Visits its block (`core::defrag`).
     pub fn defrag(&mut self, d: &mut Defrag) {
-        d.vec(&mut self.words);
+        d.boxed_slice(&mut self.words);
     }
 
     /// A deep copy, or None if the memory could not be had.
     pub fn try_clone(&self) -> Option<Self> {
         let mut words = Vec::new();
-        words.try_reserve_exact(self.words.capacity()).ok()?;
+        words.try_reserve_exact(self.words.len()).ok()?;
         words.extend_from_slice(&self.words);
         Some(Self {
             head: self.head,
             counts: self.counts,
-            words,
+            len: self.len,
+            words: words.into_boxed_slice(),
         })
     }
 }
@@ -327,8 +363,12 @@ fn stream_holds(stream: &[u64], shape: ef::Shape, v: u64) -> bool {
 
 /// Checks the streams of a partition read from outside: `words` is exactly the streams of
 /// `counts` fingerprints below `universe`, each a strictly increasing set, bits past each
-/// stream's end zero (the form the encoder writes, so a value re-encodes to its bytes).
+/// stream's end zero (the form the encoder writes, so a value re-encodes to its bytes), at
+/// most `u32::MAX` words in all.
 pub fn validate(counts: &[u32; GENS], words: &[u64], universe: u64) -> Result<(), &'static str> {
+    if u32::try_from(words.len()).is_err() {
+        return Err("partition too large");
+    }
     let mut start = 0usize;
     for &count in counts {
         if count as u64 > universe {

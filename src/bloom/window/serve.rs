@@ -83,7 +83,7 @@ impl BloomFilter for Windowed {
             expansion: (p.expansion > 0).then_some(p.expansion),
             layout: LAYOUT,
             extra: vec![
-                ("Window", number(p.window_ms / 1000)),
+                ("Window", number(p.window_secs.into())),
                 ("Stored", number(f.stored(now))),
                 ("Time", number(f.time())),
             ],

@@ -1,7 +1,7 @@
 //! The windowed filter's semantics, sizing and encoding, without a server.
 
 use super::codec;
-use super::filter::{WindowFilter, WindowParams, MAX_WINDOW_MS};
+use super::filter::{WindowFilter, WindowParams, MAX_WINDOW_SECS};
 use super::partition::SLOTS;
 use crate::bloom::any::Added;
 use crate::bloom::budget::{MIN_SCALE_OUTS, WINDOW};
@@ -12,12 +12,13 @@ use crate::core::hashing::{hash_item, ItemHash};
 use proptest::prelude::*;
 use std::collections::HashMap;
 
+/// The window, ms.
 const W: u64 = 40_000;
 const NO_LIMIT: u64 = u64::MAX;
 
 fn params(capacity: u64, rate: f64, expansion: u32) -> WindowParams {
     WindowParams {
-        window_ms: W,
+        window_secs: (W / 1000) as u32,
         error_rate: rate,
         capacity,
         expansion,
@@ -564,7 +565,7 @@ fn layers_must_have_grown_from_the_filters_capacity() {
 fn refreshed_counts_are_at_most_the_layers_budget() {
     let f = filled(params(500, 0.01, 2), 0, 3_000, 7);
     let (header, _) = encode(&f);
-    let budget = f.layers()[0].params().budget;
+    let budget = f.layers()[0].params().budget();
     assert_eq!(budget, 625);
     let per_layer = (header.len() - 56) / f.layers().len();
     let refreshed = |slot: usize, age: usize| 56 + 16 + 8 * (slot * SLOTS + age);
@@ -609,7 +610,7 @@ fn adds_keep_refreshed_counts_within_the_budget() {
         f.add(&h(i), t, NO_LIMIT).unwrap();
     }
     assert_eq!(f.layers().len(), 2);
-    let budget = f.layers()[1].params().budget;
+    let budget = f.layers()[1].params().budget();
     let (mut header, chunks) = encode(&f);
     // The newest layer's newest slot: refreshed from one slot back.
     let at = 56 + 176 + 16 + 8 * (4 * SLOTS);
@@ -627,7 +628,7 @@ fn adds_keep_refreshed_counts_within_the_budget() {
 #[test]
 fn data_ending_before_the_last_record_is_refused() {
     let f = filled(params(7_000, 0.01, 0), 0, 3_000, 1);
-    assert!(f.layers()[0].params().partitions > 1);
+    assert!(f.layers()[0].params().partitions() > 1);
     let (mut header, chunks) = encode(&f);
     let data = chunks.concat();
     let u = f.layers()[0].params().universe;
@@ -651,10 +652,11 @@ fn windows_are_whole_seconds() {
     let (header, _) = encode(&filled(params(100, 0.01, 2), 9, 10, 7));
     let window = |ms: u64| header_with(&header, 8, &ms.to_le_bytes());
     assert_eq!(window(W), Ok(()), "unchanged");
-    for ms in [1_000, 3_000, MAX_WINDOW_MS] {
+    let most = MAX_WINDOW_SECS as u64 * 1000;
+    for ms in [1_000, 3_000, most] {
         assert_eq!(window(ms), Ok(()), "{ms}");
     }
-    for ms in [0, 4, 996, 1_004, 40_004, MAX_WINDOW_MS + 1_000] {
+    for ms in [0, 4, 996, 1_004, 40_004, most + 1_000, 1 << 52] {
         assert_eq!(window(ms), Err(DecodeError("bad window")), "{ms}");
     }
 }

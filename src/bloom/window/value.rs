@@ -159,11 +159,27 @@ mod tests {
         v
     }
 
+    /// Most windowed keys are one small layer: three blocks of 64, 112 and 48 bytes (the
+    /// value, its list of one layer, the layer's one partition record) before any words.
+    #[test]
+    fn a_small_filter_takes_three_small_blocks() {
+        let params = WindowParams {
+            window_secs: 2_592_000,
+            error_rate: 0.001,
+            capacity: 100,
+            expansion: 2,
+            seed: 1,
+        };
+        let v = Windowed::with_params(params, u64::MAX).unwrap();
+        assert_eq!(size_class(std::mem::size_of::<Windowed>() as u64), 64);
+        assert_eq!(v.memory_bytes(), 64 + 112 + 48);
+    }
+
     #[test]
     fn a_load_in_progress_saves_copies_and_dumps_as_it_arrived() {
         // Two layers, so that a cut can fall before the newest layer's records.
         let params = WindowParams {
-            window_ms: 40_000,
+            window_secs: 40,
             error_rate: 0.01,
             capacity: 3000,
             expansion: 2,
