@@ -73,8 +73,9 @@
 //! <shell>`; then its dense bitmap (the kind 1 body) in pieces of at most `CHUNK_BYTES`, each
 //! `LC.LOADCHUNK key <iterator> <piece>` with iterator = 1 + the byte offset where the piece
 //! ends, like `BF.SCANDUMP`. `write_dense` checks a piece (a bitmap's, within the ⌈m/8⌉
-//! bytes, padding bits zero), makes a sparse counter dense and writes the piece. After the last
-//! piece the counter, and so its encoding, is the original. Exact and sparse counters (a few
+//! bytes, padding bits zero) and writes it, the counter sparse or dense by its set bits after
+//! each piece, as a load of its encoding would make it. After the last piece the counter, and
+//! so its encoding, is the original. Exact and sparse counters (a few
 //! KB at most) always fit one command.
 //!
 //! # Version history
@@ -226,8 +227,12 @@ pub fn aof_parts(counter: &Counter, chunk_bytes: u64, mut emit: impl FnMut(Optio
     }
 }
 
-/// Writes a piece of the dense bitmap at byte `offset` (see "Chunked form"), making a sparse
-/// counter dense first, within `limit` bytes; on error nothing changes.
+/// Writes a piece of the dense bitmap at byte `offset` (see "Chunked form"), within `limit`
+/// bytes; on error nothing changes. The counter keeps the mode its set bits call for, as a
+/// load of its encoding gives it (`Counter::bits_block`), after every piece whatever their
+/// order: a sparse counter's list takes the piece's bits in place of those it held in that
+/// range, and a dense one is listed again when few bits are left. A piece costs its bytes and
+/// the list; only a change of mode touches the whole bitmap.
 pub fn write_dense(
     counter: &mut Counter,
     offset: u64,
@@ -249,11 +254,32 @@ pub fn write_dense(
     if end == m.div_ceil(8) && !m.is_multiple_of(8) && piece[piece.len() - 1] >> (m % 8) != 0 {
         return Err(DecodeError("padding bits set"));
     }
-    counter.make_dense(limit).map_err(decode_error)?;
-    counter.write_bitmap_bytes(offset as usize, piece);
-    if end == m.div_ceil(8) {
-        counter.relist_if_sparse();
+    if counter.mode() == Mode::Sparse {
+        let (from, to) = (offset * 8, (end * 8).min(m));
+        let held: Vec<u64> = counter.positions().collect();
+        let piece_bits = piece.iter().enumerate().flat_map(|(i, &byte)| {
+            (0..8)
+                .filter(move |b| byte >> b & 1 == 1)
+                .map(move |b| from + 8 * i as u64 + b)
+        });
+        let ones: u64 = piece.iter().map(|b| u64::from(b.count_ones())).sum();
+        let before = held.partition_point(|&p| p < from);
+        let after = held.partition_point(|&p| p < to);
+        let count = (before + held.len() - after) as u64 + ones;
+        let sorted = held[..before]
+            .iter()
+            .copied()
+            .chain(piece_bits)
+            .chain(held[after..].iter().copied());
+        let bits = SetBits::Positions {
+            count,
+            sorted: Box::new(sorted),
+        };
+        counter.block = counter.bits_block(bits, limit).map_err(decode_error)?;
+        return Ok(());
     }
+    counter.write_bitmap_bytes(offset as usize, piece);
+    counter.relist_if_sparse();
     Ok(())
 }
 
@@ -608,12 +634,15 @@ mod tests {
             .map(|w| w.count_ones() as u64)
             .sum();
         assert_eq!(c.bits_set(), ones, "zeros kept in step");
-        // A sparse counter turns dense, within the limit.
+        // A sparse counter turns dense when a piece sets enough bits, within the limit.
         let sparse = filled(0.01, 50_000, 1_000);
         let mut s = sparse.clone();
-        assert!(write_dense(&mut s, 0, &[1], 100).is_err());
-        assert_eq!(s, sparse);
-        write_dense(&mut s, 0, &[1], NO_LIMIT).unwrap();
+        write_dense(&mut s, 0, &[1], 100).unwrap();
+        assert_eq!(s.mode(), Mode::Sparse);
+        let full = [0xff; 2_000];
+        assert!(write_dense(&mut s, 0, &full, 100).is_err());
+        assert_eq!(s.positions().next(), Some(0));
+        write_dense(&mut s, 0, &full, NO_LIMIT).unwrap();
         assert_eq!(s.mode(), Mode::Dense);
     }
 
@@ -722,18 +751,19 @@ mod tests {
         write_dense(&mut rebuilt, 0, &bytes[..1_000], NO_LIMIT).unwrap();
         write_dense(&mut rebuilt, 1_000, &bytes[1_000..], NO_LIMIT).unwrap();
         assert_eq!(rebuilt, full);
-        // A bitmap of few bits ends as the list a load of it makes (it stayed dense, eight
-        // times the bytes, where a reload or a replica's full sync listed it).
+        // A bitmap of few bits stays the list a load of it makes, piece after piece (it
+        // turned dense, eight times the bytes, where a reload or a replica's full sync
+        // listed it).
         let few = filled(0.01, 50_000, 1_000);
         assert_eq!(few.mode(), Mode::Sparse);
-        let mut dense = few.clone();
-        dense.make_dense(NO_LIMIT).unwrap();
-        bytes.clear();
-        words_to_bytes(dense.bitmap_words().unwrap(), 0, 2_142, &mut bytes);
+        let mut bytes = vec![0u8; 2_142];
+        for p in few.positions() {
+            bytes[p as usize / 8] |= 1 << (p % 8);
+        }
         let mut rebuilt = decode(&shell, NO_LIMIT).unwrap();
-        write_dense(&mut rebuilt, 0, &bytes[..1_000], NO_LIMIT).unwrap();
-        assert_eq!(rebuilt.mode(), Mode::Dense);
         write_dense(&mut rebuilt, 1_000, &bytes[1_000..], NO_LIMIT).unwrap();
+        assert_eq!(rebuilt.mode(), Mode::Sparse);
+        write_dense(&mut rebuilt, 0, &bytes[..1_000], NO_LIMIT).unwrap();
         assert_eq!((rebuilt.mode(), &rebuilt), (Mode::Sparse, &few));
     }
 
@@ -971,6 +1001,37 @@ mod tests {
     }
 
     proptest! {
+        /// Pieces in any order and of any length, into a saved bitmap: after each the counter
+        /// holds the bits written, in the form a load of its encoding gives (the mode its set
+        /// bits call for), so a master that took them equals its reload.
+        #[test]
+        fn pieces_leave_the_form_a_load_gives(
+            pieces in proptest::collection::vec(
+                (0usize..2_142, proptest::collection::vec(
+                    prop_oneof![Just(0u8), Just(0u8), any::<u8>()], 1..300)),
+                1..12,
+            ),
+        ) {
+            let mut c = filled(0.01, 50_000, 300);
+            let (m, len) = (c.bits(), c.bits().div_ceil(8) as usize);
+            prop_assert_eq!((c.mode(), len), (Mode::Sparse, 2_142));
+            let mut model = vec![0u8; len];
+            for p in c.positions() {
+                model[p as usize / 8] |= 1 << (p % 8);
+            }
+            for (offset, mut piece) in pieces {
+                piece.truncate(len - offset);
+                if offset + piece.len() == len {
+                    *piece.last_mut().unwrap() &= (1u8 << (m % 8)) - 1;
+                }
+                write_dense(&mut c, offset as u64, &piece, NO_LIMIT).unwrap();
+                model[offset..offset + piece.len()].copy_from_slice(&piece);
+                let want: Vec<u64> = (0..m).filter(|&p| model[p as usize / 8] >> (p % 8) & 1 == 1).collect();
+                prop_assert_eq!(c.positions().collect::<Vec<_>>(), want);
+                prop_assert_eq!(&decode(&encode(&c), NO_LIMIT).unwrap(), &c);
+            }
+        }
+
         /// Sketches made by adds, unions across precisions and more adds load with their
         /// running state: the bounds a load checks hold for every history.
         #[test]

@@ -83,17 +83,6 @@ impl Counter {
         Ok(block)
     }
 
-    /// Turns a sparse counter dense, refused (nothing changed) when the bitmap would take more
-    /// than `limit` bytes; exact and dense counters stay as they are.
-    pub(crate) fn make_dense(&mut self, limit: u64) -> Result<(), LcError> {
-        let header = self.header();
-        if header.mode == Mode::Sparse {
-            self.check_dense_within(limit)?;
-            self.block = self.listed_as_dense()?;
-        }
-        Ok(())
-    }
-
     /// Overwrites the dense bitmap from byte `offset` on (bit 8·i + j is bit j of byte i) and
     /// keeps the count of zeros; `codec::write_dense` has checked the range and the padding
     /// bits. Does nothing unless dense.
@@ -116,8 +105,8 @@ impl Counter {
     }
 
     /// Lists a dense counter with no more bits set than a list holds as that list, as a load
-    /// of its bitmap does (`bits_block`): after the last piece of a chunked load, so that it
-    /// has the form, and the size, a reload gives it. Out of memory, it stays dense: the same
+    /// of its bitmap does (`bits_block`): after each piece of a chunked load, so that it has
+    /// the form, and the size, a reload gives it. Out of memory, it stays dense: the same
     /// bits, in the larger form.
     pub(crate) fn relist_if_sparse(&mut self) {
         let Some(words) = self.bitmap_words() else {
