@@ -74,32 +74,6 @@ fn add_items(
     (changed, items.len(), None)
 }
 
-/// Runs a write of many items or sources (`add_items`, `Counter::absorb_all_within`): what
-/// it changed (`R`), how many it applied, the error that stopped it. Where `limit` could
-/// refuse the counter's growth part-way (it was lowered below what the counter may grow to),
-/// the write runs on a copy, kept only if nothing stopped it: a command refused by the limit
-/// changes nothing. Elsewhere only the allocator can stop it, and it keeps what it applied.
-fn whole_or_refused<R: Default>(
-    counter: &mut Counter,
-    limit: u64,
-    write: impl FnOnce(&mut Counter) -> (R, usize, Option<LcError>),
-) -> (R, usize, Option<LcError>) {
-    if limit == u64::MAX || counter.check_growth_within(limit).is_ok() {
-        return write(counter);
-    }
-    let mut copy = match counter.try_clone() {
-        Ok(copy) => copy,
-        Err(e) => return (R::default(), 0, Some(e)),
-    };
-    match write(&mut copy) {
-        (_, _, Some(e)) => (R::default(), 0, Some(e)),
-        applied => {
-            *counter = copy;
-            applied
-        }
-    }
-}
-
 /// `LC.ADD key [item ...]`
 pub fn add(ctx: &Context, args: &[RedisString]) -> RedisResult {
     if args.len() < 2 {
@@ -122,7 +96,7 @@ pub fn add(ctx: &Context, args: &[RedisString]) -> RedisResult {
         memory_limit(ctx)
     };
     let (changed, done, error) = modify(&mut *counter, |s| {
-        s.with_mut(|c| whole_or_refused(c, limit, |c| add_items(c, items, limit)))
+        s.with_mut(|c| c.whole_or_refused(limit, false, |c| add_items(c, items, limit)))
     });
     // Redis holds the counter's new word before anyone is told of the write.
     drop(counter);
@@ -325,8 +299,11 @@ pub fn merge(ctx: &Context, args: &[RedisString]) -> RedisResult {
     // the allocator stopped part-way propagates as the merge of the sources it absorbed (each
     // whole or not at all: Counter::absorb_within).
     let limit = memory_limit(ctx);
+    let bitmaps = sources.iter().any(|c| c.is_bitmap());
     let (changed, done, error) = modify(&mut *dest, |s| {
-        s.with_mut(|dest| whole_or_refused(dest, limit, |d| d.absorb_all_within(&sources, limit)))
+        s.with_mut(|dest| {
+            dest.whole_or_refused(limit, bitmaps, |d| d.absorb_all_within(&sources, limit))
+        })
     });
     drop(dest);
     let progress = Progress {

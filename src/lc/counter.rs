@@ -542,6 +542,45 @@ impl Counter {
         bytes_within(charged_bytes(dense_words(self.geometry.m)), limit)
     }
 
+    /// Whether a write under `limit` could be refused part-way: a larger form the counter may
+    /// still switch to takes more (a limit lowered after it was made). Registers and a dense
+    /// bitmap have none; an exact counter absorbing saved bitmaps (`bitmaps`) may become one,
+    /// which its own growth never does.
+    fn could_outgrow(&self, limit: u64, bitmaps: bool) -> bool {
+        match self.mode() {
+            Mode::Registers | Mode::Dense => false,
+            Mode::Exact if bitmaps && self.check_dense_within(limit).is_err() => true,
+            _ => self.check_growth_within(limit).is_err(),
+        }
+    }
+
+    /// Runs a write of many items or sources that stops at its first error (adds,
+    /// `absorb_all_within`, `bitmaps` if it absorbs saved bitmaps): what it changed, how many
+    /// it applied, the error. Where `limit` could stop it part-way (`could_outgrow`) it runs on
+    /// a copy, kept only if nothing stopped it, so that a refusal changes nothing. Elsewhere
+    /// only the allocator can stop it, and what it applied stays.
+    pub fn whole_or_refused<R: Default>(
+        &mut self,
+        limit: u64,
+        bitmaps: bool,
+        write: impl FnOnce(&mut Counter) -> (R, usize, Option<LcError>),
+    ) -> (R, usize, Option<LcError>) {
+        if limit == u64::MAX || !self.could_outgrow(limit, bitmaps) {
+            return write(self);
+        }
+        let mut copy = match self.try_clone() {
+            Ok(copy) => copy,
+            Err(e) => return (R::default(), 0, Some(e)),
+        };
+        match write(&mut copy) {
+            (_, _, Some(e)) => (R::default(), 0, Some(e)),
+            applied => {
+                *self = copy;
+                applied
+            }
+        }
+    }
+
     /// Makes this counter the union of itself and `other`, keeping its own size; true if it
     /// changed. Refused, with nothing changed, when `other` is sparse or dense and its size is
     /// not a multiple of this one's.
@@ -1245,6 +1284,36 @@ mod tests {
             sorted: Box::new(positions.into_iter()),
         };
         Counter::from_bits(1000, 0.01, m, bits, u64::MAX).unwrap()
+    }
+
+    /// Saved bitmaps merged into an exact counter can need the dense bitmap, which its own
+    /// growth never does: under a limit below the bitmap (above the counter's registers and
+    /// exact set), the merge runs on a copy, and its refusal changes nothing though the first
+    /// source fitted.
+    #[test]
+    fn merges_the_limit_stops_part_way_change_nothing() {
+        let mut dest = Counter::reserve(0.01, 1_000_000, u64::MAX).unwrap();
+        dest.add(b"x").unwrap();
+        let m = dest.bits();
+        let (a, b) = (bitmap_m(m, 0..200), bitmap_m(m, 0..200_000));
+        let sources = [&a, &b];
+        let limit = dest.geometry().most_bytes();
+        assert!(dest.check_growth_within(limit).is_ok());
+        assert!(dest.check_dense_within(limit).is_err());
+        let mut alone = dest.clone();
+        assert_eq!(
+            alone.absorb_all_within(&sources, limit).1,
+            1,
+            "a absorbed, b refused"
+        );
+        let before = dest.clone();
+        let (changed, done, error) =
+            dest.whole_or_refused(limit, true, |d| d.absorb_all_within(&sources, limit));
+        assert!(matches!(error, Some(LcError::TooLarge { .. })));
+        assert_eq!((changed, done, &dest), (false, 0, &before));
+        let all =
+            dest.whole_or_refused(u64::MAX, true, |d| d.absorb_all_within(&sources, u64::MAX));
+        assert_eq!((all.1, dest.mode()), (2, Mode::Dense));
     }
 
     #[test]

@@ -15,7 +15,7 @@
 //! | 5 | 1 | hash scheme (`hashing::HASH_SCHEME`, 1) |
 //! | 6 | 1 | slots per window (`partition::SLOTS`, 4) |
 //! | 7 | 1 | reserved, zero |
-//! | 8 | 8 | window, ms: whole seconds, ≤ `MAX_WINDOW_SECS` |
+//! | 8 | 8 | window, ms: whole seconds, at most `MAX_WINDOW_SECS` of them |
 //! | 16 | 8 | requested error rate p, in (0, 1) |
 //! | 24 | 8 | capacity: items per window, 1..=2^50 |
 //! | 32 | 4 | expansion (0: non-scaling, then L = 1) |

@@ -78,8 +78,9 @@ fn bytes_of(words: usize) -> u64 {
 }
 
 impl Partition {
-    /// A partition made of its parts (counts oldest first, the streams back to back, in a
-    /// vector allocated to their length), which the caller has validated (`validate`).
+    /// A partition made of its parts (counts oldest first, the streams back to back), which
+    /// the caller has validated (`validate`). The codec allocates the vector to its length,
+    /// so that it becomes the block in place (a longer one would be shrunk by `realloc`).
     pub fn from_parts(head: u64, counts: [u32; GENS], words: Vec<u64>) -> Self {
         Self {
             head,
