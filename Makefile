@@ -209,14 +209,14 @@ clean:
 ## ---- Examples and pictures -------------------------------------------------------
 .PHONY: demo plots
 
-## Run the three examples against a running server (`make run` in another terminal first):
+## Run the four examples against a running server (`make run` in another terminal first):
 ## port LCBLOOM_PORT, default $(PORT).
 demo: deps-python
 	@port=$${LCBLOOM_PORT:-$(PORT)}; \
 	if ! redis-cli -p $$port PING >/dev/null 2>&1; then \
 	  echo "no server on port $$port: start one with 'make run' in another terminal" \
 	       "(or set LCBLOOM_PORT)"; exit 1; fi; \
-	for ex in message_summaries push_dedup billing_cycle; do \
+	for ex in message_summaries push_dedup billing_cycle push_window; do \
 	  echo "== examples/$$ex.py"; LCBLOOM_PORT=$$port $(PY) examples/$$ex.py || exit 1; echo; \
 	done
 

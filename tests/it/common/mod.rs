@@ -129,7 +129,7 @@ impl ServerBuilder {
     }
 
     /// A host that refuses memory: the server's address space capped at `bytes`, so that
-    /// an allocation past it fails (as under `vm.overcommit_memory=2` or a tight cgroup).
+    /// an allocation past it fails (as under `vm.overcommit_memory=2` or `ulimit -v`).
     pub fn address_space(mut self, bytes: u64) -> Self {
         self.address_space = Some(bytes);
         self
