@@ -23,6 +23,7 @@ fn faulty_server(dir: &Path) -> Server {
     Server::builder()
         .module(&module)
         .env("LCBLOOM_FAULT", "save")
+        .panics_expected()
         .dir(dir)
         .start()
 }

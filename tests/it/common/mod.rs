@@ -7,6 +7,9 @@
 //! * Each server gets its own temp dir (kept when the test panics, for the log), binds
 //!   127.0.0.1 on a port found free just before, and is killed when the handle drops. Nothing
 //!   here ever talks to a port it did not start.
+//! * A panic the module caught at its boundary, which it logs and otherwise hides behind an
+//!   error reply or a refused load, fails the test when its server ends, unless the test made
+//!   the module panic (`ServerBuilder::panics_expected`).
 //! * Submodules: `cmds` (command helpers) and `info` (INFO, BF.INFO, LC.INFO, settled
 //!   `used_memory`), both re-exported here, `fixtures` (the golden files),
 //!   `fuzz` (RNG, mutations, DUMP framing), `ops` (the operations tests' workload and
@@ -75,6 +78,14 @@ pub struct Server {
     address_space: Option<u64>,
     child: Option<Child>,
     keep_dir: bool,
+    /// Whether the module may catch panics (the fault-injection build's): else a caught one,
+    /// which the module logs and otherwise hides, fails the test when the server ends.
+    panics_expected: bool,
+    /// Where this server's lines start in the log, which a server reusing a dir appends to.
+    log_from: u64,
+    /// Whether its log showed a caught panic when its process ended (read then: a server
+    /// sharing the dir may remove it first).
+    caught_panic: bool,
 }
 
 pub struct ServerBuilder {
@@ -85,6 +96,7 @@ pub struct ServerBuilder {
     binary: Option<String>,
     env: Vec<(String, String)>,
     address_space: Option<u64>,
+    panics_expected: bool,
 }
 
 impl ServerBuilder {
@@ -135,6 +147,13 @@ impl ServerBuilder {
         self
     }
 
+    /// A server whose module is made to panic (fault injection): the panics it catches and
+    /// logs are the test's subject, not a failure.
+    pub fn panics_expected(mut self) -> Self {
+        self.panics_expected = true;
+        self
+    }
+
     /// Reuse a data directory (to restart from its RDB or AOF files).
     pub fn dir(mut self, dir: &Path) -> Self {
         self.dir = Some(dir.to_path_buf());
@@ -179,6 +198,7 @@ impl ServerBuilder {
     fn server(self) -> Server {
         let dir = self.dir.unwrap_or_else(temp_dir);
         std::fs::create_dir_all(&dir).unwrap();
+        let log_from = std::fs::metadata(dir.join("server.log")).map_or(0, |m| m.len());
         Server {
             port: 0,
             dir,
@@ -190,6 +210,9 @@ impl ServerBuilder {
             address_space: self.address_space,
             child: None,
             keep_dir: false,
+            panics_expected: self.panics_expected,
+            log_from,
+            caught_panic: false,
         }
     }
 }
@@ -212,6 +235,7 @@ impl Server {
             binary: None,
             env: Vec::new(),
             address_space: None,
+            panics_expected: false,
         }
     }
 
@@ -328,6 +352,13 @@ impl Server {
         std::fs::read_to_string(self.dir.join("server.log")).unwrap_or_default()
     }
 
+    /// The lines this server wrote to the log.
+    fn own_log(&self) -> String {
+        let log = std::fs::read(self.dir.join("server.log")).unwrap_or_default();
+        let from = usize::try_from(self.log_from).map_or(log.len(), |n| n.min(log.len()));
+        String::from_utf8_lossy(&log[from..]).into_owned()
+    }
+
     pub fn log_tail(&self) -> String {
         let log = self.log();
         let lines: Vec<&str> = log.lines().collect();
@@ -349,7 +380,13 @@ impl Server {
         if let Some(mut child) = self.child.take() {
             let _ = child.kill();
             let _ = child.wait();
+            self.read_caught_panics();
         }
+    }
+
+    /// After its process ended: whether the module caught a panic (it logs each).
+    fn read_caught_panics(&mut self) {
+        self.caught_panic |= !self.panics_expected && self.own_log().contains(CAUGHT_PANIC);
     }
 
     /// `SHUTDOWN` with the given mode (`SAVE`/`NOSAVE`), then waits for the process to exit.
@@ -358,6 +395,7 @@ impl Server {
         let _: redis::RedisResult<()> = redis::cmd("SHUTDOWN").arg(mode).query(&mut conn);
         if let Some(mut child) = self.child.take() {
             let _ = child.wait();
+            self.read_caught_panics();
         }
     }
 
@@ -426,9 +464,15 @@ impl Server {
     }
 }
 
+/// What the module's panic boundary logs for each panic it catches (src/server/ffi.rs,
+/// src/server/save.rs).
+const CAUGHT_PANIC: &str = "lcbloom: internal error";
+
 impl Drop for Server {
     fn drop(&mut self) {
         self.kill();
+        let caught_panic = self.caught_panic && !std::thread::panicking();
+        self.keep_dir |= caught_panic;
         if std::thread::panicking() || self.keep_dir {
             eprintln!(
                 "server on port {} kept its dir {}; log tail:\n{}",
@@ -439,6 +483,11 @@ impl Drop for Server {
         } else {
             let _ = std::fs::remove_dir_all(&self.dir);
         }
+        assert!(
+            !caught_panic,
+            "the module caught a panic on port {} (its dir is kept, the log names it)",
+            self.port
+        );
     }
 }
 
