@@ -18,7 +18,7 @@ CARGO_TEST := CARGO_TARGET_DIR=$(TEST_TARGET) cargo test --release
 FUZZ_SECONDS ?= 60
 FUZZ_TARGETS := bf_value bf_loadchunk lc_value lc_loadchunk rb_value rb_loadchunk bf_any_loadchunk bf_window_value
 
-.PHONY: all build run test unit-test integration-test py-test test-redis-versions deps deps-system deps-python deps-node clean
+.PHONY: all build run test unit-test integration-test integration-test-checked py-test test-redis-versions deps deps-system deps-python deps-node clean
 .PHONY: build-fault-injection valkey test-valkey valkey-jemalloc test-valkey-defrag redisbloom bench bench-memory bench-peer bench-cpu floors layout-sweep fuzz
 
 all: build
@@ -74,7 +74,7 @@ run: build
 ## Every test: unit and property tests, then the integration tests against real servers
 ## (tests/it, one binary), which also run the Python client tests (tests/py) against servers
 ## they start, then the same on the other Redis versions found.
-test: deps build unit-test integration-test test-redis-versions
+test: deps build unit-test integration-test integration-test-checked test-redis-versions
 
 ## Unit and property tests with integer overflow checks on (Cargo.toml's `checked` profile).
 unit-test:
@@ -82,6 +82,15 @@ unit-test:
 
 integration-test: redisbloom deps-python deps-node build-fault-injection
 	$(CARGO_TEST) --test it
+
+## The integration tests again against the module built with integer overflow checks (the
+## `checked` profile): arithmetic on hostile input that would wrap in a release build panics
+## there, and the harness fails every test whose server caught a panic.
+CHECKED_MODULE := target/checked/liblcbloom.so
+
+integration-test-checked: redisbloom deps-python deps-node build-fault-injection
+	cargo build --profile checked --lib
+	LCBLOOM_MODULE=$(CURDIR)/$(CHECKED_MODULE) $(CARGO_TEST) --test it
 
 ## The module with the fault-injection point the persistence tests use (never shipped).
 build-fault-injection:
