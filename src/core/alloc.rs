@@ -14,6 +14,11 @@
 //! for zeroed blocks because a large one then costs no writes (fresh zero pages), and a large
 //! one is first asked of the host (`host_grants`), so that a refusal is an error there too.
 //!
+//! A block larger than the machine's memory and swap is refused on every server
+//! (`beyond_machine`): it could never be filled, yet under Linux's default overcommit jemalloc
+//! gets its `MAP_NORESERVE` mapping granted, and `used_memory` would then count terabytes the
+//! machine does not have (every key evicted under `maxmemory`, the server killed as it fills).
+//!
 //! Redis's allocator is jemalloc in Debian's redis-server but glibc malloc in some Valkey builds,
 //! which only guarantees 16-byte alignment. Layouts that need more (none of ours today) therefore
 //! always go to the system allocator: `dealloc` sees the same layout, so it picks the same side.
@@ -21,6 +26,7 @@
 use redis_module::raw;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::ptr::null_mut;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 pub struct ModuleAlloc;
 
@@ -47,6 +53,9 @@ fn redis_side<F>(layout: Layout, function: Option<F>) -> Option<F> {
 // to MALLOC_ALIGN (the others go to System).
 unsafe impl GlobalAlloc for ModuleAlloc {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        if beyond_machine(layout.size()) {
+            return null_mut();
+        }
         // SAFETY: the API table's function pointers are written once, in RedisModule_Init,
         // before any allocation of the module's; the caller upholds GlobalAlloc::alloc's
         // contract, which is also malloc's.
@@ -61,6 +70,9 @@ unsafe impl GlobalAlloc for ModuleAlloc {
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
         // Calloc lets jemalloc hand out fresh zero pages for large filters instead of memset.
         let size = layout.size();
+        if beyond_machine(size) {
+            return null_mut();
+        }
         // SAFETY: as in `alloc`.
         unsafe {
             match redis_side(layout, raw::RedisModule_Calloc) {
@@ -87,6 +99,9 @@ unsafe impl GlobalAlloc for ModuleAlloc {
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        if beyond_machine(new_size) {
+            return null_mut();
+        }
         // SAFETY: `ptr` came from `alloc` with this layout, so from the same side; the
         // alignment does not change.
         unsafe {
@@ -104,6 +119,43 @@ unsafe impl GlobalAlloc for ModuleAlloc {
 /// Zeroed blocks from this size on are asked of the host before a server without
 /// `TryCalloc` allocates them: a system call pair, small beside writing such a block.
 const PROBED_BYTES: usize = 1 << 20;
+
+/// The machine's memory and swap in bytes, once `learn_machine_memory` has read them; 0 (no
+/// bound) before, and outside a server.
+static MACHINE_BYTES: AtomicUsize = AtomicUsize::new(0);
+
+/// Reads the machine's memory and swap (`MemTotal` and `SwapTotal` of /proc/meminfo), which
+/// bound every block from then on. Called once the module's allocator serves, before any
+/// value exists; a machine without /proc/meminfo keeps no bound.
+pub fn learn_machine_memory() {
+    let Ok(meminfo) = std::fs::read_to_string("/proc/meminfo") else {
+        return;
+    };
+    MACHINE_BYTES.store(machine_bytes(&meminfo).unwrap_or(0), Ordering::Relaxed);
+}
+
+/// `MemTotal` plus `SwapTotal` of a /proc/meminfo text, in bytes.
+fn machine_bytes(meminfo: &str) -> Option<usize> {
+    let kib = |field: &str| -> Option<usize> {
+        let line = meminfo.lines().find(|l| l.starts_with(field))?;
+        let value = line[field.len()..].trim().strip_suffix("kB")?;
+        value.trim().parse::<usize>().ok()
+    };
+    kib("MemTotal:")?
+        .checked_add(kib("SwapTotal:").unwrap_or(0))?
+        .checked_mul(1024)
+}
+
+/// Whether a block of `size` bytes is larger than the machine could ever hold (checked only from
+/// `PROBED_BYTES` on: one comparison for every smaller block).
+fn beyond_machine(size: usize) -> bool {
+    size >= PROBED_BYTES && beyond(size, MACHINE_BYTES.load(Ordering::Relaxed))
+}
+
+/// Whether `size` bytes exceed a machine of `machine` bytes (0: unknown, no bound).
+fn beyond(size: usize, machine: usize) -> bool {
+    machine != 0 && size > machine
+}
 
 /// Whether the host would map `bytes` more now, asked as jemalloc asks (an anonymous private
 /// mapping with `MAP_NORESERVE`, which the kernel still weighs under `vm.overcommit_memory=2`
@@ -250,6 +302,30 @@ pub fn class_at_most(bytes: u64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn machine_bytes_are_memory_and_swap() {
+        let meminfo = "MemTotal:       24576000 kB\nMemFree:         1000 kB\n\
+                       SwapTotal:       1024000 kB\nSwapFree:        1024000 kB\n";
+        assert_eq!(
+            machine_bytes(meminfo),
+            Some((24_576_000 + 1_024_000) * 1024)
+        );
+        let no_swap = "MemTotal:       8000 kB\n";
+        assert_eq!(machine_bytes(no_swap), Some(8000 * 1024));
+        for bad in ["", "MemTotal: lots\n", "MemTotal: 8000 MB\n"] {
+            assert_eq!(machine_bytes(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn blocks_past_a_known_machine_are_beyond_it() {
+        assert!(!beyond(usize::MAX, 0), "an unknown machine bounds nothing");
+        assert!(!beyond(64 << 20, 64 << 20));
+        assert!(beyond((64 << 20) + 1, 64 << 20));
+        // Outside a server nothing has read the machine: no block is bounded.
+        assert!(!beyond_machine(usize::MAX));
+    }
 
     #[test]
     fn jemalloc_size_classes() {

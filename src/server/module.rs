@@ -111,6 +111,7 @@ pub fn load(ctx: &Context, args: &[RedisString], families: &[&'static Family]) -
         options |= ModuleOptions::from_bits_retain(VALKEY_HANDLES_ATOMIC_SLOT_MIGRATION);
     }
     ctx.set_module_options(options);
+    crate::core::alloc::learn_machine_memory();
     let configs: Vec<&'static Config> = limits::CONFIGS
         .iter()
         .chain(families.iter().flat_map(|f| f.configs))
