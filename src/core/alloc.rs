@@ -116,8 +116,9 @@ unsafe impl GlobalAlloc for ModuleAlloc {
     }
 }
 
-/// Zeroed blocks from this size on are asked of the host before a server without
-/// `TryCalloc` allocates them: a system call pair, small beside writing such a block.
+/// Blocks from this size on are weighed against the machine (`beyond_machine`), and zeroed ones
+/// asked of the host before a server without `TryCalloc` allocates them: a system call pair,
+/// small beside writing such a block.
 const PROBED_BYTES: usize = 1 << 20;
 
 /// The machine's memory and swap in bytes, once `learn_machine_memory` has read them; 0 (no
