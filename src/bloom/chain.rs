@@ -403,7 +403,7 @@ impl Chain {
     /// Whether the item is (probably) present.
     #[inline]
     pub fn contains(&self, hash: &ItemHash) -> bool {
-        match self.params.subs.as_slice() {
+        match &*self.params.subs {
             // One bit array: most large filters.
             [SubParams::Bits(p)] => self.body.bits()[0].contains(p, hash),
             subs => self.held_by_any(subs.len(), hash),
@@ -502,7 +502,8 @@ impl Chain {
     /// changes on an error.
     fn push(&mut self, sub: SubParams, limit: u64) -> Result<(), ChainError> {
         let p = &self.params;
-        let mut subs = p.subs.clone();
+        let mut subs = Vec::with_capacity(p.subs.len() + 1);
+        subs.extend_from_slice(&p.subs);
         subs.push(sub);
         let params = ChainParams::new(p.error_rate, p.expansion, p.layout, subs);
         let mut items = self.filter_items().to_vec();

@@ -150,11 +150,13 @@ pub struct ChainParams {
     /// 0: non-scaling.
     pub expansion: u32,
     pub layout: Layout,
-    pub subs: Vec<SubParams>,
+    /// Boxed slices, each one allocation of its exact length: a key whose parameters no
+    /// other key shares pays for them alone (a collected `Vec` of one item keeps room for four).
+    pub subs: Box<[SubParams]>,
     /// From `subs`, for lookups that go through every sub-filter: the bit arrays' parameters,
     /// and each sparse sub-filter's with its place in `subs`, in order.
-    bits: Vec<FilterParams>,
-    sparse: Vec<(usize, SparseParams)>,
+    bits: Box<[FilterParams]>,
+    sparse: Box<[(usize, SparseParams)]>,
 }
 
 impl ChainParams {
@@ -178,7 +180,7 @@ impl ChainParams {
             error_rate,
             expansion,
             layout,
-            subs,
+            subs: subs.into_boxed_slice(),
             bits,
             sparse,
         }

@@ -24,10 +24,9 @@ impl Chain {
     ) {
         // One bit array with room for the whole batch (a large reserved filter): nothing can
         // scale or fail, so the probes run in one loop over its words.
-        if let ([SubParams::Bits(p)], true) = (
-            self.params.subs.as_slice(),
-            self.can_hold(hashes.len() as u64),
-        ) {
+        if let ([SubParams::Bits(p)], true) =
+            (&*self.params.subs, self.can_hold(hashes.len() as u64))
+        {
             let array = &mut self.body.bits_mut()[0];
             let added = array.set_batch(p, hashes, |new| done(Ok(new)));
             self.body.items_mut(&self.params)[0] += added;
@@ -96,7 +95,7 @@ impl Chain {
     /// `contains` for each item, in order; the lookups of large arrays go in the two rounds
     /// of `core::batch::lookups`.
     pub fn contains_batch(&self, hashes: &[ItemHash], mut done: impl FnMut(bool)) {
-        if let [SubParams::Bits(p)] = self.params.subs.as_slice() {
+        if let [SubParams::Bits(p)] = &*self.params.subs {
             self.body.bits()[0].contains_batch(p, hashes, done);
             return;
         }
