@@ -351,6 +351,10 @@ pub fn info(ctx: &Context, args: &[RedisString]) -> RedisResult {
                 RedisValue::Float(counter.standard_error()),
             ),
             ("Saturated", flag(counter.saturated())),
+            (
+                "Exact up to",
+                RedisValue::Integer(counter.exact_up_to() as i64),
+            ),
         ],
     )
 }

@@ -301,6 +301,15 @@ impl Counter {
         self.mode() == Mode::Exact
     }
 
+    /// The most distinct items it counts exactly (its exact set's limit, `min(m/64, 8192)`),
+    /// whatever its mode now; 0 for a bitmap saved by an earlier version, never exact.
+    pub fn exact_up_to(&self) -> u64 {
+        match self.mode() {
+            Mode::Sparse | Mode::Dense => 0,
+            Mode::Exact | Mode::Tokens | Mode::Registers => self.geometry.exact_limit(),
+        }
+    }
+
     /// Holds no item: the empty set, which leaves every union as it is (whatever its size,
     /// it neither moves a union to its precision nor out of exact mode).
     pub fn holds_nothing(&self) -> bool {
@@ -951,6 +960,23 @@ mod tests {
         assert_eq!(g.universe(), 35_514_567_036);
         assert_eq!(g.sparse_limit(), 4_024);
         assert_eq!(std::mem::size_of::<Counter>(), 16);
+    }
+
+    /// What `LC.INFO` reports as `Exact up to`: the counter counts that many distinct items
+    /// exactly and leaves its exact set at the next, in every mode it takes after.
+    #[test]
+    fn exact_up_to_is_where_the_exact_set_ends() {
+        for (rate, limit) in [(0.01, 267), (0.02, 170)] {
+            let mut c = Counter::reserve(rate, 50_000, u64::MAX).unwrap();
+            assert_eq!(c.exact_up_to(), limit, "{rate}");
+            for i in 0..limit {
+                c.add(&item(i)).unwrap();
+            }
+            assert_eq!((c.mode(), c.count()), (Mode::Exact, limit), "{rate}");
+            c.add(&item(limit)).unwrap();
+            assert_ne!(c.mode(), Mode::Exact, "{rate}");
+            assert_eq!(c.exact_up_to(), limit, "{rate}");
+        }
     }
 
     fn item(i: u64) -> Vec<u8> {

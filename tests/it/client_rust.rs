@@ -244,8 +244,9 @@ fn lc_commands_through_the_crate() {
         assert_eq!(count, 3);
         // A flat array (RESP2) and a map (RESP3) both convert to a HashMap.
         let info: HashMap<String, Value> = redis::cmd("LC.INFO").arg("c").query(&mut c).unwrap();
-        assert_eq!(info.len(), 9);
+        assert_eq!(info.len(), 10);
         assert_eq!(info["Capacity"], Value::Int(50_000));
+        assert_eq!(info["Exact up to"], Value::Int(267));
         assert_eq!(info["Count"], Value::Int(3));
         let rate: f64 = redis::from_redis_value(info["Error rate"].clone()).unwrap();
         assert_eq!(rate, 0.01);

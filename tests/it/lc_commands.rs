@@ -178,6 +178,7 @@ fn info_reply_shapes_in_resp2_and_resp3() {
         "Count",
         "Standard error",
         "Saturated",
+        "Exact up to",
     ];
     assert_eq!(names, expected);
     assert_eq!(fields[0].1, Value::Int(50_000));
@@ -187,6 +188,7 @@ fn info_reply_shapes_in_resp2_and_resp3() {
     assert_eq!(fields[6].1, Value::Int(10));
     assert_eq!(fields[7].1, Value::BulkString(b"0".to_vec()));
     assert_eq!(fields[8].1, Value::Int(0));
+    assert_eq!(fields[9].1, Value::Int(267));
     // Doubles in RESP2 in their fewest digits on every server: Redis 7.0's own formatting
     // would send 0.05 as `0.050000000000000003`.
     ok(&mut c, &["LC.RESERVE", "coarse", "0.05", "1000"]);
@@ -211,6 +213,7 @@ fn info_reply_shapes_in_resp2_and_resp3() {
     assert_eq!(map[7].1, Value::Double(0.0));
     // Saturated: a yes/no field is an integer in RESP3 too (docs/commands.md).
     assert_eq!(map[8].1, Value::Int(0));
+    assert_eq!(map[9].1, Value::Int(267));
     let count: Value = redis::cmd("LC.COUNT").arg("k").query(&mut c3).unwrap();
     assert_eq!(count, Value::Int(10));
     let added: Value = redis::cmd("LC.ADD")
@@ -722,6 +725,11 @@ fn a_saved_bitmap_and_a_new_counter_name_the_key_to_rebuild() {
     assert_eq!(
         lc_info_field(&mut c, "old:bitmap", "Mode"),
         Value::SimpleString("dense".into())
+    );
+    // Never exact: a bitmap estimates from its first item on.
+    assert_eq!(
+        lc_info_field(&mut c, "old:bitmap", "Exact up to"),
+        Value::Int(0)
     );
     lc_add(&mut c, "new", &items("n", 0..5_000));
     let before = digest(&mut c, "old:bitmap");

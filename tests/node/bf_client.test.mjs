@@ -251,7 +251,7 @@ for (const RESP of PROTOCOLS) {
       // A map under RESP3 (node-redis makes it an object), a flat array under RESP2.
       const fields = (RESP ?? 3) === 3 ? Object.keys(info) : info.filter((_, i) => i % 2 === 0);
       assert.deepEqual(fields, ['Capacity', 'Error rate', 'Size', 'Bits', 'Bits set', 'Mode',
-        'Count', 'Standard error', 'Saturated']);
+        'Count', 'Standard error', 'Saturated', 'Exact up to']);
       await assert.rejects(client.sendCommand(['LC.RESERVE', 'c', '0.01', '50000']),
         /ERR item exists/);
       await assert.rejects(client.sendCommand(['LC.ADD']), /wrong number of arguments/);

@@ -3,7 +3,7 @@ import pytest
 import redis
 
 INFO_FIELDS = ["Capacity", "Error rate", "Size", "Bits", "Bits set", "Mode", "Count",
-               "Standard error", "Saturated"]
+               "Standard error", "Saturated", "Exact up to"]
 
 
 def is_resp3(r):
