@@ -289,6 +289,11 @@ impl Chain {
         (self.params.expansion != 0).then_some(self.params.expansion)
     }
 
+    /// Its share of the parameters it holds with chains created alike (`MEMORY USAGE`).
+    pub fn shared_bytes(&self) -> u64 {
+        shared::share(&self.params)
+    }
+
     /// The sub-filters' parameters, oldest first.
     pub fn filters(&self) -> &[SubParams] {
         &self.params.subs

@@ -67,6 +67,10 @@ impl StoredValue for Chain {
         Chain::memory_bytes(self)
     }
 
+    fn shared_bytes(&self) -> u64 {
+        Chain::shared_bytes(self)
+    }
+
     fn try_copy(&self) -> Result<Self, String> {
         self.try_clone().map_err(|e| e.to_string())
     }

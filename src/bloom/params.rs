@@ -5,7 +5,8 @@
 
 use super::filter::{FilterParams, Layout, SizeError, MIN_ERROR_RATE};
 use super::sparse::{self, Shape};
-use crate::core::intern::Interner;
+use crate::core::alloc::size_class;
+use crate::core::intern::{self, Interner};
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
@@ -227,6 +228,17 @@ static PARAMS: Interner<ChainParams> = Interner::new();
 /// The one shared copy of `params`.
 pub fn intern(params: ChainParams) -> Arc<ChainParams> {
     PARAMS.intern(params)
+}
+
+/// A chain's share of its parameters (`intern::share_of`): the `Arc`'s block and the lists',
+/// in the allocator's size classes.
+pub fn share(params: &Arc<ChainParams>) -> u64 {
+    fn list<T>(items: &[T]) -> u64 {
+        size_class(std::mem::size_of_val(items) as u64)
+    }
+    let arc = size_class((2 * 8 + std::mem::size_of::<ChainParams>()) as u64);
+    let bytes = arc + list(&params.subs) + list(&params.bits) + list(&params.sparse);
+    intern::share_of(params, bytes)
 }
 
 /// Gives back parameters a chain no longer uses (`Interner::release`).

@@ -57,6 +57,13 @@ pub trait StoredValue: Sized + 'static {
     /// (`alloc::size_class`), the box Redis holds (if [`Held::Boxed`]) included: what `BF.INFO`/`LC.INFO` report as
     /// Size and `INFO lcbloom` adds up. `MEMORY USAGE` adds `uncounted_key_bytes`.
     fn memory_bytes(&self) -> u64;
+    /// Its share of what it holds with other keys (a filter's interned parameters: their bytes
+    /// divided among their holders), which `MEMORY USAGE` adds, so that a key whose parameters
+    /// no other key has shows what it costs. Not in `memory_bytes`: Size, `INFO lcbloom` and the
+    /// memory limit count what a value holds alone, which changes only when it is written.
+    fn shared_bytes(&self) -> u64 {
+        0
+    }
     /// A deep copy, or why it could not be made (`COPY`).
     fn try_copy(&self) -> Result<Self, String>;
     /// Reads a value written with encoding version `encver` (one of `OLDEST_ENCVER..=ENCVER`);
@@ -359,7 +366,7 @@ unsafe extern "C" fn mem_usage<T: StoredValue>(v: *const c_void) -> usize {
     guard_callback("mem_usage", 0, || {
         // SAFETY: Redis passes a value of this type.
         let v = unsafe { value::<T>(v) };
-        (v.memory_bytes() + uncounted_key_bytes()) as usize
+        (v.memory_bytes() + v.shared_bytes() + uncounted_key_bytes()) as usize
     })
 }
 
