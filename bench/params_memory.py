@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
-"""What keys of parameters of their own cost: filters created alike share one interned copy of
-their parameters, which MEMORY USAGE leaves out; a filter whose rate or capacity no other key
-has pays for its copy alone. For each module given (lcbloom builds before and after a change),
-thousands of filters of one shape, created alike or each with its own rate: used_memory growth
-and MEMORY USAGE per key, and what FLUSHALL leaves (the parameter table's entries, freed at its
-next sweep).
+"""What keys of parameters of their own cost: filters (counters) created alike share one copy
+of their parameters (geometry); a key whose rate or capacity no other key has pays for its copy
+alone, and its MEMORY USAGE counts it. For each module given (lcbloom builds before and after a
+change), thousands of keys of one shape, created alike or each with parameters of its own:
+used_memory growth and MEMORY USAGE per key, and what FLUSHALL leaves (the tables' entries,
+freed at their next sweep).
 
 Usage: params_memory.py LCBLOOM.so [LCBLOOM.so ...]   (prints a markdown table)
 """
@@ -15,13 +15,19 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from server_bench import Server  # noqa: E402
 
-# (name, keys, the BF.RESERVE arguments after the key for key i, items per key)
+# (name, keys, the create command and its arguments after the key for key i, the add command,
+# items per key)
 SHAPES = [
-    ("0.001 / 100 alike, 30 items", 20_000, lambda i: (0.001, 100), 30),
-    ("0.001·(1 + i/10⁶) / 100, each its own rate, 30 items", 20_000,
-     lambda i: (0.001 * (1 + i / 1e6), 100), 30),
-    ("0.1i / 10 EXPANSION 1, each its own rate, 300 items (30 sub-filters)", 5_000,
-     lambda i: (f"0.1{i}", 10, "EXPANSION", 1), 300),
+    ("filters 0.001 / 100 alike, 30 items", 20_000,
+     lambda i: ("BF.RESERVE", 0.001, 100), "BF.MADD", 30),
+    ("filters 0.001·(1 + i/10⁶) / 100, each its own rate, 30 items", 20_000,
+     lambda i: ("BF.RESERVE", 0.001 * (1 + i / 1e6), 100), "BF.MADD", 30),
+    ("filters 0.1i / 10 EXPANSION 1, each its own rate, 300 items (30 sub-filters)", 5_000,
+     lambda i: ("BF.RESERVE", f"0.1{i}", 10, "EXPANSION", 1), "BF.MADD", 300),
+    ("counters 0.01 / 1,000 alike, 50 items", 20_000,
+     lambda i: ("LC.RESERVE", 0.01, 1000), "LC.ADD", 50),
+    ("counters 0.01 / (1,000 + i), each its own capacity, 50 items", 20_000,
+     lambda i: ("LC.RESERVE", 0.01, 1000 + i), "LC.ADD", 50),
 ]
 
 
@@ -30,15 +36,16 @@ def used_memory(client):
     return int(client.info("memory")["used_memory"])
 
 
-def measure(client, keys, reserve, items):
+def measure(client, keys, create, add, items):
     client.flushall()
     base = used_memory(client)
     pipe = client.pipeline(transaction=False)
     for i in range(keys):
-        pipe.execute_command("BF.RESERVE", f"k{i}", *reserve(i))
+        command, *args = create(i)
+        pipe.execute_command(command, f"k{i}", *args)
         for start in range(0, items, 1000):
             batch = [f"{i}-{j}" for j in range(start, min(items, start + 1000))]
-            pipe.execute_command("BF.MADD", f"k{i}", *batch)
+            pipe.execute_command(add, f"k{i}", *batch)
         if i % 100 == 99:
             pipe.execute()
     pipe.execute()
@@ -55,8 +62,8 @@ def main():
     for module in sys.argv[1:]:
         server = Server(os.path.basename(module), os.path.abspath(module))
         try:
-            for name, keys, reserve, items in SHAPES:
-                grown, usage, left = measure(server.client, keys, reserve, items)
+            for name, keys, create, add, items in SHAPES:
+                grown, usage, left = measure(server.client, keys, create, add, items)
                 print(f"| {os.path.basename(os.path.dirname(module)) or module} | {name} "
                       f"| {grown:,.0f} | {usage:,.0f} | {left:,} |")
         finally:

@@ -106,7 +106,7 @@ impl<T: Eq + Hash> Interner<T> {
 
 /// What one entry of a table takes on average: its bucket (a 64-bit hash and a `Weak`, 16
 /// bytes) and control byte, in a table between 7/16 and 7/8 full.
-const ENTRY_BYTES: u64 = 28;
+pub const ENTRY_BYTES: u64 = 28;
 
 /// A holder's share of a shared value whose own blocks take `bytes` (its `Arc` included): those
 /// and its table entry, divided among the value's holders. Keys created alike share nearly

@@ -47,6 +47,10 @@ struct Book {
     free: Vec<u16>,
 }
 
+/// What one entry takes besides its value: its holders' count, its slot, and its place in the
+/// map of ids (an address and an id in a B-tree node, with the node's share of slack).
+pub const ENTRY_BYTES: u64 = 40;
+
 impl<T> Registry<T> {
     pub const fn new() -> Self {
         Self {
@@ -162,6 +166,12 @@ impl<T> Registry<T> {
         unsafe { Arc::increment_strong_count(self.get(id)) };
     }
 
+    /// How many hold `id` now (0 for a free one).
+    pub fn holders_of(&self, id: u16) -> u64 {
+        let book = self.book();
+        book.holders.get(usize::from(id)).copied().unwrap_or(0)
+    }
+
     /// How many hold `value`'s entry (for tests). Asked by value, not by id: a released id may
     /// already name another value.
     pub fn holders(&self, value: &Arc<T>) -> u64 {
@@ -220,6 +230,8 @@ mod tests {
         assert_eq!(id, 1, "0 is never handed out");
         assert_eq!(registry.acquire(&a), Some(id));
         assert_eq!(registry.holders(&a), 2);
+        assert_eq!(registry.holders_of(id), 2);
+        assert_eq!(registry.holders_of(id + 1), 0, "a free id");
         assert_eq!(
             Arc::strong_count(&a),
             3,

@@ -39,6 +39,10 @@ impl StoredValue for StoredCounter {
         StoredCounter::memory_bytes(self)
     }
 
+    fn shared_bytes(&self) -> u64 {
+        StoredCounter::shared_bytes(self)
+    }
+
     fn try_copy(&self) -> Result<Self, String> {
         let copy = self.view().try_clone().map_err(|e| e.to_string())?;
         Ok(StoredCounter::new(copy))

@@ -57,9 +57,9 @@ pub trait StoredValue: Sized + 'static {
     /// (`alloc::size_class`), the box Redis holds (if [`Held::Boxed`]) included: what `BF.INFO`/`LC.INFO` report as
     /// Size and `INFO lcbloom` adds up. `MEMORY USAGE` adds `uncounted_key_bytes`.
     fn memory_bytes(&self) -> u64;
-    /// Its share of what it holds with other keys (a filter's interned parameters: their bytes
-    /// divided among their holders), which `MEMORY USAGE` adds, so that a key whose parameters
-    /// no other key has shows what it costs. Not in `memory_bytes`: Size, `INFO lcbloom` and the
+    /// Its share of what it holds with other keys (a filter's parameters, a counter's geometry:
+    /// their bytes divided among their holders), which `MEMORY USAGE` adds, so that a key whose
+    /// parameters no other key has shows what it costs. Not in `memory_bytes`: Size, `INFO lcbloom` and the
     /// memory limit count what a value holds alone, which changes only when it is written.
     fn shared_bytes(&self) -> u64 {
         0

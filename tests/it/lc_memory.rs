@@ -11,6 +11,9 @@ enum Make {
     Add(u32, Option<(&'static str, &'static str)>),
     /// One key made so, then `COPY`ed to the others (large values, built once).
     Copy(Box<Make>),
+    /// `LC.ADD` of `n` items after `LC.RESERVE 0.01 <1000 + the key's index>`: each key a
+    /// geometry of its own, whose bytes its `MEMORY USAGE` counts.
+    OwnCapacity(u32),
 }
 
 /// Makes `keys` keys of a shape on a connection of their own (closed before measuring, so that
@@ -47,6 +50,11 @@ fn measure(server: &Server, make: &Make, keys: usize) -> (f64, f64) {
             Make::Add(n, params) => {
                 for name in &names {
                     build(&mut w, name, *n, *params);
+                }
+            }
+            Make::OwnCapacity(n) => {
+                for (i, name) in names.iter().enumerate() {
+                    build(&mut w, name, *n, Some(("0.01", &(1_000 + i).to_string())));
                 }
             }
             Make::Copy(inner) => {
@@ -97,6 +105,13 @@ fn memory_usage_tells_what_a_key_costs_in_every_mode() {
         ("1 item", add(1), 16_000, "exact", 123.0),
         ("10 items", add(10), 16_000, "exact", 174.0),
         ("30 items", add(30), 16_000, "exact", 259.0),
+        (
+            "50 items, a capacity of its own",
+            Make::OwnCapacity(50),
+            16_000,
+            "exact",
+            490.0,
+        ),
         ("100 items", add(100), 8_000, "exact", 532.0),
         ("250 items", add(250), 4_000, "exact", 1_160.0),
         ("268 items", add(268), 4_000, "tokens", 640.0),
