@@ -230,15 +230,14 @@ pub fn intern(params: ChainParams) -> Arc<ChainParams> {
     PARAMS.intern(params)
 }
 
-/// A chain's share of its parameters (`intern::share_of`): the `Arc`'s block and the lists',
-/// in the allocator's size classes.
+/// A chain's share of its parameters (`intern::share_of`): their lists' blocks, in the
+/// allocator's size classes, besides what every interned value takes.
 pub fn share(params: &Arc<ChainParams>) -> u64 {
     fn list<T>(items: &[T]) -> u64 {
         size_class(std::mem::size_of_val(items) as u64)
     }
-    let arc = size_class((2 * 8 + std::mem::size_of::<ChainParams>()) as u64);
-    let bytes = arc + list(&params.subs) + list(&params.bits) + list(&params.sparse);
-    intern::share_of(params, bytes)
+    let lists = list(&params.subs) + list(&params.bits) + list(&params.sparse);
+    intern::share_of(params, lists)
 }
 
 /// Gives back parameters a chain no longer uses (`Interner::release`).

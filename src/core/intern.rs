@@ -15,6 +15,7 @@
 //! values are created (commands, RDB load, copy). [`share_of`] divides a value's bytes among
 //! its holders: what a key's `MEMORY USAGE` counts of it.
 
+use crate::core::alloc::size_class;
 use std::collections::hash_map::DefaultHasher;
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
@@ -106,13 +107,19 @@ impl<T: Eq + Hash> Interner<T> {
 
 /// What one entry of a table takes on average: its bucket (a 64-bit hash and a `Weak`, 16
 /// bytes) and control byte, in a table between 7/16 and 7/8 full.
-pub const ENTRY_BYTES: u64 = 28;
+const ENTRY_BYTES: u64 = 28;
 
-/// A holder's share of a shared value whose own blocks take `bytes` (its `Arc` included): those
-/// and its table entry, divided among the value's holders. Keys created alike share nearly
-/// nothing each; a key whose value no other key has pays the whole.
+/// What an interned `T` takes besides blocks of its own: its `Arc`'s block (two counts and
+/// the value, in its size class) and its table entry.
+pub fn held_bytes<T>() -> u64 {
+    size_class((2 * 8 + std::mem::size_of::<T>()) as u64) + ENTRY_BYTES
+}
+
+/// A holder's share of a shared value whose own further blocks take `bytes`: those and
+/// [`held_bytes`], divided among the value's holders. Keys created alike share nearly nothing
+/// each; a key whose value no other key has pays the whole.
 pub fn share_of<T>(shared: &Arc<T>, bytes: u64) -> u64 {
-    (bytes + ENTRY_BYTES) / Arc::strong_count(shared) as u64
+    (bytes + held_bytes::<T>()) / Arc::strong_count(shared) as u64
 }
 
 impl<T: Eq + Hash> Default for Interner<T> {
@@ -129,11 +136,14 @@ mod tests {
     fn holders_share_a_value_and_its_entry() {
         let interner: Interner<(u64, u64)> = Interner::new();
         let one = interner.intern((7, 7));
-        assert_eq!(share_of(&one, 100), 100 + ENTRY_BYTES);
+        // The Arc's block: two counts and 16 bytes of value, 32 bytes.
+        let whole = 100 + 32 + ENTRY_BYTES;
+        assert_eq!(held_bytes::<(u64, u64)>(), 32 + ENTRY_BYTES);
+        assert_eq!(share_of(&one, 100), whole);
         let others: Vec<_> = (0..3).map(|_| interner.intern((7, 7))).collect();
-        assert_eq!(share_of(&one, 100), (100 + ENTRY_BYTES) / 4);
+        assert_eq!(share_of(&one, 100), whole / 4);
         drop(others);
-        assert_eq!(share_of(&one, 100), 100 + ENTRY_BYTES);
+        assert_eq!(share_of(&one, 100), whole);
     }
 
     #[test]

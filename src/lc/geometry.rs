@@ -35,7 +35,7 @@ use super::header::{COUNT_SHIFT, DENSE_BITMAP, SKETCH_REGISTERS, SKETCH_STREAM, 
 use super::levels::{precision_for, MAX_PRECISION, MIN_PRECISION, REGISTER_BITS};
 use crate::core::alloc::size_class;
 use crate::core::ef::Shape;
-use crate::core::intern::{self, Interner};
+use crate::core::intern::Interner;
 use std::sync::Arc;
 
 /// α² of the sizing rule (the paper's choice that reproduces its Table II).
@@ -181,11 +181,6 @@ impl Geometry {
 
     pub fn exact_limit(&self) -> u64 {
         self.exact_limit
-    }
-
-    /// What one geometry takes: its `Arc`'s block and its entry in the table of geometries.
-    pub fn held_bytes() -> u64 {
-        size_class((2 * 8 + std::mem::size_of::<Geometry>()) as u64) + intern::ENTRY_BYTES
     }
 
     /// The most bytes a counter of this geometry grows to: its registers, or its exact set at

@@ -30,6 +30,7 @@ use super::geometry::Geometry;
 use crate::core::alloc::size_class;
 use crate::core::block::Block;
 use crate::core::defrag::Defrag;
+use crate::core::intern;
 use crate::core::registry::{self, Registry};
 use std::marker::PhantomData;
 use std::mem::ManuallyDrop;
@@ -148,20 +149,18 @@ impl StoredCounter {
         self.0 = stored.0;
     }
 
-    /// Its share of its geometry (`MEMORY USAGE`): the geometry's bytes and its registry entry,
-    /// divided among the counters holding its id (a boxed counter's, among its `Arc`'s
-    /// holders). Counters created alike share next to nothing each; one of its own pays all.
+    /// Its share of its geometry (`MEMORY USAGE`): what the interned geometry takes and its
+    /// registry entry, divided among the counters holding its id (a boxed counter's, among its
+    /// `Arc`'s holders). Counters created alike share next to nothing each; one of its own pays
+    /// all.
     pub fn shared_bytes(&self) -> u64 {
         match self.form() {
             Form::Packed { id, .. } => {
-                let bytes = Geometry::held_bytes() + registry::ENTRY_BYTES;
+                let bytes = intern::held_bytes::<Geometry>() + registry::ENTRY_BYTES;
                 bytes / GEOMETRIES.holders_of(id).max(1)
             }
-            Form::Boxed(counter) => {
-                // SAFETY: the box holds a live Counter.
-                let geometry = unsafe { &(*counter).geometry };
-                Geometry::held_bytes() / Arc::strong_count(geometry) as u64
-            }
+            // SAFETY: the box holds a live Counter.
+            Form::Boxed(counter) => intern::share_of(unsafe { &(*counter).geometry }, 0),
         }
     }
 
