@@ -169,6 +169,8 @@ impl ServerBuilder {
         let start = Instant::now();
         while start.elapsed() < Duration::from_secs(30) {
             if let Ok(Some(_)) = child.try_wait() {
+                // A refusal the module reached by catching a panic fails the test on drop.
+                server.read_caught_panics();
                 return server.log();
             }
             std::thread::sleep(Duration::from_millis(20));
