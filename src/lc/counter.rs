@@ -301,8 +301,10 @@ impl Counter {
         self.mode() == Mode::Exact
     }
 
-    /// The most distinct items it counts exactly (its exact set's limit, `min(m/64, 8192)`),
-    /// whatever its mode now; 0 for a bitmap saved by an earlier version, never exact.
+    /// How many distinct items a counter of its parameters counts exactly as they are added
+    /// (its exact set's limit, `min(m/64, 8192)`), whatever its mode now: a merge of a
+    /// sketch's indicators ends exact mode earlier, which `mode` tells. 0 for a bitmap saved
+    /// by an earlier version, never exact.
     pub fn exact_up_to(&self) -> u64 {
         match self.mode() {
             Mode::Sparse | Mode::Dense => 0,
@@ -977,6 +979,17 @@ mod tests {
             assert_ne!(c.mode(), Mode::Exact, "{rate}");
             assert_eq!(c.exact_up_to(), limit, "{rate}");
         }
+        // A property of the parameters, not of the count: a union with a counter of another
+        // size ends exact mode below it, which the mode tells.
+        let mut c = Counter::reserve(0.01, 50_000, u64::MAX).unwrap();
+        let mut other = Counter::reserve(0.01, 1_000, u64::MAX).unwrap();
+        for i in 0..5 {
+            c.add(&item(i)).unwrap();
+            other.add(&item(100 + i)).unwrap();
+        }
+        c.absorb(&other).unwrap();
+        assert_ne!(c.mode(), Mode::Exact);
+        assert_eq!(c.exact_up_to(), 267);
     }
 
     fn item(i: u64) -> Vec<u8> {
