@@ -136,7 +136,7 @@ pub fn learn_machine_memory() {
 }
 
 /// `MemTotal` plus `SwapTotal` of a /proc/meminfo text, in bytes.
-fn machine_bytes(meminfo: &str) -> Option<usize> {
+pub fn machine_bytes(meminfo: &str) -> Option<usize> {
     let kib = |field: &str| -> Option<usize> {
         let line = meminfo.lines().find(|l| l.starts_with(field))?;
         let value = line[field.len()..].trim().strip_suffix("kB")?;

@@ -565,17 +565,6 @@ fn an_allocation_the_host_refuses_is_an_error() {
     assert_eq!(keys, 1);
 }
 
-/// The machine's memory and swap in bytes (`MemTotal` + `SwapTotal`).
-fn machine_bytes() -> u64 {
-    let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap();
-    let kib = |field: &str| -> u64 {
-        let line = meminfo.lines().find(|l| l.starts_with(field)).unwrap();
-        let digits = line[field.len()..].trim().trim_end_matches("kB").trim();
-        digits.parse().unwrap()
-    };
-    (kib("MemTotal:") + kib("SwapTotal:")) * 1024
-}
-
 /// `max-memory-per-key` raised past the machine on a host that grants any mapping (Linux's
 /// default overcommit, where jemalloc maps large blocks with `MAP_NORESERVE`): a filter larger
 /// than the machine's memory and swap is an error, as it is on a host that refuses memory.
@@ -591,7 +580,10 @@ fn a_key_larger_than_the_machine_is_an_error() {
     );
     let before = used_memory(&mut c, 1);
     // About 1.2 bytes an item at 0.01: 1.2 times the machine.
-    let capacity = machine_bytes().to_string();
+    let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap();
+    let capacity = lcbloom::core::alloc::machine_bytes(&meminfo)
+        .unwrap()
+        .to_string();
     let create = "ERR insufficient memory to create filter";
     for args in [
         vec!["BF.RESERVE", "b", "0.01", &capacity, "NONSCALING"],
