@@ -144,6 +144,15 @@ impl SubParams {
     }
 }
 
+/// The items in one block of their exact length. A filtered iterator collected into a boxed
+/// slice starts with room for four and is then shrunk to its length: a reallocation for every
+/// chain made, a filter created by its first add included.
+fn exactly<T>(items: impl Iterator<Item = T> + Clone) -> Box<[T]> {
+    let mut list = Vec::with_capacity(items.clone().count());
+    list.extend(items);
+    list.into_boxed_slice()
+}
+
 /// What every key created alike shares: the chain's parameters and its sub-filters'.
 #[derive(Clone, Debug)]
 pub struct ChainParams {
@@ -162,21 +171,14 @@ pub struct ChainParams {
 
 impl ChainParams {
     pub fn new(error_rate: f64, expansion: u32, layout: Layout, subs: Vec<SubParams>) -> Self {
-        let bits = subs
-            .iter()
-            .filter_map(|s| match s {
-                SubParams::Bits(p) => Some(*p),
-                SubParams::Sparse(_) => None,
-            })
-            .collect();
-        let sparse = subs
-            .iter()
-            .enumerate()
-            .filter_map(|(i, s)| match s {
-                SubParams::Sparse(p) => Some((i, *p)),
-                SubParams::Bits(_) => None,
-            })
-            .collect();
+        let bits = exactly(subs.iter().filter_map(|s| match s {
+            SubParams::Bits(p) => Some(*p),
+            SubParams::Sparse(_) => None,
+        }));
+        let sparse = exactly(subs.iter().enumerate().filter_map(|(i, s)| match s {
+            SubParams::Sparse(p) => Some((i, *p)),
+            SubParams::Bits(_) => None,
+        }));
         Self {
             error_rate,
             expansion,
