@@ -202,7 +202,7 @@ fuzz:
 	@if rustup toolchain list 2>/dev/null | grep -q '^nightly' || \
 	    rustup toolchain install nightly --profile minimal >/dev/null 2>&1; then \
 	  command -v cargo-fuzz >/dev/null || cargo install -q --locked cargo-fuzz || exit 1; \
-	  FUZZ_WRITE_SEEDS=$(CURDIR)/fuzz/corpus FUZZ_ITERATIONS=1 $(CARGO_TEST) --test it fuzz_stable:: -q || exit 1; \
+	  FUZZ_SECONDS= FUZZ_WRITE_SEEDS=$(CURDIR)/fuzz/corpus FUZZ_ITERATIONS=1 $(CARGO_TEST) --test it fuzz_stable:: -q || exit 1; \
 	  for t in $(FUZZ_TARGETS); do \
 	    cargo +nightly fuzz run $$t -- -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=4096 || exit 1; \
 	  done; \
