@@ -35,6 +35,11 @@ of the lines the operation reads (k per add and per member lookup in the standar
 per non-member, one per item in the blocked layout). When the peer is an lcbloom build (an A/B
 run), the blocked workloads use blocked filters on both sides.
 
+Small keys: most keys hold tens of items in a default-created filter. `BF.MADD` of 30 items
+creating such a filter (random keys: nearly every call creates one), and `BF.ADD` and `BF.EXISTS`
+of random items on SMALL_KEYS default filters made by a `BF.MADD` of 30 each (pipeline 1, so
+that all rounds together add about ten items to each).
+
 A side whose command fails (a peer module without the command) is shown as an error cell; the
 rest still runs. Prints a markdown table and writes it
 to bench/results/. Knobs (environment): BENCH_ROUNDS (default 5), BENCH_SECONDS (target length
@@ -86,6 +91,8 @@ CLIENTS = 50
 RAND_RANGE = 100_000_000  # __rand_int__ draws from 0..RAND_RANGE-1 (12-digit zero-padded)
 PEER_HAS_LAYOUTS = False  # set in main: the peer is an lcbloom build (has_layouts)
 MEMBERS = 1_000_000  # the items of the cached filters' batches and of the members workloads
+SMALL_KEYS = 100_000  # default filters of 30 items, for the small-key adds and lookups: enough
+# that the adds of all rounds leave them about 40 items each
 REDISBLOOM_200M_BYTES = 402_653_360  # RedisBloom 2.8.2's used_memory growth, when no peer runs
 REDISBLOOM_SCALING_BITS = 25.3  # ditto, bits per item of the grown scaling filter
 random.seed(20240501)  # the items of the probes and pre-checks are reproducible
@@ -456,6 +463,15 @@ def workloads(ours, peer, floor):
     def members(key):
         return [lambda s: fill(s, "BF.MADD", key, "", MEMBERS, digits=12)]
 
+    def small_filters(server):
+        """SMALL_KEYS default filters of 30 items, named as redis-benchmark draws its keys."""
+        pipe = server.client.pipeline(transaction=False)
+        for i in range(SMALL_KEYS):
+            pipe.execute_command("BF.MADD", f"small:{i:012d}", *(f"s{i}:{j}" for j in range(30)))
+            if i % 1_000 == 999:
+                pipe.execute()
+        pipe.execute()
+
     def stall_workloads():
         """The 100-item batches on filters that fit in the caches (0.001 / 2M: 3.6 MB standard,
         3.9 MB blocked), and lookups of members (all k probes read) on both sizes: what a large
@@ -508,6 +524,13 @@ def workloads(ours, peer, floor):
                           "BF.MEXISTS bf200m " + rand_items(100, ABSENT)), 6.0,
                  pipeline=1, calibrate=2_000),
         *stall_workloads(),
+        # Small keys, created implicitly with the defaults as most users' keys are.
+        Workload("BF.MADD 30 items creating a default filter", *bf("BF.MADD new:__rand_int__ " + rand_items(30)),
+                 None, pipeline=1, calibrate=5_000),
+        Workload("BF.ADD on default filters of 30+ items, pipeline 1",
+                 *bf("BF.ADD small:__rand_int__ __rand_int__", [small_filters], SMALL_KEYS), None, pipeline=1),
+        Workload("BF.EXISTS on default filters of 30+ items, pipeline 1",
+                 *bf("BF.EXISTS small:__rand_int__ __rand_int__", (), SMALL_KEYS), None, pipeline=1),
         # The module-API floor (bench/floor/floor_module.c, loaded into our server).
         Workload("LC.ADD 1 item vs floor module", Side(ours, "LC.ADD lc1 __rand_int__"),
                  Side(floor, "FLOOR.ADD fl1 __rand_int__"), 0.9),
