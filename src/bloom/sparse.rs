@@ -249,17 +249,41 @@ pub fn add_all(
     vs: &[u64],
 ) -> Option<(Vec<bool>, Vec<u64>, Shape)> {
     // The values in increasing order, first occurrences first among equals: (value, position)
-    // pairs are distinct, so an unstable sort of them gives that order.
-    let mut order: Vec<(u64, usize)> = Vec::new();
-    order.try_reserve_exact(vs.len()).ok()?;
-    order.extend(vs.iter().copied().zip(0..));
-    order.sort_unstable();
-    let mut new = vec![false; vs.len()];
+    // pairs are distinct, so an unstable sort of them gives that order. Where the universe
+    // leaves room, each pair is sorted as one word, the value above the position, in half the
+    // instructions of sorting pairs.
+    let bits = usize::BITS - vs.len().leading_zeros();
+    if universe.saturating_sub(1).checked_shr(u64::BITS - bits) == Some(0) {
+        let mut order: Vec<u64> = Vec::new();
+        order.try_reserve_exact(vs.len()).ok()?;
+        order.extend(vs.iter().zip(0..).map(|(&v, i)| v << bits | i));
+        order.sort_unstable();
+        let position = u64::MAX >> (u64::BITS - bits);
+        let pairs = order.iter().map(|&w| (w >> bits, (w & position) as usize));
+        merge_all(region, shape, universe, vs.len(), pairs)
+    } else {
+        let mut order: Vec<(u64, usize)> = Vec::new();
+        order.try_reserve_exact(vs.len()).ok()?;
+        order.extend(vs.iter().copied().zip(0..));
+        order.sort_unstable();
+        merge_all(region, shape, universe, vs.len(), order.iter().copied())
+    }
+}
+
+/// `add_all`'s merge of the set with `n` values given in increasing order with their
+/// positions (first occurrences first among equals).
+fn merge_all(
+    region: &[u64],
+    shape: &Shape,
+    universe: u64,
+    n: usize,
+    order: impl Iterator<Item = (u64, usize)>,
+) -> Option<(Vec<bool>, Vec<u64>, Shape)> {
+    let mut new = vec![false; n];
     let mut all = Vec::new();
-    all.try_reserve_exact(shape.stream.k as usize + vs.len())
-        .ok()?;
+    all.try_reserve_exact(shape.stream.k as usize + n).ok()?;
     let mut old = values(stream(region, shape), shape).peekable();
-    for &(v, i) in &order {
+    for (v, i) in order {
         while let Some(x) = old.next_if(|&x| x < v) {
             all.push(x);
         }
@@ -500,6 +524,32 @@ mod tests {
 
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(300))]
+
+        /// A batch is its values added one at a time, repeats included, in universes that
+        /// leave room for the positions beside each value and in ones that do not.
+        #[test]
+        fn batches_are_adds_one_by_one(
+            universe in prop_oneof![1u64..100_000, (1u64 << 50)..=u64::MAX],
+            before in prop::collection::vec(any::<u64>(), 0..200),
+            batch in prop::collection::vec(any::<u64>(), 0..300),
+            repeats in prop::collection::vec(any::<prop::sample::Index>(), 0..50),
+        ) {
+            let mut set = Set::new(universe);
+            for v in before {
+                set.add(v % universe);
+            }
+            let mut vs: Vec<u64> = batch.iter().map(|v| v % universe).collect();
+            if !vs.is_empty() {
+                for r in &repeats {
+                    vs.push(vs[r.index(vs.len())]);
+                }
+            }
+            let (new, region, shape) = add_all(&set.region, &set.shape(), universe, &vs).unwrap();
+            let one_by_one: Vec<bool> = vs.iter().map(|&v| set.add(v)).collect();
+            prop_assert_eq!(new, one_by_one);
+            prop_assert_eq!(shape, set.shape());
+            prop_assert_eq!(region, set.region.clone());
+        }
 
         #[test]
         fn matches_a_set(
