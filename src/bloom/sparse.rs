@@ -254,20 +254,25 @@ pub fn add_all(
     // instructions of sorting pairs.
     let bits = usize::BITS - vs.len().leading_zeros();
     if universe.saturating_sub(1).checked_shr(u64::BITS - bits) == Some(0) {
-        let mut order: Vec<u64> = Vec::new();
-        order.try_reserve_exact(vs.len()).ok()?;
-        order.extend(vs.iter().zip(0..).map(|(&v, i)| v << bits | i));
-        order.sort_unstable();
-        let position = u64::MAX >> (u64::BITS - bits);
-        let pairs = order.iter().map(|&w| (w >> bits, (w & position) as usize));
+        let order = sorted(vs.len(), vs.iter().zip(0..).map(|(&v, i)| v << bits | i))?;
+        let position_bits = u64::MAX >> (u64::BITS - bits);
+        let pairs = order
+            .iter()
+            .map(|&w| (w >> bits, (w & position_bits) as usize));
         merge_all(region, shape, universe, vs.len(), pairs)
     } else {
-        let mut order: Vec<(u64, usize)> = Vec::new();
-        order.try_reserve_exact(vs.len()).ok()?;
-        order.extend(vs.iter().copied().zip(0..));
-        order.sort_unstable();
+        let order = sorted(vs.len(), vs.iter().copied().zip(0..))?;
         merge_all(region, shape, universe, vs.len(), order.iter().copied())
     }
+}
+
+/// The `n` items in increasing order, in a block allocated fallibly.
+fn sorted<T: Ord>(n: usize, items: impl Iterator<Item = T>) -> Option<Vec<T>> {
+    let mut list = Vec::new();
+    list.try_reserve_exact(n).ok()?;
+    list.extend(items);
+    list.sort_unstable();
+    Some(list)
 }
 
 /// `add_all`'s merge of the set with `n` values given in increasing order with their
