@@ -13,7 +13,9 @@ this is how two builds' speed is compared (docs/BENCHMARKS.md). The server runs 
 - `add_sparse`: LC.ADD of one new item to a counter holding 1,000 (sparse from version 2 on;
                 3,000 items by the end, still sparse);
 - `add_exact`:  LC.ADD of one new item to each of 2,000 counters holding 200 (exact);
-- `count`:      LC.COUNT of a counter holding 50,000.
+- `count`:      LC.COUNT of a counter holding 50,000;
+- `add_new`, `add30_new`: LC.ADD of one item, and of 30, creating a default counter each time
+                (the create is replicated with the parameters it used).
 
 Prints, per workload, the instructions per call in the dispatcher and in the module's own entry
 (the command's C callback, `lcbloom::…::COMMANDS::callback`, inclusive), with and without the
@@ -88,6 +90,8 @@ def run(port, pid):
         "add_sparse": [("LC.ADD", "sparse", f"ns{i}") for i in range(CALLS)],
         "add_exact": [("LC.ADD", f"exact:{i}", f"ne{i}") for i in range(CALLS)],
         "count": [("LC.COUNT", "count")] * CALLS,
+        "add_new": [("LC.ADD", f"new:{i}", f"n{i}") for i in range(CALLS)],
+        "add30_new": [("LC.ADD", f"new30:{i}", *[f"n{i}:{j}" for j in range(30)]) for i in range(CALLS)],
     })
     modes = {}
     for key in ("dense", "reg:0", "sparse", "exact:0"):

@@ -564,6 +564,12 @@ def workloads(ours, peer, floor):
                  Side(ours, "PFADD hll1 __rand_int__"), None),
         Workload("LC.ADD 100 items vs PFADD", Side(ours, "LC.ADD lc100 " + rand_items(100)),
                  Side(ours, "PFADD hll100 " + rand_items(100)), None, pipeline=1, calibrate=2_000),
+        # Most counters are small and new: each message's first readers create its key.
+        Workload("LC.ADD 1 item creating a default counter vs PFADD", Side(ours, "LC.ADD lcnew1:__rand_int__ __rand_int__"),
+                 Side(ours, "PFADD hllnew1:__rand_int__ __rand_int__"), None, pipeline=1, calibrate=5_000),
+        Workload("LC.ADD 30 items creating a default counter vs PFADD",
+                 Side(ours, "LC.ADD lcnew30:__rand_int__ " + rand_items(30)),
+                 Side(ours, "PFADD hllnew30:__rand_int__ " + rand_items(30)), None, pipeline=1, calibrate=5_000),
         Workload("LC.COUNT vs PFCOUNT (50k items)", Side(ours, "LC.COUNT lccount"),
                  Side(ours, "PFCOUNT hllcount", [lambda s: fill(s, "PFADD", "hllcount", "c:", 50_000)]), None),
     ]

@@ -67,7 +67,7 @@ use crate::server::limits::{check_item_count, memory_limit, memory_limit_while, 
 use crate::server::reply::{self, flag, ordered_map_simple_names};
 use crate::server::stats::note_refused_write;
 use crate::server::value::{self, modify, read, read_either, store, write_either, Either, Key};
-use crate::server::write::{finish_write, Applied, Progress, Replicated, Word};
+use crate::server::write::{finish_write, Applied, Progress, Remembered, Replicated, Word};
 use redis_module::{raw, Context, ContextFlags, RedisError, RedisResult, RedisString, RedisValue};
 use std::cell::Cell;
 use std::ffi::CStr;
@@ -141,21 +141,20 @@ impl FilterParams {
     fn spell_rest(&self, command: &mut Replicated) {
         match self.expansion {
             0 => command.word(&NONSCALING),
-            e => command.word(&EXPANSION).number(e.into()),
+            e => command
+                .word(&EXPANSION)
+                .remembered_number(&EXPANSION_VALUE, e.into()),
         };
         match self.window {
-            Some(seconds) => command.word(&WINDOW).number(seconds.into()),
+            Some(seconds) => command
+                .word(&WINDOW)
+                .remembered_number(&WINDOW_VALUE, seconds.into()),
             None => command.word(&LAYOUT).word(match self.layout {
                 Layout::Standard => &STANDARD,
                 Layout::Blocked => &BLOCKED,
             }),
         };
         command.word(&SEED).number(self.seed.unwrap_or(0));
-    }
-
-    /// The rate as text: Rust prints the shortest text that parses back to the same f64.
-    fn rate_text(&self) -> String {
-        self.rate.to_string()
     }
 }
 
@@ -171,6 +170,11 @@ static STANDARD: Word = Word::new(c"standard");
 static BLOCKED: Word = Word::new(c"blocked");
 static WINDOW: Word = Word::new(c"WINDOW");
 static SEED: Word = Word::new(c"SEED");
+/// The parameters created filters are replicated with, mostly the configured defaults.
+static RATE_VALUE: Remembered = Remembered::new();
+static CAPACITY_VALUE: Remembered = Remembered::new();
+static EXPANSION_VALUE: Remembered = Remembered::new();
+static WINDOW_VALUE: Remembered = Remembered::new();
 
 /// The seed of a filter created without `SEED`: the `bf-seed` config's, except for a
 /// create that comes from a master or an AOF file (`rebuilding`), which this version always
@@ -188,8 +192,8 @@ fn reserve_command<'a>(key: &'a RedisString, params: &FilterParams) -> Replicate
     let mut command = Replicated::new(c"BF.RESERVE", 9);
     command
         .arg(key)
-        .text(params.rate_text().as_bytes())
-        .number(params.capacity);
+        .remembered_f64(&RATE_VALUE, params.rate)
+        .remembered_number(&CAPACITY_VALUE, params.capacity);
     params.spell_rest(&mut command);
     command
 }
@@ -206,8 +210,12 @@ fn insert_command<'a>(
     let mut command = Replicated::new(c"BF.INSERT", items.len() + 14);
     command.arg(key);
     if let Some(params) = create {
-        command.word(&CAPACITY).number(params.capacity);
-        command.word(&ERROR).text(params.rate_text().as_bytes());
+        command
+            .word(&CAPACITY)
+            .remembered_number(&CAPACITY_VALUE, params.capacity);
+        command
+            .word(&ERROR)
+            .remembered_f64(&RATE_VALUE, params.rate);
         params.spell_rest(&mut command);
     }
     if let Some(at) = at {

@@ -29,6 +29,9 @@ struct Table<T> {
     entries: HashMap<u64, Weak<T>>,
     /// Entries after the last sweep: the next one runs at twice as many.
     swept_at: usize,
+    /// The value interned last. Values come in runs of one (keys created one after another
+    /// with the configured defaults), and comparing with it spares hashing the value.
+    last: Weak<T>,
 }
 
 /// The table's key of a value (a fixed hasher: the same value, the same key).
@@ -45,6 +48,7 @@ impl<T: Eq + Hash> Interner<T> {
                 Mutex::new(Table {
                     entries: HashMap::new(),
                     swept_at: 0,
+                    last: Weak::new(),
                 })
             }),
         }
@@ -58,10 +62,16 @@ impl<T: Eq + Hash> Interner<T> {
 
     /// The shared copy of `value`, made if no live one exists.
     pub fn intern(&self, value: T) -> Arc<T> {
-        let key = key_of(&value);
         let mut table = self.table();
+        if let Some(last) = table.last.upgrade().filter(|last| **last == value) {
+            return last;
+        }
+        let key = key_of(&value);
         match table.entries.get(&key).map(Weak::upgrade) {
-            Some(Some(live)) if *live == value => return live,
+            Some(Some(live)) if *live == value => {
+                table.last = Arc::downgrade(&live);
+                return live;
+            }
             // Another value of the same hash: this one goes unshared.
             Some(Some(_)) => return Arc::new(value),
             _ => {}
@@ -72,6 +82,7 @@ impl<T: Eq + Hash> Interner<T> {
         }
         let shared = Arc::new(value);
         table.entries.insert(key, Arc::downgrade(&shared));
+        table.last = Arc::downgrade(&shared);
         shared
     }
 

@@ -28,10 +28,15 @@ use crate::server::reply::{count as count_reply, flag, ordered_map};
 use crate::server::value::{
     modify, read_word, read_words_closing, store_word, write_word, write_word_or_store, Key, Lent,
 };
-use crate::server::write::{finish_write, Applied, Progress};
+use crate::server::write::{finish_write, Applied, Progress, Remembered, Replicated};
 use redis_module::{Context, RedisError, RedisResult, RedisString, RedisValue};
 
 const OK: RedisResult = Ok(RedisValue::SimpleStringStatic("OK"));
+
+/// The parameters of the `LC.RESERVE` a counter created by `LC.ADD` is replicated as (mostly
+/// the configured defaults).
+static RATE: Remembered = Remembered::new();
+static CAPACITY: Remembered = Remembered::new();
 
 /// `LC.RESERVE key error_rate capacity`
 pub fn reserve(ctx: &Context, args: &[RedisString]) -> RedisResult {
@@ -100,10 +105,8 @@ pub fn add(ctx: &Context, args: &[RedisString]) -> RedisResult {
     });
     // Redis holds the counter's new word before anyone is told of the write.
     drop(counter);
-    // Propagated: what was applied. A new key as `LC.RESERVE` with the defaults it used
-    // (f64's Display is the shortest text that parses back to the same value), then its items.
-    let params =
-        created.map(|(rate, capacity): (f64, u64)| [rate.to_string(), capacity.to_string()]);
+    // Propagated: what was applied. A new key as `LC.RESERVE` with the defaults it used, then
+    // its items.
     let progress = Progress {
         created: created.is_some(),
         changed: changed > 0,
@@ -112,14 +115,18 @@ pub fn add(ctx: &Context, args: &[RedisString]) -> RedisResult {
     };
     let applied = progress.applied(|done| {
         let mut commands = Vec::with_capacity(2);
-        if let Some([rate, capacity]) = &params {
-            let reserve = vec![key_name.as_slice(), rate.as_bytes(), capacity.as_bytes()];
-            commands.push(("LC.RESERVE", reserve));
+        if let Some((rate, capacity)) = created {
+            let mut reserve = Replicated::new(c"LC.RESERVE", 3);
+            reserve
+                .arg(key_name)
+                .remembered_f64(&RATE, rate)
+                .remembered_number(&CAPACITY, capacity);
+            commands.push(reserve);
         }
         if done > 0 {
-            let mut add = vec![key_name.as_slice()];
-            add.extend(items[..done].iter().map(|i| i.as_slice()));
-            commands.push(("LC.ADD", add));
+            let mut add = Replicated::new(c"LC.ADD", 1 + done);
+            add.arg(key_name).args(&items[..done]);
+            commands.push(add);
         }
         commands
     });
@@ -314,9 +321,13 @@ pub fn merge(ctx: &Context, args: &[RedisString]) -> RedisResult {
     };
     let applied = progress.applied(|done| {
         // Missing sources were skipped by `read_counters`: name the keys that were read.
-        let mut merge = vec![dest_name.as_slice()];
-        merge.extend(named.iter().map(|(name, _)| *name).take(done));
-        vec![("LC.MERGE", merge)]
+        let mut merge = Replicated::new(c"LC.MERGE", 1 + done);
+        merge.arg(dest_name);
+        named
+            .iter()
+            .take(done)
+            .for_each(|(name, _)| _ = merge.text(name));
+        merge
     });
     finish_write(ctx, c"lc.merge", dest_name, applied);
     match error {

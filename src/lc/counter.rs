@@ -86,7 +86,7 @@
 
 pub use super::geometry::{bits_for, charged_bytes, exact_limit, Geometry};
 use super::geometry::{
-    dense_words, estimate, registers_words, standard_error, stream_words, tokens_words, MAX_BITS,
+    dense_words, estimate, registers_words, standard_error, stream_words, tokens_words,
     SATURATION_ZEROS,
 };
 pub use super::header::Mode;
@@ -227,10 +227,12 @@ impl Counter {
         }
         // The exact set's size follows the bitmap a counter of this capacity would have had
         // (part of the encoding); none exists beyond the sizing range.
-        let m = bits_for(capacity, error_rate)
-            .filter(|&m| m < MAX_BITS)
-            .ok_or(LcError::InvalidParameters)?;
-        let counter = Counter::empty(capacity, error_rate, m);
+        let geometry =
+            Geometry::reserved(capacity, error_rate).ok_or(LcError::InvalidParameters)?;
+        let counter = Counter {
+            geometry,
+            block: Block::none(),
+        };
         counter.check_growth_within(max_bytes)?;
         Ok(counter)
     }

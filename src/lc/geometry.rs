@@ -36,7 +36,7 @@ use super::levels::{precision_for, MAX_PRECISION, MIN_PRECISION, REGISTER_BITS};
 use crate::core::alloc::size_class;
 use crate::core::ef::Shape;
 use crate::core::intern::Interner;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, Weak};
 
 /// α² of the sizing rule (the paper's choice that reproduces its Table II).
 pub const ALPHA_SQUARED: f64 = 5.0;
@@ -148,10 +148,36 @@ pub struct Geometry {
 
 static GEOMETRIES: Interner<Geometry> = Interner::new();
 
+/// A reserve's parameters: the capacity and the error rate's bits.
+type Reserved = (u64, u64);
+
+/// The geometry [`Geometry::reserved`] made last, by its parameters: weakly held, so that it
+/// goes with its last counter.
+static LAST_RESERVED: Mutex<Option<(Reserved, Weak<Geometry>)>> = Mutex::new(None);
+
 impl Geometry {
     /// The shared geometry of these parameters (validated by the caller, `m ≥ 1`).
     pub fn interned(capacity: u64, error_rate: f64, m: u64) -> Arc<Geometry> {
         GEOMETRIES.intern(Geometry::new(capacity, error_rate, m))
+    }
+
+    /// The shared geometry of a counter reserved for `capacity` items at `error_rate`: `m`
+    /// from the sizing rule, `None` when no `m` below `MAX_BITS` meets it. The sizing search
+    /// evaluates `exp_m1` some forty times, which would be most of a create's work, and
+    /// counters are mostly made alike (the configured defaults, key after key), so the last
+    /// one made is remembered.
+    pub fn reserved(capacity: u64, error_rate: f64) -> Option<Arc<Geometry>> {
+        let params = (capacity, error_rate.to_bits());
+        let mut last = LAST_RESERVED.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((same, geometry)) = &*last {
+            if let Some(geometry) = geometry.upgrade().filter(|_| *same == params) {
+                return Some(geometry);
+            }
+        }
+        let m = bits_for(capacity, error_rate).filter(|&m| m < MAX_BITS)?;
+        let geometry = Self::interned(capacity, error_rate, m);
+        *last = Some((params, Arc::downgrade(&geometry)));
+        Some(geometry)
     }
 
     fn new(capacity: u64, error_rate: f64, m: u64) -> Geometry {
@@ -296,6 +322,36 @@ mod tests {
                 assert!(estimate(m, zeros) >= m - zeros, "{m} {zeros}");
             }
         }
+    }
+
+    /// Reserving remembers the last geometry made: the same parameters again give that one,
+    /// other parameters their own, whatever came in between, and the sizing rule's `m`.
+    #[test]
+    fn reserved_geometries_follow_their_parameters() {
+        let params = [
+            (50_000, 0.01),
+            (1_000, 0.05),
+            (50_000, 0.01),
+            (50_000, 0.02),
+        ];
+        let made: Vec<Arc<Geometry>> = params
+            .iter()
+            .chain(&params)
+            .map(|&(n, rate)| Geometry::reserved(n, rate).unwrap())
+            .collect();
+        let of = |i: usize| params[i % params.len()];
+        for (i, g) in made.iter().enumerate() {
+            let (n, rate) = of(i);
+            assert_eq!(
+                (g.capacity, g.error_rate(), g.m),
+                (n, rate, bits_for(n, rate).unwrap())
+            );
+            for (j, h) in made.iter().enumerate() {
+                assert_eq!(Arc::ptr_eq(g, h), of(i) == of(j), "{i} {j}");
+            }
+        }
+        assert!(Geometry::reserved(u64::MAX, 1e-9).is_none());
+        assert!(Geometry::reserved(10, 0.0).is_none());
     }
 
     /// The sketch's limits that saved payloads depend on (codec.rs, version 3): changing any

@@ -2,19 +2,16 @@
 //! event fires when it changed something. One policy for every family, so that a replica or an
 //! AOF replay holds what the master holds, also after a command that stopped part-way.
 //!
-//! A command replicated on every call (a windowed filter's add carries its time) is built as
-//! a [`Replicated`]: the client's own argument strings and [`Word`]s made once are handed to
+//! What is replicated is built as [`Replicated`] commands: the client's own argument strings,
+//! [`Word`]s made once and the [`Remembered`] strings of repeated parameters are handed to
 //! `RedisModule_Replicate` as they are (its "v" format takes its own references), so only
-//! the numbers it carries are made per call.
+//! the numbers that change from call to call (a seed, a time) are made per command.
 
 use redis_module::{raw, Context, NotifyEvent, RedisString};
-use std::ffi::{CStr, CString};
+use std::ffi::CStr;
 use std::marker::PhantomData;
 use std::ptr::{null_mut, NonNull};
-use std::sync::OnceLock;
-
-/// A command as it is replicated: its name and arguments.
-pub type Command<'a> = (&'a str, Vec<&'a [u8]>);
+use std::sync::{Mutex, OnceLock};
 
 /// A word replicated commands repeat (`ITEMS`, `AT`): made into a Redis string on first use and
 /// kept for the module's life.
@@ -49,6 +46,54 @@ impl Word {
     }
 }
 
+/// A parameter that replicated commands repeat with the same value call after call (a
+/// create's rate or capacity: mostly the configured defaults). The string of the last value
+/// is kept and handed out again while that value comes, which spares formatting it (an
+/// `f64`'s shortest text takes several hundred instructions) and making a Redis string.
+pub struct Remembered {
+    /// The last value's identity (a number, or an `f64`'s bits) and its string.
+    last: Mutex<Option<(u64, Kept)>>,
+}
+
+impl Remembered {
+    pub const fn new() -> Self {
+        Self {
+            last: Mutex::new(None),
+        }
+    }
+
+    /// The string of the value `id`, made from `text()` unless it is the last one's; with a
+    /// reference for the caller, who frees it. (The one kept is freed when another value
+    /// replaces it, so a command holds its own reference, not the table's.)
+    fn string(&self, id: u64, text: impl FnOnce() -> Vec<u8>) -> RedisString {
+        let mut last = self.last.lock().unwrap_or_else(|e| e.into_inner());
+        let kept = match &*last {
+            Some((same, kept)) if *same == id => kept.0,
+            _ => {
+                let made =
+                    NonNull::new(make_string(&text())).expect("CreateString returns a string");
+                if let Some((_, old)) = last.replace((id, Kept(made))) {
+                    // SAFETY: the reference this table held (commands hold their own).
+                    unsafe {
+                        raw::RedisModule_FreeString.expect("FreeString")(null_mut(), old.0.as_ptr())
+                    };
+                }
+                made
+            }
+        };
+        // SAFETY: a live string (kept above); a null context retains it for the caller, who
+        // frees it through the returned RedisString.
+        unsafe { raw::RedisModule_RetainString.expect("RetainString")(null_mut(), kept.as_ptr()) };
+        RedisString::from_redis_module_string(null_mut(), kept.as_ptr())
+    }
+}
+
+impl Default for Remembered {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 /// `n` in decimal, written at the end of `digits` (20 is room for any u64): no allocation.
 fn decimal(mut n: u64, digits: &mut [u8; 20]) -> &[u8] {
     let mut start = digits.len();
@@ -76,12 +121,13 @@ fn make_string(bytes: &[u8]) -> *mut raw::RedisModuleString {
 }
 
 /// One command to replicate, built from strings Redis already holds where it can: the
-/// client's arguments (alive for the whole command, hence `'a`) and [`Word`]s are passed as
-/// they are; numbers and texts are made for it and freed once it is replicated.
+/// client's arguments (alive for the whole command, hence `'a`), [`Word`]s and
+/// [`Remembered`] parameters are passed as they are; other numbers and texts are made for it
+/// and freed once it is replicated.
 pub struct Replicated<'a> {
     name: &'a CStr,
     argv: Vec<*mut raw::RedisModuleString>,
-    /// The strings made for this command (in `argv` too), freed on drop.
+    /// The strings this command holds a reference to (in `argv` too), released on drop.
     made: Vec<RedisString>,
     client: PhantomData<&'a RedisString>,
 }
@@ -122,9 +168,30 @@ impl<'a> Replicated<'a> {
 
     /// Any other text (made for this command).
     pub fn text(&mut self, text: &[u8]) -> &mut Self {
-        let made = RedisString::from_redis_module_string(null_mut(), make_string(text));
-        self.argv.push(made.inner);
-        self.made.push(made);
+        self.held(RedisString::from_redis_module_string(
+            null_mut(),
+            make_string(text),
+        ))
+    }
+
+    /// A number that is mostly the same from one command to the next (see [`Remembered`]).
+    pub fn remembered_number(&mut self, remembered: &Remembered, n: u64) -> &mut Self {
+        self.held(remembered.string(n, || {
+            let mut digits = [0; 20];
+            decimal(n, &mut digits).to_vec()
+        }))
+    }
+
+    /// An `f64` that is mostly the same from one command to the next, as the shortest text
+    /// that parses back to it (see [`Remembered`]).
+    pub fn remembered_f64(&mut self, remembered: &Remembered, x: f64) -> &mut Self {
+        self.held(remembered.string(x.to_bits(), || x.to_string().into_bytes()))
+    }
+
+    /// A string this command holds a reference to, released on drop.
+    fn held(&mut self, string: RedisString) -> &mut Self {
+        self.argv.push(string.inner);
+        self.made.push(string);
         self
     }
 
@@ -153,9 +220,9 @@ pub enum Applied<'a> {
     Whole,
     /// This command redoes what was applied: propagated instead of the command.
     Command(Replicated<'a>),
-    /// Exactly these commands redo what was applied (a create with its parameters spelled
-    /// out, or the part done before an error): propagated instead of the command.
-    Redo(Vec<Command<'a>>),
+    /// Exactly these commands, in order, redo what was applied (a create with its parameters
+    /// spelled out, then its items): propagated instead of the command.
+    Commands(Vec<Replicated<'a>>),
 }
 
 /// How far a write that applies its items (or sources) one after the other got: all of them,
@@ -188,9 +255,9 @@ impl Progress {
     }
 }
 
-impl<'a> From<Vec<Command<'a>>> for Applied<'a> {
-    fn from(commands: Vec<Command<'a>>) -> Self {
-        Applied::Redo(commands)
+impl<'a> From<Vec<Replicated<'a>>> for Applied<'a> {
+    fn from(commands: Vec<Replicated<'a>>) -> Self {
+        Applied::Commands(commands)
     }
 }
 
@@ -211,7 +278,7 @@ pub fn finish_write(ctx: &Context, event: &CStr, key: &RedisString, applied: App
             ctx.replicate_verbatim();
         }
         Applied::Command(command) => command.replicate(ctx),
-        Applied::Redo(commands) => redo(ctx, commands),
+        Applied::Commands(commands) => commands.iter().for_each(|c| c.replicate(ctx)),
     }
     signal_modified(ctx, key);
     notify(ctx, NotifyEvent::MODULE, event, key);
@@ -225,22 +292,6 @@ fn signal_modified(ctx: &Context, key: &RedisString) {
     // SAFETY: the context and key are live for the whole command.
     unsafe {
         raw::RedisModule_SignalModifiedKey.expect("SignalModifiedKey")(ctx.ctx, key.inner);
-    }
-}
-
-/// Propagates the commands that redo a write: out of line, since creates and partial writes
-/// are rare, so that the common ends of a write (verbatim, or nothing) stay short.
-#[cold]
-#[inline(never)]
-fn redo(ctx: &Context, commands: Vec<Command>) {
-    for (name, args) in commands {
-        // Command names are literals of ours: never a NUL inside.
-        let Ok(name) = CString::new(name) else {
-            continue;
-        };
-        let mut command = Replicated::new(&name, args.len());
-        args.iter().for_each(|arg| _ = command.text(arg));
-        command.replicate(ctx);
     }
 }
 
@@ -263,8 +314,9 @@ fn notify(ctx: &Context, class: NotifyEvent, event: &CStr, key: &RedisString) {
 mod tests {
     use super::*;
 
-    fn redo(done: usize) -> Vec<Command<'static>> {
-        vec![("X", vec![b"items".as_slice(); done])]
+    /// `done` commands (made without a server: nothing in them).
+    fn redo(done: usize) -> Vec<Replicated<'static>> {
+        (0..done).map(|_| Replicated::new(c"X", 0)).collect()
     }
 
     fn progress(created: bool, changed: bool, done: usize, total: usize) -> Progress {
@@ -278,7 +330,7 @@ mod tests {
 
     fn redone(applied: Applied) -> Option<usize> {
         match applied {
-            Applied::Redo(commands) => Some(commands[0].1.len()),
+            Applied::Commands(commands) => Some(commands.len()),
             _ => None,
         }
     }

@@ -85,6 +85,90 @@ fn replica_with_other_defaults_holds_identical_values_and_refuses_writes() {
     assert_eq!(digests(&mut r), on_master);
 }
 
+/// Keys created one after another with parameters that change, return and repeat (the
+/// defaults reconfigured between creates, and explicit ones) reach a replica and the AOF each
+/// with its own parameters: the replicated creates reuse the strings of parameters that
+/// repeat, never those of the last value.
+#[test]
+fn creates_with_changing_parameters_replicate_each_its_own() {
+    let mut master = Server::builder().arg("appendonly", "yes").start();
+    let mut replica_builder = Server::builder();
+    for (name, value) in OTHER_DEFAULTS {
+        replica_builder = replica_builder.module_arg(name, value);
+    }
+    let replica = replica_builder.start();
+    attach_replica(&master, &replica);
+    let mut m = master.conn();
+    let sets = [
+        ("0.01", "100", "2", "0.01", "50000", "60"),
+        ("0.001", "1000", "4", "0.05", "1000", "3600"),
+    ];
+    for (i, set) in [0, 0, 1, 0, 1, 1].into_iter().enumerate() {
+        let (bf_rate, bf_size, expansion, lc_rate, lc_capacity, window) = sets[set];
+        for (name, value) in [
+            ("bf-error-rate", bf_rate),
+            ("bf-initial-size", bf_size),
+            ("bf-expansion-factor", expansion),
+            ("lc-error-rate", lc_rate),
+            ("lc-capacity", lc_capacity),
+        ] {
+            ok(
+                &mut m,
+                &["CONFIG", "SET", &format!("lcbloom.{name}"), value],
+            );
+        }
+        ok(&mut m, &["BF.ADD", &format!("bf:add:{i}"), "a"]);
+        ok(&mut m, &["BF.MADD", &format!("bf:madd:{i}"), "a", "b"]);
+        ok(
+            &mut m,
+            &["BF.RESERVE", &format!("bf:reserve:{i}"), bf_rate, bf_size],
+        );
+        ok(
+            &mut m,
+            &[
+                "BF.INSERT",
+                &format!("bf:window:{i}"),
+                "CAPACITY",
+                bf_size,
+                "ERROR",
+                bf_rate,
+                "EXPANSION",
+                expansion,
+                "WINDOW",
+                window,
+                "ITEMS",
+                "a",
+            ],
+        );
+        ok(&mut m, &["LC.ADD", &format!("lc:add:{i}"), "a", "b"]);
+        ok(&mut m, &["LC.ADD", &format!("lc:empty:{i}")]);
+    }
+    let acked: i64 = redis::cmd("WAIT").arg(1).arg(5000).query(&mut m).unwrap();
+    assert_eq!(acked, 1);
+    let on_master = digests(&mut m);
+    assert_eq!(on_master.len(), 36);
+    // Each key has its set's parameters (the digests then show the replica's are the same).
+    for (i, set) in [0, 0, 1, 0, 1, 1].into_iter().enumerate() {
+        let capacity: Vec<i64> = redis::cmd("BF.INFO")
+            .arg(&[&format!("bf:add:{i}"), "CAPACITY"])
+            .query(&mut m)
+            .unwrap();
+        assert_eq!(capacity[0].to_string(), sets[set].1, "bf:add:{i}");
+        let info: Vec<redis::Value> = redis::cmd("LC.INFO")
+            .arg(format!("lc:add:{i}"))
+            .query(&mut m)
+            .unwrap();
+        assert_eq!(
+            info[1],
+            redis::Value::Int(sets[set].4.parse().unwrap()),
+            "lc:add:{i}: {info:?}"
+        );
+    }
+    assert_eq!(digests(&mut replica.conn()), on_master, "replica");
+    master.restart();
+    assert_eq!(digests(&mut master.conn()), on_master, "AOF replay");
+}
+
 /// A MADD stopped by the master's max-memory-per-key must stop at the same item on a replica
 /// and in an AOF replay, neither of which applies the limit.
 #[test]
