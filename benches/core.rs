@@ -185,7 +185,7 @@ fn bench_lc(c: &mut Criterion) {
 
 /// One new item each to 2,000 counters listing 3,000 tokens, in turn, as `LC.ADD` meets keys
 /// among many: 9 MB of lists, out of the second-level cache, so that an add's search and shift
-/// wait for memory (each counter's lines asked for first, `prefetch_for_adds`). The counters
+/// wait for memory (each counter's lines asked for first, as `add_all_within` does). The counters
 /// start again from the same 3,000 items every 100 rounds, so that they stay in tokens mode.
 fn bench_lc_add_cold(c: &mut Criterion) {
     const KEYS: usize = 2_000;
@@ -206,8 +206,8 @@ fn bench_lc_add_cold(c: &mut Criterion) {
                 let start = std::time::Instant::now();
                 for _ in 0..run {
                     let counter = &mut counters[done as usize % KEYS];
-                    counter.prefetch_for_adds();
-                    black_box(counter.add(&next.to_le_bytes()).unwrap());
+                    let item = next.to_le_bytes();
+                    black_box(counter.add_all_within(std::iter::once(&item[..]), u64::MAX));
                     (done, next) = (done + 1, next + 1);
                 }
                 spent += start.elapsed();

@@ -12,7 +12,7 @@
 
 use super::codec;
 use super::config;
-use super::counter::{Counter, LcError};
+use super::counter::Counter;
 use super::errors::{
     bad_counter_chunk, bad_counter_encoding, union_refused, union_too_large, LC_CAPACITY,
     LC_CHUNK_ITERATOR, LC_ERROR_RATE,
@@ -61,24 +61,6 @@ pub fn reserve(ctx: &Context, args: &[RedisString]) -> RedisResult {
     OK
 }
 
-/// Adds the items in order until one fails: how many changed the counter, how many were
-/// added, and the error that stopped the rest.
-fn add_items(
-    counter: &mut Counter,
-    items: &[RedisString],
-    limit: u64,
-) -> (i64, usize, Option<LcError>) {
-    let mut changed = 0;
-    counter.prefetch_for_adds();
-    for (done, item) in items.iter().enumerate() {
-        match counter.add_within(item.as_slice(), limit) {
-            Ok(new) => changed += new as i64,
-            Err(e) => return (changed, done, Some(e)),
-        }
-    }
-    (changed, items.len(), None)
-}
-
 /// `LC.ADD key [item ...]`
 pub fn add(ctx: &Context, args: &[RedisString]) -> RedisResult {
     if args.len() < 2 {
@@ -101,7 +83,13 @@ pub fn add(ctx: &Context, args: &[RedisString]) -> RedisResult {
         memory_limit(ctx)
     };
     let (changed, done, error) = modify(&mut *counter, |s| {
-        s.with_mut(|c| c.whole_or_refused(limit, false, |c| add_items(c, items, limit)))
+        s.with_mut(|c| {
+            c.whole_or_refused(limit, false, |c| {
+                let (changed, done, e) =
+                    c.add_all_within(items.iter().map(RedisString::as_slice), limit);
+                (changed as i64, done, e)
+            })
+        })
     });
     // Redis holds the counter's new word before anyone is told of the write.
     drop(counter);

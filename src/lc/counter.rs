@@ -444,15 +444,45 @@ impl Counter {
         self.add_hash_within(hash_item(item).h1, limit)
     }
 
+    /// Adds `items` one after another, as [`Counter::add_within`] adds each: how many changed
+    /// the counter, how many were added, and the error that stopped the rest (nothing of the
+    /// item it refused is added). A batch of two or more that exact mode holds whatever its
+    /// items goes into the set at once (`add_hashes_at_once`): a new counter's first
+    /// items, mostly.
+    pub fn add_all_within<'i>(
+        &mut self,
+        items: impl ExactSizeIterator<Item = &'i [u8]> + Clone,
+        limit: u64,
+    ) -> (u64, usize, Option<LcError>) {
+        let n = items.len();
+        if n >= 2 {
+            let hashes = items.clone().map(|item| hash_item(item).h1);
+            match self.add_hashes_at_once(hashes, n) {
+                Some(Ok(new)) => return (new, n, None),
+                Some(Err(e)) => return (0, 0, Some(e)),
+                None => {}
+            }
+        }
+        self.prefetch_for_adds();
+        let mut changed = 0;
+        for (done, item) in items.enumerate() {
+            match self.add_within(item, limit) {
+                Ok(new) => changed += u64::from(new),
+                Err(e) => return (changed, done, Some(e)),
+            }
+        }
+        (changed, n, None)
+    }
+
     /// Asks the CPU for the lines the adds about to come will touch (a hint), once before a
-    /// command's adds. An add to a sorted list (exact and tokens modes) searches it, then
+    /// batch of adds. An add to a sorted list (exact and tokens modes) searches it, then
     /// shifts what follows the new value: it touches most of the block's lines (a few KB at
     /// most), which a key among many is out of the caches for. Asked for together, they arrive
     /// in about the time of one instead of one after another as the search and the shift
     /// reach them. The search reads the list's upper bits first, which come last in the
     /// block: their lines are asked for first. A sketch's add touches a line or two: nothing
     /// is asked for.
-    pub fn prefetch_for_adds(&self) {
+    fn prefetch_for_adds(&self) {
         let (base, shape) = match self.mode() {
             Mode::Exact | Mode::Sparse => (STREAM, self.shape()),
             Mode::Tokens => (SKETCH_STREAM, self.tokens_shape()),

@@ -66,6 +66,52 @@ impl Counter {
         Ok(true)
     }
 
+    /// Adds the items of hashes `hashes` (`n` of them) at once when exact mode holds them,
+    /// whatever they are (its count and `n` within the exact limit): their fingerprints are
+    /// sorted, then merged into the set in one pass and one new block, where adding them one
+    /// at a time searches, shifts and grows the block for each. How many were new, as one
+    /// at a time counts them; `None` when the counter is not exact or the batch could leave
+    /// exact mode (the caller adds them one at a time). Nothing changed on error. Out of
+    /// line, so that the callers' loop for single items stays as short as it was.
+    #[inline(never)]
+    pub(super) fn add_hashes_at_once(
+        &mut self,
+        hashes: impl Iterator<Item = u64>,
+        n: usize,
+    ) -> Option<Result<u64, LcError>> {
+        let fits = self.header().count + n as u64 <= self.geometry.exact_limit;
+        (self.is_exact() && fits).then(|| self.merge_fingerprints(hashes, n))
+    }
+
+    fn merge_fingerprints(
+        &mut self,
+        hashes: impl Iterator<Item = u64>,
+        n: usize,
+    ) -> Result<u64, LcError> {
+        let universe = self.geometry.universe();
+        let mut batch = Vec::new();
+        batch
+            .try_reserve_exact(n)
+            .map_err(|_| LcError::OutOfMemory)?;
+        batch.extend(hashes.map(|h| reduce(h, universe)));
+        batch.sort_unstable();
+        batch.dedup();
+        // Room for the decoding, which writes past the count (`fingerprints_in`), and for
+        // the merge.
+        let mut set = Vec::new();
+        set.try_reserve_exact(self.header().count as usize + 63 + batch.len())
+            .map_err(|_| LcError::OutOfMemory)?;
+        let held = self.fingerprints_in(&mut set).len();
+        set.truncate(held);
+        let missing = missing_from(&set, &batch);
+        if missing > 0 {
+            merge_missing(&mut set, &batch, missing);
+            let k = set.len() as u64;
+            self.block = Counter::stream_block(Mode::Exact, universe, k, set.into_iter())?;
+        }
+        Ok(missing as u64)
+    }
+
     /// The tokens at precision `p` of the items the fingerprints stand for (sorted, distinct):
     /// fingerprint `f` stands for the hashes `[f·2^64/U, (f+1)·2^64/U)`, whose start gives the
     /// item's token unless a token boundary falls inside (about `2^(p+24)/U` per item).
@@ -202,6 +248,47 @@ fn tokens_in_halves_avx2(
     });
 }
 
+/// How many of `values` (sorted, distinct) `sorted` (sorted, distinct) lacks: a search for each
+/// of a few values, a walk through both lists otherwise (many copies of one large set cost a
+/// pass over each, not a search per value).
+pub(super) fn missing_from(sorted: &[u64], values: &[u64]) -> usize {
+    let searches = values.len() * ((sorted.len() | 1).ilog2() as usize + 1);
+    if searches < sorted.len() + values.len() {
+        return values
+            .iter()
+            .filter(|v| sorted.binary_search(v).is_err())
+            .count();
+    }
+    let (mut i, mut j, mut shared) = (0, 0, 0);
+    while i < sorted.len() && j < values.len() {
+        let (a, b) = (sorted[i], values[j]);
+        i += usize::from(a <= b);
+        j += usize::from(b <= a);
+        shared += usize::from(a == b);
+    }
+    values.len() - shared
+}
+
+/// Merges into `sorted` (sorted, distinct) the `missing` of `values` (sorted, distinct) it
+/// lacks (`missing_from`), from the back, each value moved once.
+pub(super) fn merge_missing(sorted: &mut Vec<u64>, values: &[u64], missing: usize) {
+    let mut i = sorted.len();
+    sorted.resize(i + missing, 0);
+    let mut at = sorted.len();
+    for &v in values.iter().rev() {
+        while i > 0 && sorted[i - 1] > v {
+            i -= 1;
+            at -= 1;
+            sorted[at] = sorted[i];
+        }
+        if i > 0 && sorted[i - 1] == v {
+            continue;
+        }
+        at -= 1;
+        sorted[at] = v;
+    }
+}
+
 /// `values` (sorted) without repeats.
 fn dedup(values: impl Iterator<Item = u64>) -> impl Iterator<Item = u64> {
     let mut last = None;
@@ -250,6 +337,46 @@ mod tests {
                     unsafe { tokens_in_halves_avx2(&fingerprints, &first, p, &mut got) };
                     assert_eq!(got[1..], want, "avx2, universe {universe}, p {p}");
                 }
+            }
+        }
+    }
+
+    proptest::proptest! {
+        /// A batch of items, repeats and items already held among them, leaves the counter as
+        /// adding them one at a time does, and counts the same new items: in exact mode at
+        /// once, and across the switch to a sketch one at a time.
+        #[test]
+        fn batches_are_adds_one_by_one(
+            (rate, capacity) in proptest::sample::select(vec![(0.01, 50_000), (0.05, 1_000), (0.01, 10_000_000)]),
+            held in 0u64..300,
+            batch in proptest::collection::vec(0u64..400, 0..120),
+        ) {
+            let mut counter = Counter::reserve(rate, capacity, u64::MAX).unwrap();
+            for i in 0..held {
+                counter.add(&i.to_le_bytes()).unwrap();
+            }
+            let items: Vec<[u8; 8]> = batch.iter().map(|i| i.to_le_bytes()).collect();
+            let mut one_by_one = counter.try_clone().unwrap();
+            let new = items.iter().filter(|i| one_by_one.add(&i[..]).unwrap()).count() as u64;
+            let added = counter.add_all_within(items.iter().map(|i| &i[..]), u64::MAX);
+            proptest::prop_assert_eq!(added, (new, items.len(), None));
+            proptest::prop_assert_eq!(counter, one_by_one);
+        }
+
+        /// Gathering sorted sets one after another, by search or by walk, gives their union.
+        #[test]
+        fn merging_missing_values_gives_the_union(
+            sets in proptest::collection::vec(
+                proptest::collection::btree_set(0u64..2_000, 0..600), 1..8),
+        ) {
+            let (mut gathered, mut truth) = (Vec::new(), std::collections::BTreeSet::new());
+            for set in &sets {
+                let values: Vec<u64> = set.iter().copied().collect();
+                let missing = missing_from(&gathered, &values);
+                truth.extend(set);
+                proptest::prop_assert_eq!(gathered.len() + missing, truth.len());
+                merge_missing(&mut gathered, &values, missing);
+                proptest::prop_assert!(gathered.iter().eq(truth.iter()));
             }
         }
     }

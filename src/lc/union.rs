@@ -12,6 +12,7 @@
 
 use super::collect::{union_packed, LevelBits};
 use super::counter::{Counter, LcError};
+use super::exact::{merge_missing, missing_from};
 use super::geometry::{token_limit, token_universe};
 use super::header::{Mode, SKETCH_REGISTERS, SKETCH_STREAM};
 use super::levels::{
@@ -179,47 +180,6 @@ fn distinct_within(counters: &[&Counter], bound: u64) -> Option<Vec<u64>> {
         }
     }
     Some(distinct)
-}
-
-/// How many of `values` (sorted, distinct) `sorted` (sorted, distinct) lacks: a search for each
-/// of a few values, a walk through both lists otherwise (many copies of one large set cost a
-/// pass over each, not a search per value).
-fn missing_from(sorted: &[u64], values: &[u64]) -> usize {
-    let searches = values.len() * ((sorted.len() | 1).ilog2() as usize + 1);
-    if searches < sorted.len() + values.len() {
-        return values
-            .iter()
-            .filter(|v| sorted.binary_search(v).is_err())
-            .count();
-    }
-    let (mut i, mut j, mut shared) = (0, 0, 0);
-    while i < sorted.len() && j < values.len() {
-        let (a, b) = (sorted[i], values[j]);
-        i += usize::from(a <= b);
-        j += usize::from(b <= a);
-        shared += usize::from(a == b);
-    }
-    values.len() - shared
-}
-
-/// Merges into `sorted` (sorted, distinct) the `missing` of `values` (sorted, distinct) it
-/// lacks (`missing_from`), from the back, each value moved once.
-fn merge_missing(sorted: &mut Vec<u64>, values: &[u64], missing: usize) {
-    let mut i = sorted.len();
-    sorted.resize(i + missing, 0);
-    let mut at = sorted.len();
-    for &v in values.iter().rev() {
-        while i > 0 && sorted[i - 1] > v {
-            i -= 1;
-            at -= 1;
-            sorted[at] = sorted[i];
-        }
-        if i > 0 && sorted[i - 1] == v {
-            continue;
-        }
-        at -= 1;
-        sorted[at] = v;
-    }
 }
 
 /// `counters` in turn, each next one's block asked for as the one before is handed out, to
@@ -1445,25 +1405,6 @@ mod tests {
             (count as f64 / truth as f64 - 1.0).abs() < 0.03,
             "{count} {truth}"
         );
-    }
-
-    proptest::proptest! {
-        /// Gathering sorted sets one after another, by search or by walk, gives their union.
-        #[test]
-        fn merging_missing_values_gives_the_union(
-            sets in proptest::collection::vec(
-                proptest::collection::btree_set(0u64..2_000, 0..600), 1..8),
-        ) {
-            let (mut gathered, mut truth) = (Vec::new(), std::collections::BTreeSet::new());
-            for set in &sets {
-                let values: Vec<u64> = set.iter().copied().collect();
-                let missing = missing_from(&gathered, &values);
-                truth.extend(set);
-                proptest::prop_assert_eq!(gathered.len() + missing, truth.len());
-                merge_missing(&mut gathered, &values, missing);
-                proptest::prop_assert!(gathered.iter().eq(truth.iter()));
-            }
-        }
     }
 }
 
