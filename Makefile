@@ -189,8 +189,9 @@ bench-peer: deps-python
 	$(MAKE) bench PEER_MODULE=$$(realpath "$$(scripts/fetch-tool.sh redisbloom)")
 
 ## The timings docs/BENCHMARKS.md gives for each CPU (bench/per_cpu.sh: the server benchmark
-## against RedisBloom, persistence, LC.ADD against its floor, many-key LC.COUNT on Redis and
-## Valkey), each table saved in bench/results/ under the CPU's name; about half an hour.
+## against RedisBloom, persistence, LC.ADD against its floor, creating keys, many-key LC.COUNT
+## on Redis and Valkey), each table saved in bench/results/ under the CPU's name; about half an
+## hour.
 bench-cpu: deps build floors
 	PY=$(PY) sh bench/per_cpu.sh
 

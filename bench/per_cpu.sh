@@ -8,6 +8,7 @@
 #   persistence   DUMP, RESTORE, BGSAVE, DEBUG RELOAD and full sync of a 0.001 / 200M filter,
 #                 empty, with 2M items and full, against RedisBloom
 #   lc-add-floor  LC.ADD by counter size against the module-API floor
+#   creates       BF.MADD creating a default filter against RedisBloom, on fresh servers
 #   lc-union      many-key LC.COUNT against PFCOUNT, on redis-server and on Valkey
 #   cpu           the CPU's model, caches and the instructions the module's paths depend on
 #
@@ -60,6 +61,7 @@ PEER_MODULE=$peer BENCH_OUT="bench/results/server-$cpu-$stamp.md" "$py" bench/se
 saved persistence env PEER_MODULE="$peer" \
     PERSIST_FILLS="${PERSIST_FILLS:-0,2000000,199000000}" "$py" bench/persistence_bench.py
 saved lc-add-floor env ADD_ROUNDS="${ADD_ROUNDS:-15}" "$py" bench/lc_add_floor_bench.py
+saved creates "$py" bench/creates_ab.py "$peer" "$LCBLOOM_MODULE" "${BENCH_ROUNDS:-5}"
 shapes=${UNION_SHAPES:-10000:100,10000:250,10000:100:2,10000:100:1:100,10000:2000,10000:3400,10000:5000,100000:100,100000:250,100000:100:2,100000:100:1:100,100000:2000,100000:3400,100000:5000}
 bases=${UNION_BASES:-350}
 saved lc-union env UNION_SHAPES="$shapes" UNION_BASES="$bases" "$py" bench/lc_union_bench.py
