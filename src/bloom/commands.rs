@@ -53,8 +53,8 @@ use super::config;
 use super::errors::{
     expansion_range, AT_AHEAD, AT_WITHOUT_WINDOW, BAD_AT, BAD_CAPACITY, BAD_ERROR_RATE,
     BAD_EXPANSION, BAD_INFO_FIELD, BAD_ITERATOR, BAD_LAYOUT, BAD_SEED, BAD_WINDOW, CAPACITY_RANGE,
-    ERROR_RATE_RANGE, EXISTS_NOT_WINDOWED, ITEMS_REQUIRED, NONSCALING_EXPANSION, NOT_WINDOWED,
-    NO_EXPANSION, NO_LAYOUT, WINDOW_LAYOUT,
+    ERROR_RATE_RANGE, EXISTS_NOT_WINDOWED, NONSCALING_EXPANSION, NOT_WINDOWED, NO_EXPANSION,
+    NO_LAYOUT, WINDOW_LAYOUT,
 };
 use super::filter::Layout;
 use super::load::{from_header, NewFilter};
@@ -62,7 +62,9 @@ use super::window::filter::{WindowParams, MAX_TIME, MAX_WINDOW_SECS};
 use super::window::value::Windowed;
 use crate::bloom::redisbloom::chain::RedisBloomChain;
 use crate::server::args::{is_keyword, parse_f64, parse_i64, parse_u64, set_once, Args};
-use crate::server::errors::{unknown_argument, CHUNK_LENGTH, INTERNAL, ITEM_EXISTS, NOT_FOUND};
+use crate::server::errors::{
+    unknown_argument, CHUNK_LENGTH, INTERNAL, ITEMS_REQUIRED, ITEM_EXISTS, NOT_FOUND,
+};
 use crate::server::limits::{check_item_count, memory_limit, memory_limit_while, rebuilding};
 use crate::server::reply::{self, flag, ordered_map_simple_names};
 use crate::server::stats::note_refused_write;

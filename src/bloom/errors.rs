@@ -26,7 +26,6 @@ pub const AT_WITHOUT_WINDOW: &str =
     "ERR AT needs a windowed filter: no such key, and no WINDOW to create one";
 /// `BF.RESERVE ... WINDOW` on a key holding a filter without one (RedisBloom's text first).
 pub const EXISTS_NOT_WINDOWED: &str = "ERR item exists: a filter without a window";
-pub const ITEMS_REQUIRED: &str = "ERR ITEMS and at least one item are required";
 pub const BAD_INFO_FIELD: &str = "ERR Invalid information value"; // RedisBloom
 
 pub fn expansion_range(max: u32) -> RedisError {

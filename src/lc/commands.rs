@@ -1,14 +1,15 @@
 //! `LC.*` command handlers: parse, run the core, reply, replicate, notify.
 //!
-//! Replication and AOF: a write that changed nothing is not propagated. `LC.ADD` on a missing
-//! key propagates `LC.RESERVE key <rate> <capacity>` with the defaults it actually used, then the
-//! `LC.ADD` itself (Redis wraps the two in MULTI/EXEC), so a replica or an AOF replay with other
-//! `lc-*` defaults builds a byte-identical counter. The other writes are deterministic given
-//! the keys they read and are propagated verbatim.
+//! Replication and AOF: a write that changed nothing is not propagated. `LC.ADD` or
+//! `LC.INSERT` creating a key propagates `LC.INSERT key CAPACITY <capacity> ERROR <rate> ITEMS
+//! <items>` with the parameters it actually used (`LC.RESERVE` when no item went in), so a
+//! replica or an AOF replay with other `lc-*` defaults builds a byte-identical counter. The
+//! other writes are deterministic given the keys they read and are propagated verbatim.
 //!
 //! Keyspace notifications, for writes that changed something: `lc.reserve`, `lc.add`,
-//! `lc.merge`, `lc.loadchunk`, in class `d` (`REDISMODULE_NOTIFY_MODULE`, the class Redis
-//! documents for module key types since 7.0, also used by RedisTimeSeries; included in `A`).
+//! `lc.insert`, `lc.merge`, `lc.loadchunk`, in class `d` (`REDISMODULE_NOTIFY_MODULE`, the
+//! class Redis documents for module key types since 7.0, also used by RedisTimeSeries;
+//! included in `A`).
 
 use super::codec;
 use super::config;
@@ -19,8 +20,10 @@ use super::errors::{
 };
 use super::stored::{CounterRef, StoredCounter};
 use crate::core::chunks::chunk_start;
-use crate::server::args::{parse_in_range, parse_rate};
-use crate::server::errors::{CHUNK_LENGTH, ITEM_EXISTS, NOT_FOUND};
+use crate::server::args::{is_keyword, parse_in_range, parse_rate, set_once, Args};
+use crate::server::errors::{
+    unknown_argument, CHUNK_LENGTH, ITEMS_REQUIRED, ITEM_EXISTS, NOT_FOUND,
+};
 use crate::server::limits::{
     check_item_count, memory_limit, memory_limit_while, rebuilding, MAX_CAPACITY,
 };
@@ -28,15 +31,19 @@ use crate::server::reply::{count as count_reply, flag, ordered_map};
 use crate::server::value::{
     modify, read_word, read_words_closing, store_word, write_word, write_word_or_store, Key, Lent,
 };
-use crate::server::write::{finish_write, Applied, Progress, Remembered, Replicated};
+use crate::server::write::{finish_write, Applied, Progress, Remembered, Replicated, Word};
 use redis_module::{Context, RedisError, RedisResult, RedisString, RedisValue};
+use std::ffi::CStr;
 
 const OK: RedisResult = Ok(RedisValue::SimpleStringStatic("OK"));
 
-/// The parameters of the `LC.RESERVE` a counter created by `LC.ADD` is replicated as (mostly
-/// the configured defaults).
+/// The parameters a created counter is replicated with (mostly the configured defaults), and
+/// the words of the `LC.INSERT` that carries them.
 static RATE: Remembered = Remembered::new();
 static CAPACITY: Remembered = Remembered::new();
+static CAPACITY_WORD: Word = Word::new(c"CAPACITY");
+static ERROR_WORD: Word = Word::new(c"ERROR");
+static ITEMS_WORD: Word = Word::new(c"ITEMS");
 
 /// `LC.RESERVE key error_rate capacity`
 pub fn reserve(ctx: &Context, args: &[RedisString]) -> RedisResult {
@@ -49,16 +56,21 @@ pub fn reserve(ctx: &Context, args: &[RedisString]) -> RedisResult {
     if write_word::<StoredCounter>(&mut key)?.is_some() {
         return Err(RedisError::Str(ITEM_EXISTS));
     }
-    // The smallest rate binds clients: what a master or an AOF file logged must replay.
+    store_word(&mut key, new_counter(ctx, rate, capacity)?)?;
+    finish_write(ctx, c"lc.reserve", key_name, Applied::Whole);
+    OK
+}
+
+/// An empty counter of these parameters, within max-memory-per-key. The smallest rate binds
+/// clients: what a master or an AOF file logged must replay.
+fn new_counter(ctx: &Context, rate: f64, capacity: u64) -> Result<StoredCounter, RedisError> {
     let rebuilding = rebuilding(ctx);
     let limit = memory_limit_while(rebuilding);
     let counter = match rebuilding {
         true => Counter::reserve_logged(rate, capacity, limit),
         false => Counter::reserve(rate, capacity, limit),
     }?;
-    store_word(&mut key, StoredCounter::new(counter))?;
-    finish_write(ctx, c"lc.reserve", key_name, Applied::Whole);
-    OK
+    Ok(StoredCounter::new(counter))
 }
 
 /// `LC.ADD key [item ...]`
@@ -66,15 +78,79 @@ pub fn add(ctx: &Context, args: &[RedisString]) -> RedisResult {
     if args.len() < 2 {
         return Err(RedisError::WrongArity);
     }
-    let (key_name, items) = (&args[1], &args[2..]);
+    let defaults = config::defaults();
+    add_items(ctx, c"lc.add", &args[1], &args[2..], Some(defaults))
+}
+
+/// `LC.INSERT key [CAPACITY capacity] [ERROR error_rate] [NOCREATE] ITEMS item [item ...]`:
+/// `LC.ADD` creating a missing key with these parameters (the defaults for those not given),
+/// or not at all (`NOCREATE`: `ERR not found`). A key that exists keeps its own.
+pub fn insert(ctx: &Context, args: &[RedisString]) -> RedisResult {
+    if args.len() < 4 {
+        return Err(RedisError::WrongArity);
+    }
+    let (mut rate, mut capacity, mut nocreate) = (None, None, None);
+    let mut rest = Args::new(&args[2..]);
+    let items = loop {
+        let Some(arg) = rest.next() else {
+            return Err(RedisError::Str(ITEMS_REQUIRED));
+        };
+        let is = |keyword| is_keyword(arg, keyword);
+        if is("ITEMS") {
+            break rest.rest();
+        } else if is("CAPACITY") {
+            set_once(&mut capacity, "CAPACITY", || {
+                let arg = rest.value(LC_CAPACITY)?;
+                Ok(parse_in_range(ctx, arg, 1, MAX_CAPACITY, LC_CAPACITY)? as u64)
+            })?;
+        } else if is("ERROR") {
+            set_once(&mut rate, "ERROR", || {
+                parse_rate(rest.value(LC_ERROR_RATE)?, LC_ERROR_RATE)
+            })?;
+        } else if is("NOCREATE") {
+            set_once(&mut nocreate, "NOCREATE", || Ok(()))?;
+        } else {
+            return Err(unknown_argument(arg.as_slice()));
+        }
+    };
+    if items.is_empty() {
+        return Err(RedisError::Str(ITEMS_REQUIRED));
+    }
+    let create = nocreate.is_none().then(|| {
+        let (default_rate, default_capacity) = config::defaults();
+        (
+            rate.unwrap_or(default_rate),
+            capacity.unwrap_or(default_capacity),
+        )
+    });
+    add_items(ctx, c"lc.insert", &args[1], items, create)
+}
+
+/// Adds `items` to the counter at `key_name`, creating it with the rate and capacity of
+/// `create` when missing (`None`: `ERR not found`). Replicated as what it applied: a new key
+/// as the `LC.INSERT` that creates it with those parameters and adds its items (`LC.RESERVE`
+/// when none went in), so that a replica or an AOF replay with other `lc-*` defaults builds the
+/// same counter; items added to an existing key verbatim, or as the `LC.ADD` of those before
+/// the one refused.
+fn add_items(
+    ctx: &Context,
+    event: &CStr,
+    key_name: &RedisString,
+    items: &[RedisString],
+    create: Option<(f64, u64)>,
+) -> RedisResult {
     check_item_count(ctx, items.len())?;
     let mut key = Key::write(ctx, key_name);
-    let defaults = config::defaults();
-    let (mut counter, created) = write_word_or_store(&mut key, || {
-        let counter = Counter::reserve(defaults.0, defaults.1, memory_limit(ctx))?;
-        Ok(StoredCounter::new(counter))
-    })?;
-    let created = created.then_some(defaults);
+    let (mut counter, created) = match create {
+        Some((rate, capacity)) => {
+            write_word_or_store(&mut key, || new_counter(ctx, rate, capacity))?
+        }
+        None => {
+            let counter = write_word::<StoredCounter>(&mut key)?;
+            (counter.ok_or(RedisError::Str(NOT_FOUND))?, false)
+        }
+    };
+    let created = create.filter(|_| created);
     // The limit binds only the switch to the larger form; reading it costs a
     // RedisModule_GetContextFlags call, so skip that for adds that cannot switch.
     let limit = if items.len() as u64 <= counter.view().room_before_dense() {
@@ -93,32 +169,40 @@ pub fn add(ctx: &Context, args: &[RedisString]) -> RedisResult {
     });
     // Redis holds the counter's new word before anyone is told of the write.
     drop(counter);
-    // Propagated: what was applied. A new key as `LC.RESERVE` with the defaults it used, then
-    // its items.
     let progress = Progress {
         created: created.is_some(),
         changed: changed > 0,
         done,
         total: items.len(),
     };
-    let applied = progress.applied(|done| {
-        let mut commands = Vec::with_capacity(2);
-        if let Some((rate, capacity)) = created {
+    let applied = progress.applied(|done| match (created, done) {
+        (Some((rate, capacity)), 0) => {
             let mut reserve = Replicated::new(c"LC.RESERVE", 3);
             reserve
                 .arg(key_name)
                 .remembered_f64(&RATE, rate)
                 .remembered_number(&CAPACITY, capacity);
-            commands.push(reserve);
+            reserve
         }
-        if done > 0 {
+        (Some((rate, capacity)), done) => {
+            let mut insert = Replicated::new(c"LC.INSERT", 6 + done);
+            insert
+                .arg(key_name)
+                .word(&CAPACITY_WORD)
+                .remembered_number(&CAPACITY, capacity)
+                .word(&ERROR_WORD)
+                .remembered_f64(&RATE, rate)
+                .word(&ITEMS_WORD)
+                .args(&items[..done]);
+            insert
+        }
+        (None, done) => {
             let mut add = Replicated::new(c"LC.ADD", 1 + done);
             add.arg(key_name).args(&items[..done]);
-            commands.push(add);
+            add
         }
-        commands
     });
-    finish_write(ctx, c"lc.add", key_name, applied);
+    finish_write(ctx, event, key_name, applied);
     match error {
         Some(e) => Err(e.into()),
         None => Ok(RedisValue::Integer(changed)),

@@ -11,6 +11,7 @@ use redis_module::RedisError;
 
 pub const NOT_FOUND: &str = "ERR not found"; // RedisBloom
 pub const ITEM_EXISTS: &str = "ERR item exists"; // RedisBloom
+pub const ITEMS_REQUIRED: &str = "ERR ITEMS and at least one item are required";
 pub const CHUNK_LENGTH: &str = "ERR invalid chunk: iterator and length do not match";
 pub const INTERNAL: &str = "ERR lcbloom internal error (see the server log)";
 pub const NOT_STORED: &str = "ERR lcbloom internal error (value not stored)";

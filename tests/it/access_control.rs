@@ -127,6 +127,14 @@ const LC: &[Expected] = &[
         call: &["LC.ADD", "c", "q", "r"],
     },
     Expected {
+        name: "lc.insert",
+        flags: &["write", "denyoom", "module"],
+        arity: -4,
+        range: (1, 1, 1),
+        specs: &[(ADD, 1, 0)],
+        call: &["LC.INSERT", "c", "CAPACITY", "100", "ITEMS", "s"],
+    },
+    Expected {
         name: "lc.count",
         flags: &["readonly", "module"],
         arity: -2,

@@ -59,7 +59,7 @@ impl Tally {
     }
 }
 
-const COMMANDS: [&str; 16] = [
+const COMMANDS: [&str; 17] = [
     "BF.RESERVE",
     "BF.ADD",
     "BF.MADD",
@@ -72,6 +72,7 @@ const COMMANDS: [&str; 16] = [
     "BF.LOADCHUNK",
     "LC.RESERVE",
     "LC.ADD",
+    "LC.INSERT",
     "LC.COUNT",
     "LC.MERGE",
     "LC.INFO",

@@ -119,6 +119,100 @@ fn reserve_and_its_errors() {
     assert_eq!(lc_info_field(&mut c, "k", "Capacity"), Value::Int(1000));
 }
 
+/// `LC.INSERT` adds as `LC.ADD` does, creating a missing key with its parameters (the
+/// defaults for those not given) or, with `NOCREATE`, not at all; a key that exists keeps its
+/// own. A bad option or value is refused before anything changes.
+#[test]
+fn insert_creates_with_its_parameters_or_not_at_all() {
+    let server = Server::start();
+    let mut c = server.conn();
+    let insert =
+        |c: &mut Connection, args: &[&str]| redis::cmd("LC.INSERT").arg(args).query::<i64>(c);
+    assert_eq!(
+        insert(
+            &mut c,
+            &["m", "CAPACITY", "250", "ERROR", "0.02", "ITEMS", "a", "b", "a"]
+        ),
+        Ok(2)
+    );
+    assert_eq!(lc_info_field(&mut c, "m", "Capacity"), Value::Int(250));
+    assert_eq!(lc_error_rate(&mut c, "m"), Some(0.02));
+    // An existing key keeps its parameters; the items go in.
+    assert_eq!(
+        insert(
+            &mut c,
+            &["m", "error", "0.1", "capacity", "9", "items", "c", "a"]
+        ),
+        Ok(1)
+    );
+    assert_eq!(lc_info_field(&mut c, "m", "Capacity"), Value::Int(250));
+    assert_eq!(lc_count(&mut c, &["m"]), 3);
+    // Parameters not given come from lc-capacity and lc-error-rate.
+    assert_eq!(insert(&mut c, &["d", "ERROR", "0.05", "ITEMS", "x"]), Ok(1));
+    assert_eq!(lc_info_field(&mut c, "d", "Capacity"), Value::Int(50_000));
+    assert_eq!(lc_error_rate(&mut c, "d"), Some(0.05));
+    assert_eq!(
+        insert(&mut c, &["e", "CAPACITY", "1000", "ITEMS", "x"]),
+        Ok(1)
+    );
+    assert_eq!(lc_error_rate(&mut c, "e"), Some(0.01));
+    // NOCREATE: a missing key stays missing; an existing one takes the items.
+    assert_eq!(
+        err_text(insert(&mut c, &["n", "NOCREATE", "ITEMS", "x"])),
+        "ERR not found"
+    );
+    assert!(!exists(&mut c, "n"));
+    assert_eq!(insert(&mut c, &["m", "NOCREATE", "ITEMS", "z"]), Ok(1));
+    let refused: &[(&[&str], &str)] = &[
+        (&["n", "ITEMS"], "wrong number of arguments"),
+        (
+            &["n", "CAPACITY", "10"],
+            "ERR ITEMS and at least one item are required",
+        ),
+        (&["n", "NOCREATE", "x"], "ERR unknown argument 'x'"),
+        (
+            &["n", "ERROR", "1", "ITEMS", "x"],
+            "ERR error rate must be a number strictly between 0 and 1",
+        ),
+        (&["n", "ITEMS", "x", "ERROR"], ""),
+        (
+            &["n", "ERROR", "0.0001", "ITEMS", "x"],
+            "ERR error rate must be at least",
+        ),
+        (
+            &["n", "CAPACITY", "0", "ITEMS", "x"],
+            "ERR capacity must be an integer between 1 and 2^50",
+        ),
+        (
+            &["n", "CAPACITY", "ITEMS", "x"],
+            "ERR capacity must be an integer between 1 and 2^50",
+        ),
+        (
+            &["n", "ERROR", "0.1", "ERROR", "0.1", "ITEMS", "x"],
+            "ERR ERROR given more than once",
+        ),
+        (&["n"], "wrong number of arguments"),
+    ];
+    for (args, error) in refused {
+        let r = insert(&mut c, args);
+        if error.is_empty() {
+            // Words after ITEMS are items.
+            assert_eq!(r, Ok(2), "{args:?}");
+            ok(&mut c, &["DEL", "n"]);
+        } else {
+            let text = err_text(r);
+            assert!(
+                text.starts_with(error) || text.contains(error),
+                "{args:?}: {text}"
+            );
+            assert!(!exists(&mut c, "n"), "{args:?} left a key");
+        }
+    }
+    ok(&mut c, &["SET", "s", "v"]);
+    assert!(err_text(insert(&mut c, &["s", "ITEMS", "x"])).starts_with("WRONGTYPE"));
+    assert_eq!(lc_count(&mut c, &["m"]), 4);
+}
+
 #[test]
 fn add_is_exact_up_to_250_items_with_the_defaults() {
     let server = Server::start();

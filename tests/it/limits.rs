@@ -93,6 +93,7 @@ fn memory_limit_binds_clients_and_restore_but_not_loading() {
         &["BF.ADD", "n", "a"][..],
         &["BF.MADD", "n", "a"],
         &["LC.ADD", "n", "a"],
+        &["LC.INSERT", "n", "ITEMS", "a"],
     ] {
         let refused = err_text(cmd(&mut c, args));
         assert!(
@@ -197,6 +198,12 @@ fn item_limit_per_command_except_when_replaying() {
     }
     let refused = redis::cmd("BF.INSERT")
         .arg("bf2")
+        .arg("ITEMS")
+        .arg(&six)
+        .query::<Value>(&mut c);
+    assert!(err_text(refused).contains("max-items-per-command"));
+    let refused = redis::cmd("LC.INSERT")
+        .arg("lc2")
         .arg("ITEMS")
         .arg(&six)
         .query::<Value>(&mut c);

@@ -154,6 +154,7 @@ fn command_getkeys_names_the_keys_of_every_command() {
         (&["BF.LOADCHUNK", "k", "1", "x"], &["k"]),
         (&["LC.RESERVE", "k", "0.01", "100"], &["k"]),
         (&["LC.ADD", "k", "i", "j"], &["k"]),
+        (&["LC.INSERT", "k", "ITEMS", "i", "j"], &["k"]),
         (&["LC.COUNT", "a", "b", "c"], &["a", "b", "c"]),
         (&["LC.MERGE", "d", "a", "b"], &["d", "a", "b"]),
         (&["LC.INFO", "k"], &["k"]),

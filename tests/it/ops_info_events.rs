@@ -342,6 +342,7 @@ fn every_write_fires_its_keyspace_event() {
     ok(&mut c, &["LC.RESERVE", "lc", "0.01", "100"]);
     ok(&mut c, &["LC.ADD", "lc", "a"]);
     ok(&mut c, &["LC.ADD", "lc2", "b"]);
+    ok(&mut c, &["LC.INSERT", "lc2", "ITEMS", "c"]);
     ok(&mut c, &["LC.MERGE", "lc", "lc2"]);
     // An empty counter's encoding (see src/lc/codec.rs): version, scheme, kind 0 (exact),
     // capacity 100, error rate 0.5, m = 64, no hashes.
@@ -355,6 +356,7 @@ fn every_write_fires_its_keyspace_event() {
         .unwrap();
     ok(&mut c, &["BF.ADD", "bf", "a"]); // changes nothing: no event
     ok(&mut c, &["LC.ADD", "lc", "a"]); // likewise
+    ok(&mut c, &["LC.INSERT", "lc", "ITEMS", "a"]); // likewise
     ok(&mut c, &["SET", "end", "x"]);
 
     let mut events = Vec::new();
@@ -381,6 +383,7 @@ fn every_write_fires_its_keyspace_event() {
         ("lc.reserve", "lc"),
         ("lc.add", "lc"),
         ("lc.add", "lc2"),
+        ("lc.insert", "lc2"),
         ("lc.merge", "lc"),
         ("lc.loadchunk", "lc3"),
     ]

@@ -142,11 +142,23 @@ fn creates_with_changing_parameters_replicate_each_its_own() {
         );
         ok(&mut m, &["LC.ADD", &format!("lc:add:{i}"), "a", "b"]);
         ok(&mut m, &["LC.ADD", &format!("lc:empty:{i}")]);
+        // Its rate given, its capacity the default.
+        ok(
+            &mut m,
+            &[
+                "LC.INSERT",
+                &format!("lc:insert:{i}"),
+                "ERROR",
+                lc_rate,
+                "ITEMS",
+                "a",
+            ],
+        );
     }
     let acked: i64 = redis::cmd("WAIT").arg(1).arg(5000).query(&mut m).unwrap();
     assert_eq!(acked, 1);
     let on_master = digests(&mut m);
-    assert_eq!(on_master.len(), 36);
+    assert_eq!(on_master.len(), 42);
     // Each key has its set's parameters (the digests then show the replica's are the same).
     for (i, set) in [0, 0, 1, 0, 1, 1].into_iter().enumerate() {
         let capacity: Vec<i64> = redis::cmd("BF.INFO")
