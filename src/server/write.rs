@@ -218,11 +218,9 @@ pub enum Applied<'a> {
     Nothing,
     /// The command as the client sent it: propagated verbatim.
     Whole,
-    /// This command redoes what was applied: propagated instead of the command.
+    /// This command redoes what was applied (a create with its parameters spelled out, or the
+    /// part done before an error): propagated instead of the command.
     Command(Replicated<'a>),
-    /// Exactly these commands, in order, redo what was applied (a create with its parameters
-    /// spelled out, then its items): propagated instead of the command.
-    Commands(Vec<Replicated<'a>>),
 }
 
 /// How far a write that applies its items (or sources) one after the other got: all of them,
@@ -241,29 +239,17 @@ pub struct Progress {
 
 impl Progress {
     /// What such a write applied. A key it created, or a stop part-way, propagate as
-    /// `redo(done)`: the commands that redo the first `done` items (on a new key, creating it
+    /// `redo(done)`: the command that redoes the first `done` items (on a new key, creating it
     /// with the parameters used). Otherwise the command as sent if it changed anything, else
     /// nothing.
-    pub fn applied<'a, R: Into<Applied<'a>>>(self, redo: impl FnOnce(usize) -> R) -> Applied<'a> {
+    pub fn applied<'a>(self, redo: impl FnOnce(usize) -> Replicated<'a>) -> Applied<'a> {
         if self.created || (self.changed && self.done < self.total) {
-            redo(self.done).into()
+            Applied::Command(redo(self.done))
         } else if self.changed {
             Applied::Whole
         } else {
             Applied::Nothing
         }
-    }
-}
-
-impl<'a> From<Vec<Replicated<'a>>> for Applied<'a> {
-    fn from(commands: Vec<Replicated<'a>>) -> Self {
-        Applied::Commands(commands)
-    }
-}
-
-impl<'a> From<Replicated<'a>> for Applied<'a> {
-    fn from(command: Replicated<'a>) -> Self {
-        Applied::Command(command)
     }
 }
 
@@ -278,7 +264,6 @@ pub fn finish_write(ctx: &Context, event: &CStr, key: &RedisString, applied: App
             ctx.replicate_verbatim();
         }
         Applied::Command(command) => command.replicate(ctx),
-        Applied::Commands(commands) => commands.iter().for_each(|c| c.replicate(ctx)),
     }
     signal_modified(ctx, key);
     notify(ctx, NotifyEvent::MODULE, event, key);
@@ -314,9 +299,9 @@ fn notify(ctx: &Context, class: NotifyEvent, event: &CStr, key: &RedisString) {
 mod tests {
     use super::*;
 
-    /// `done` commands (made without a server: nothing in them).
-    fn redo(done: usize) -> Vec<Replicated<'static>> {
-        (0..done).map(|_| Replicated::new(c"X", 0)).collect()
+    /// A command named after `done` (made without a server: no argument).
+    fn redo(done: usize) -> Replicated<'static> {
+        Replicated::new([c"0", c"1", c"2", c"3"][done], 0)
     }
 
     fn progress(created: bool, changed: bool, done: usize, total: usize) -> Progress {
@@ -330,7 +315,7 @@ mod tests {
 
     fn redone(applied: Applied) -> Option<usize> {
         match applied {
-            Applied::Commands(commands) => Some(commands.len()),
+            Applied::Command(command) => command.name.to_str().ok()?.parse().ok(),
             _ => None,
         }
     }
