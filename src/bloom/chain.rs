@@ -66,6 +66,7 @@ use super::sparse;
 use crate::core::alloc::size_class;
 use crate::core::defrag::Defrag;
 use crate::core::hashing::{hash_item_seeded, ItemHash};
+use crate::core::intern::LastMade;
 use std::sync::Arc;
 
 mod batch;
@@ -186,6 +187,10 @@ pub fn memory_bytes_for(subs: &[SubParams], items: &[u64]) -> Option<u64> {
     size_class(std::mem::size_of::<Chain>() as u64).checked_add(body::planned_bytes(subs, items)?)
 }
 
+/// The parameters `Chain::with_layout` made last, by its layout, rate (bits), capacity and
+/// expansion.
+static CREATED: LastMade<(Layout, u64, u64, u32), ChainParams> = LastMade::new();
+
 /// A Bloom filter chain. The body's data: the sub-filters' item counts, then the sparse
 /// sub-filters' regions in order; the bit arrays are the body's, in order.
 pub struct Chain {
@@ -205,7 +210,8 @@ impl Chain {
         Self::with_layout(Layout::Standard, 0, error_rate, capacity, expansion, limit)
     }
 
-    /// `new` with the given layout and hash seed.
+    /// `new` with the given layout and hash seed. The parameters of a run of chains created
+    /// alike are sized and interned once (`CREATED`).
     pub fn with_layout(
         layout: Layout,
         seed: u64,
@@ -214,24 +220,31 @@ impl Chain {
         expansion: u32,
         limit: u64,
     ) -> Result<Self, ChainError> {
-        let first_rate = match expansion {
-            0 => nonscaling_rate(error_rate),
-            _ => CHAIN.head_rate(error_rate),
-        };
-        if first_rate < MIN_ERROR_RATE {
-            return Err(ChainError::ErrorRate);
-        }
-        let first = SubParams::choose(layout, capacity, first_rate).map_err(|e| match e {
-            // Beyond what sizing handles: the textbook size says by how much.
-            SizeError::TooLarge => too_large(capacity, first_rate, limit),
-            e => e.into(),
+        let made_from = (layout, error_rate.to_bits(), capacity, expansion);
+        let params = CREATED.get_or_make(made_from, || {
+            let first_rate = match expansion {
+                0 => nonscaling_rate(error_rate),
+                _ => CHAIN.head_rate(error_rate),
+            };
+            if first_rate < MIN_ERROR_RATE {
+                return Err(ChainError::ErrorRate);
+            }
+            let first = SubParams::choose(layout, capacity, first_rate).map_err(|e| match e {
+                // Beyond what sizing handles: the textbook size says by how much.
+                SizeError::TooLarge => too_large(capacity, first_rate, limit),
+                e => e.into(),
+            })?;
+            let params = ChainParams::new(error_rate, expansion, layout, vec![first]);
+            Ok(shared::intern(params))
         })?;
+        let first = params.subs[0];
         // With its first sub-filter full, as `push` checks for later ones.
         let needed = memory_bytes_for(&[first], &[first.capacity()]).ok_or(ChainError::Overflow)?;
         if needed > limit {
             return Err(ChainError::TooLarge { needed, limit });
         }
-        Self::from_parts(seed, error_rate, expansion, layout, &[(first, 0)], &[])
+        let body = Body::from_parts(seed, &[(first, 0)], &[])?;
+        Ok(Self { params, body })
     }
 
     /// A chain hashing with `seed` from decoded parts, each sub-filter with its items, the

@@ -139,6 +139,46 @@ impl<T: Eq + Hash> Default for Interner<T> {
     }
 }
 
+/// The value made last, by the parameters it was made from: values are made in runs of one
+/// (keys created one after another with the configured defaults), and making one again from
+/// its parameters (sizing it, then interning it) can be most of a create's work. Weakly held,
+/// so that the value goes with its last holder.
+pub struct LastMade<K, T> {
+    last: Mutex<Option<(K, Weak<T>)>>,
+}
+
+impl<K: PartialEq, T> LastMade<K, T> {
+    pub const fn new() -> Self {
+        Self {
+            last: Mutex::new(None),
+        }
+    }
+
+    /// The value made from `key` last, while something holds it; else `make()`'s, remembered.
+    pub fn get_or_make<E>(
+        &self,
+        key: K,
+        make: impl FnOnce() -> Result<Arc<T>, E>,
+    ) -> Result<Arc<T>, E> {
+        // As `Interner::table`: a panic cannot leave the slot half written.
+        let mut last = self.last.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((made_from, value)) = &*last {
+            if let Some(value) = value.upgrade().filter(|_| *made_from == key) {
+                return Ok(value);
+            }
+        }
+        let made = make()?;
+        *last = Some((key, Arc::downgrade(&made)));
+        Ok(made)
+    }
+}
+
+impl<K: PartialEq, T> Default for LastMade<K, T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -212,6 +252,32 @@ mod tests {
         interner.release(a);
         let b2 = interner.intern(Same(2));
         assert!(Arc::ptr_eq(&b2, &interner.intern(Same(2))));
+    }
+
+    /// The last value made is given again for the same parameters while it is held; other
+    /// parameters, or a value no one holds, are made anew.
+    #[test]
+    fn the_last_value_made_is_made_once() {
+        let last: LastMade<u64, u64> = LastMade::new();
+        let mut made = 0;
+        let mut make = |key: u64| {
+            last.get_or_make(key, || {
+                made += 1;
+                Ok::<_, ()>(Arc::new(key * 10))
+            })
+            .unwrap()
+        };
+        let a = make(1);
+        let again = make(1);
+        assert!(Arc::ptr_eq(&a, &again));
+        let b = make(2);
+        assert_eq!((*a, *b), (10, 20));
+        let a2 = make(1);
+        assert!(!Arc::ptr_eq(&a, &a2) && *a2 == 10);
+        drop((a, again, a2));
+        assert_eq!(*make(1), 10);
+        assert_eq!(made, 4);
+        assert_eq!(last.get_or_make(3, || Err("refused")), Err("refused"));
     }
 
     #[test]

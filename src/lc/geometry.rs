@@ -35,8 +35,8 @@ use super::header::{COUNT_SHIFT, DENSE_BITMAP, SKETCH_REGISTERS, SKETCH_STREAM, 
 use super::levels::{precision_for, MAX_PRECISION, MIN_PRECISION, REGISTER_BITS};
 use crate::core::alloc::size_class;
 use crate::core::ef::Shape;
-use crate::core::intern::Interner;
-use std::sync::{Arc, Mutex, Weak};
+use crate::core::intern::{Interner, LastMade};
+use std::sync::Arc;
 
 /// α² of the sizing rule (the paper's choice that reproduces its Table II).
 pub const ALPHA_SQUARED: f64 = 5.0;
@@ -148,12 +148,8 @@ pub struct Geometry {
 
 static GEOMETRIES: Interner<Geometry> = Interner::new();
 
-/// A reserve's parameters: the capacity and the error rate's bits.
-type Reserved = (u64, u64);
-
-/// The geometry [`Geometry::reserved`] made last, by its parameters: weakly held, so that it
-/// goes with its last counter.
-static LAST_RESERVED: Mutex<Option<(Reserved, Weak<Geometry>)>> = Mutex::new(None);
+/// The geometry [`Geometry::reserved`] made last, by its capacity and the rate's bits.
+static RESERVED: LastMade<(u64, u64), Geometry> = LastMade::new();
 
 impl Geometry {
     /// The shared geometry of these parameters (validated by the caller, `m ≥ 1`).
@@ -167,17 +163,12 @@ impl Geometry {
     /// counters are mostly made alike (the configured defaults, key after key), so the last
     /// one made is remembered.
     pub fn reserved(capacity: u64, error_rate: f64) -> Option<Arc<Geometry>> {
-        let params = (capacity, error_rate.to_bits());
-        let mut last = LAST_RESERVED.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some((same, geometry)) = &*last {
-            if let Some(geometry) = geometry.upgrade().filter(|_| *same == params) {
-                return Some(geometry);
-            }
-        }
-        let m = bits_for(capacity, error_rate).filter(|&m| m < MAX_BITS)?;
-        let geometry = Self::interned(capacity, error_rate, m);
-        *last = Some((params, Arc::downgrade(&geometry)));
-        Some(geometry)
+        RESERVED
+            .get_or_make((capacity, error_rate.to_bits()), || {
+                let m = bits_for(capacity, error_rate).filter(|&m| m < MAX_BITS);
+                m.map(|m| Self::interned(capacity, error_rate, m)).ok_or(())
+            })
+            .ok()
     }
 
     fn new(capacity: u64, error_rate: f64, m: u64) -> Geometry {
