@@ -9,7 +9,7 @@ Workloads (items are 12-digit random numbers, as redis-benchmark's __rand_int__)
 - add_scaling, exists_scaling: on a default-created filter (0.01/100/×2) grown to 1M items
   (14 sub-filters: its first seven are sparse sets);
 - add_200m, madd100_200m, mexists100_200m, and the same on a blocked filter: 0.001/200M;
-- madd30_new: BF.MADD of 30 items creating a default filter each time;
+- madd30_new, add_new: BF.MADD of 30 items, and BF.ADD of one, creating a default filter each time;
 - exists_small: BF.EXISTS on default filters holding 30 items;
 - madd100_2m_members, mexists100_2m_members: BF.MADD / BF.MEXISTS of 100 members of a cached
   0.001/2M filter holding the numbers 0 to 999,999 (the server benchmark's cached rows).
@@ -80,6 +80,8 @@ def run(port, pid):
             "madd100_200m_blocked": [("BF.MADD", "bfblk", *[item() for _ in range(100)]) for _ in range(CALLS)],
             "mexists100_200m_blocked": [("BF.MEXISTS", "bfblk", *[item() for _ in range(100)]) for _ in range(CALLS)],
         })
+    # Drawn last, so that the other workloads' items stay those of earlier runs.
+    workloads["add_new"] = [("BF.ADD", f"new1:{i}", item()) for i in range(CALLS)]
     time_workloads(r, pid, workloads)
 
 

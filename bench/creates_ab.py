@@ -5,8 +5,8 @@ calls through redis-benchmark at pipeline 16 from 20 clients, every call creatin
 (keys drawn from 10^8). The time is the server's own per call (INFO commandstats), the median
 of ROUNDS alternating rounds; the ratio is A's time over B's.
 
-Workloads: LC.ADD of 1 and of 30 items creating a default counter, BF.MADD of 30 items creating a
-default filter, and PFADD of 1 item creating a HyperLogLog (the same server code either way: its
+Workloads: LC.ADD of 1 and of 30 items creating a default counter, BF.ADD of 1 item and BF.MADD
+of 30 creating a default filter, and PFADD of 1 item creating a HyperLogLog (the same server code either way: its
 spread is the noise). A module without LC.* (RedisBloom) runs the BF and PFADD rows only.
 
 Usage: creates_ab.py A.so B.so [ROUNDS]   (docs/BENCHMARKS.md, "Creating keys")
@@ -23,6 +23,7 @@ ITEMS30 = " ".join(["__rand_int__"] * 30)
 WORKLOADS = {
     "LC.ADD of 1 item creating a default counter": "LC.ADD lcnew:__rand_int__ __rand_int__",
     "LC.ADD of 30 items creating a default counter": f"LC.ADD lcnew30:__rand_int__ {ITEMS30}",
+    "BF.ADD of 1 item creating a default filter": "BF.ADD bfnew1:__rand_int__ __rand_int__",
     "BF.MADD of 30 items creating a default filter": f"BF.MADD bfnew:__rand_int__ {ITEMS30}",
     "PFADD of 1 item creating a HyperLogLog": "PFADD hllnew:__rand_int__ __rand_int__",
 }
