@@ -30,7 +30,8 @@ struct Table<T> {
     /// Entries after the last sweep: the next one runs at twice as many.
     swept_at: usize,
     /// The value interned last. Values come in runs of one (keys created one after another
-    /// with the configured defaults), and comparing with it spares hashing the value.
+    /// with the configured defaults), and comparing with it spares hashing the value. (Once
+    /// the value is gone, this keeps its `Arc`'s block, as a swept entry does.)
     last: Weak<T>,
 }
 
@@ -142,7 +143,8 @@ impl<T: Eq + Hash> Default for Interner<T> {
 /// The value made last, by the parameters it was made from: values are made in runs of one
 /// (keys created one after another with the configured defaults), and making one again from
 /// its parameters (sizing it, then interning it) can be most of a create's work. Weakly held,
-/// so that the value goes with its last holder.
+/// so that the value goes with its last holder (its `Arc`'s block stays until another value
+/// replaces it).
 pub struct LastMade<K, T> {
     last: Mutex<Option<(K, Weak<T>)>>,
 }
