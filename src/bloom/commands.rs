@@ -69,7 +69,9 @@ use crate::server::limits::{check_item_count, memory_limit, memory_limit_while, 
 use crate::server::reply::{self, flag, ordered_map_simple_names};
 use crate::server::stats::note_refused_write;
 use crate::server::value::{self, modify, read, read_either, store, write_either, Either, Key};
-use crate::server::write::{finish_write, Applied, Progress, Remembered, Replicated, Word};
+use crate::server::write::{
+    finish_write, Applied, Progress, Remembered, Replicated, Word, CAPACITY, ERROR, ITEMS,
+};
 use redis_module::{raw, Context, ContextFlags, RedisError, RedisResult, RedisString, RedisValue};
 use std::cell::Cell;
 use std::ffi::CStr;
@@ -162,9 +164,6 @@ impl FilterParams {
 
 /// The words of the commands replicated for Bloom writes.
 static AT: Word = Word::new(c"AT");
-static ITEMS: Word = Word::new(c"ITEMS");
-static CAPACITY: Word = Word::new(c"CAPACITY");
-static ERROR: Word = Word::new(c"ERROR");
 static EXPANSION: Word = Word::new(c"EXPANSION");
 static NONSCALING: Word = Word::new(c"NONSCALING");
 static LAYOUT: Word = Word::new(c"LAYOUT");

@@ -31,19 +31,17 @@ use crate::server::reply::{count as count_reply, flag, ordered_map};
 use crate::server::value::{
     modify, read_word, read_words_closing, store_word, write_word, write_word_or_store, Key, Lent,
 };
-use crate::server::write::{finish_write, Applied, Progress, Remembered, Replicated, Word};
+use crate::server::write::{
+    finish_write, Applied, Progress, Remembered, Replicated, CAPACITY, ERROR, ITEMS,
+};
 use redis_module::{Context, RedisError, RedisResult, RedisString, RedisValue};
 use std::ffi::CStr;
 
 const OK: RedisResult = Ok(RedisValue::SimpleStringStatic("OK"));
 
-/// The parameters a created counter is replicated with (mostly the configured defaults), and
-/// the words of the `LC.INSERT` that carries them.
-static RATE: Remembered = Remembered::new();
-static CAPACITY: Remembered = Remembered::new();
-static CAPACITY_WORD: Word = Word::new(c"CAPACITY");
-static ERROR_WORD: Word = Word::new(c"ERROR");
-static ITEMS_WORD: Word = Word::new(c"ITEMS");
+/// The parameters a created counter is replicated with (mostly the configured defaults).
+static RATE_VALUE: Remembered = Remembered::new();
+static CAPACITY_VALUE: Remembered = Remembered::new();
 
 /// `LC.RESERVE key error_rate capacity`
 pub fn reserve(ctx: &Context, args: &[RedisString]) -> RedisResult {
@@ -180,19 +178,19 @@ fn add_items(
             let mut reserve = Replicated::new(c"LC.RESERVE", 3);
             reserve
                 .arg(key_name)
-                .remembered_f64(&RATE, rate)
-                .remembered_number(&CAPACITY, capacity);
+                .remembered_f64(&RATE_VALUE, rate)
+                .remembered_number(&CAPACITY_VALUE, capacity);
             reserve
         }
         (Some((rate, capacity)), done) => {
             let mut insert = Replicated::new(c"LC.INSERT", 6 + done);
             insert
                 .arg(key_name)
-                .word(&CAPACITY_WORD)
-                .remembered_number(&CAPACITY, capacity)
-                .word(&ERROR_WORD)
-                .remembered_f64(&RATE, rate)
-                .word(&ITEMS_WORD)
+                .word(&CAPACITY)
+                .remembered_number(&CAPACITY_VALUE, capacity)
+                .word(&ERROR)
+                .remembered_f64(&RATE_VALUE, rate)
+                .word(&ITEMS)
                 .args(&items[..done]);
             insert
         }

@@ -46,6 +46,11 @@ impl Word {
     }
 }
 
+/// Keywords of the replicated commands of every family.
+pub static CAPACITY: Word = Word::new(c"CAPACITY");
+pub static ERROR: Word = Word::new(c"ERROR");
+pub static ITEMS: Word = Word::new(c"ITEMS");
+
 /// A parameter that replicated commands repeat with the same value call after call (a
 /// create's rate or capacity: mostly the configured defaults). The string of the last value
 /// is kept and handed out again while that value comes, which spares formatting it (an
