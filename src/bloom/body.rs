@@ -123,6 +123,24 @@ pub fn planned_bytes(subs: &[SubParams], items: &[u64]) -> Option<u64> {
     total.checked_add(arrays)
 }
 
+/// The sparse sub-filters of `subs` as (shape, full, stream), their streams read one after
+/// the other from `streams`.
+fn sets_of<'a>(
+    subs: &'a [(SubParams, u64)],
+    streams: &'a [u64],
+) -> impl Iterator<Item = (Shape, bool, &'a [u64])> {
+    let mut read = 0;
+    subs.iter().filter_map(move |(sub, n)| {
+        let SubParams::Sparse(p) = sub else {
+            return None;
+        };
+        let shape = p.shape(*n);
+        let stream = &streams[read..read + shape.stream_words()];
+        read += shape.stream_words();
+        Some((shape, *n == p.capacity, stream))
+    })
+}
+
 impl Body {
     /// The body of a chain hashing with `seed`, of sub-filters each with its items, the sparse
     /// ones' streams one after the other in `streams` (valid, `sparse::is_valid`), the bit
@@ -132,30 +150,54 @@ impl Body {
         subs: &[(SubParams, u64)],
         streams: &[u64],
     ) -> Result<Self, SizeError> {
+        Self::from_parts_with_room(seed, subs, streams, 0)
+    }
+
+    /// [`Body::from_parts`], its block made with room for `room` more data words, which the
+    /// data grows into without moving while it stays in the block's size class (a create by
+    /// an add: its first items' region).
+    pub fn from_parts_with_room(
+        seed: u64,
+        subs: &[(SubParams, u64)],
+        streams: &[u64],
+        room: usize,
+    ) -> Result<Self, SizeError> {
         let count = subs.len();
-        // The sparse sets' regions first: a full one's size depends on its values.
-        let mut regions = Vec::new();
-        let mut read = 0;
-        for (sub, n) in subs {
-            if let SubParams::Sparse(p) = sub {
-                let shape = p.shape(*n);
-                let stream = &streams[read..read + shape.stream_words()];
-                read += shape.stream_words();
-                let region = sparse::region_of(stream, &shape, *n == p.capacity);
-                regions.push(region.ok_or(SizeError::OutOfMemory)?);
-            }
+        // A full set's region (frozen.rs) is sized by its values: built first. The others
+        // are sized by their shapes, and written into the block.
+        let mut frozen = Vec::new();
+        let mut words = 0;
+        for (shape, full, stream) in sets_of(subs, streams) {
+            words += match full {
+                true => {
+                    let region = sparse::frozen_region_of(stream, &shape);
+                    frozen.push(region.ok_or(SizeError::OutOfMemory)?);
+                    frozen.last().map_or(0, Vec::len)
+                }
+                false => shape.region_words(),
+            };
         }
-        let words: usize = regions.iter().map(Vec::len).sum();
-        let mut body = Body::zeroed(count + words).ok_or(SizeError::OutOfMemory)?;
+        let mut body = Body::zeroed(count + words, room).ok_or(SizeError::OutOfMemory)?;
         body.block.words_mut()[SEED] = seed;
         let data = body.data_mut();
         for (word, (_, n)) in data.iter_mut().zip(subs) {
             *word = *n;
         }
         let mut at = count;
-        for region in regions {
-            data[at..at + region.len()].copy_from_slice(&region);
-            at += region.len();
+        let mut frozen = frozen.iter();
+        for (shape, full, stream) in sets_of(subs, streams) {
+            at += match full {
+                true => {
+                    let region = frozen.next().map_or(&[][..], Vec::as_slice);
+                    data[at..at + region.len()].copy_from_slice(region);
+                    region.len()
+                }
+                false => {
+                    let words = shape.region_words();
+                    sparse::load(&mut data[at..at + words], stream, &shape);
+                    words
+                }
+            };
         }
         for (sub, _) in subs {
             if let SubParams::Bits(p) = sub {
@@ -301,9 +343,11 @@ impl Body {
         Ok(())
     }
 
-    /// A block of `len` zero data words and no bit arrays, or None if the allocator refuses.
-    fn zeroed(len: usize) -> Option<Self> {
-        let mut block = Block::zeroed(len.checked_add(HEAD)? as u64)?;
+    /// A block of `len` zero data words and no bit arrays, its size class that of `len` +
+    /// `room` words, or None if the allocator refuses.
+    fn zeroed(len: usize, room: usize) -> Option<Self> {
+        let words = len.checked_add(room)?.checked_add(HEAD)?;
+        let mut block = Block::zeroed(words as u64)?;
         block.set_head((len as u64) << HEAD_FREE_SHIFT);
         Some(Self { block })
     }
@@ -455,7 +499,7 @@ impl Body {
 
     /// A deep copy, allocated fallibly.
     pub fn try_clone(&self) -> Option<Self> {
-        let mut copy = Self::zeroed(self.len())?;
+        let mut copy = Self::zeroed(self.len(), 0)?;
         copy.block.words_mut()[SEED] = self.seed();
         copy.data_mut().copy_from_slice(self.data());
         for bits in self.bits() {
@@ -487,7 +531,7 @@ mod tests {
 
     #[test]
     fn resizes_keep_the_other_words() {
-        let mut b = Body::zeroed(6).unwrap();
+        let mut b = Body::zeroed(6, 0).unwrap();
         b.data_mut().copy_from_slice(&[1, 2, 3, 4, 5, 6]);
         assert!(b.resize(2, 1, 3));
         assert_eq!(b.data(), &[1, 2, 3, 0, 0, 4, 5, 6]);
@@ -504,7 +548,7 @@ mod tests {
     #[test]
     fn owns_its_bit_arrays() {
         let params = FilterParams::for_layout(Layout::Blocked, 1000, 0.01).unwrap();
-        let mut b = Body::zeroed(3).unwrap();
+        let mut b = Body::zeroed(3, 0).unwrap();
         assert!(b.bits().is_empty());
         for _ in 0..3 {
             assert!(b.push_bits(BitArray::new(&params).unwrap()).is_ok());

@@ -220,6 +220,21 @@ impl Chain {
         expansion: u32,
         limit: u64,
     ) -> Result<Self, ChainError> {
+        Self::with_layout_for(layout, seed, error_rate, capacity, expansion, limit, 0)
+    }
+
+    /// [`Chain::with_layout`] for a create by an add of `coming` items: a first sub-filter
+    /// that is a sparse set is made with room for them, so that the add grows it in place
+    /// (for a single item, exactly its size) instead of reallocating it.
+    pub fn with_layout_for(
+        layout: Layout,
+        seed: u64,
+        error_rate: f64,
+        capacity: u64,
+        expansion: u32,
+        limit: u64,
+        coming: u64,
+    ) -> Result<Self, ChainError> {
         let made_from = (layout, error_rate.to_bits(), capacity, expansion);
         let params = CREATED.get_or_make(made_from, || {
             let first_rate = match expansion {
@@ -243,7 +258,11 @@ impl Chain {
         if needed > limit {
             return Err(ChainError::TooLarge { needed, limit });
         }
-        let body = Body::from_parts(seed, &[(first, 0)], &[])?;
+        let room = match &first {
+            SubParams::Sparse(p) => p.shape(coming.min(p.capacity - 1)).region_words(),
+            SubParams::Bits(_) => 0,
+        };
+        let body = Body::from_parts_with_room(seed, &[(first, 0)], &[], room)?;
         Ok(Self { params, body })
     }
 
@@ -669,6 +688,38 @@ mod tests {
             batch.contains_batch(&probes, |b| found.push(b));
             let singles: Vec<bool> = probes.iter().map(|p| one.contains(p)).collect();
             assert_eq!(found, singles);
+        }
+    }
+
+    #[test]
+    fn chains_made_for_their_first_items_end_as_chains_grown_from_empty() {
+        // Default-like sparse heads (100 at 1%), a head of capacity 1, a bit-array head; one
+        // item, a batch of distinct items, a batch of one item repeated (its room unused), and
+        // more items than the head holds.
+        for (layout, capacity) in [
+            (Layout::Standard, 100),
+            (Layout::Blocked, 1),
+            (Layout::Standard, 20_000),
+        ] {
+            for items in [vec![7], (0..30).collect(), vec![5; 30], (0..250).collect()] {
+                let hashes: Vec<ItemHash> = items.iter().map(|&i| h(i)).collect();
+                let mut grown = Chain::with_layout(layout, 9, 0.01, capacity, 2, GIB).unwrap();
+                let coming = hashes.len() as u64;
+                let mut made =
+                    Chain::with_layout_for(layout, 9, 0.01, capacity, 2, GIB, coming).unwrap();
+                let (mut one, mut batch) = (Vec::new(), Vec::new());
+                grown.add_batch(&hashes, GIB, |r| one.push(r));
+                made.add_batch(&hashes, GIB, |r| batch.push(r));
+                assert_eq!(batch, one);
+                assert!(made == grown, "{layout:?} {capacity} {}", items.len());
+                assert_eq!(made.memory_bytes(), grown.memory_bytes());
+                let mut single =
+                    Chain::with_layout_for(layout, 9, 0.01, capacity, 2, GIB, 1).unwrap();
+                let mut alone = Chain::with_layout(layout, 9, 0.01, capacity, 2, GIB).unwrap();
+                assert_eq!(single.add(&hashes[0], GIB), alone.add(&hashes[0], GIB));
+                assert!(single == alone);
+                assert_eq!(single.memory_bytes(), alone.memory_bytes());
+            }
         }
     }
 

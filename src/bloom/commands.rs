@@ -103,10 +103,15 @@ impl FilterParams {
         }
     }
 
-    /// The filter, within `limit` bytes; its seed is drawn now if none was given
-    /// (`rebuilding`: the command comes from a master or an AOF file, see `default_seed`), so
-    /// that writes to existing keys never draw one.
-    fn build(&mut self, limit: u64, rebuilding: bool) -> Result<NewFilter, RedisError> {
+    /// The filter, within `limit` bytes, made for an add of `coming` items (0: none); its
+    /// seed is drawn now if none was given (`rebuilding`: the command comes from a master or
+    /// an AOF file, see `default_seed`), so that writes to existing keys never draw one.
+    fn build(
+        &mut self,
+        limit: u64,
+        rebuilding: bool,
+        coming: usize,
+    ) -> Result<NewFilter, RedisError> {
         let seed = *self.seed.get_or_insert_with(|| default_seed(rebuilding));
         Ok(match self.window {
             Some(seconds) => {
@@ -126,13 +131,14 @@ impl FilterParams {
                 if !rebuilding && !budget::CHAIN.has_room(self.rate, self.expansion) {
                     return Err(ChainError::ErrorRate.into());
                 }
-                NewFilter::Own(Chain::with_layout(
+                NewFilter::Own(Chain::with_layout_for(
                     self.layout,
                     seed,
                     self.rate,
                     self.capacity,
                     self.expansion,
                     limit,
+                    coming as u64,
                 )?)
             }
         })
@@ -393,7 +399,7 @@ fn reserve_key(ctx: &Context, args: &[RedisString]) -> RedisResult {
         }));
     }
     let rebuilding = rebuilding(ctx);
-    let filter = create.build(memory_limit_while(rebuilding), rebuilding)?;
+    let filter = create.build(memory_limit_while(rebuilding), rebuilding, 0)?;
     create_filter(&mut key, filter, |_| ())?;
     // BF.RESERVE key rate capacity EXPANSION x|NONSCALING LAYOUT l|WINDOW s SEED s: all
     // spelled out.
@@ -600,7 +606,7 @@ fn add_items(
             if windowed.is_some() && create.window.is_none() {
                 return Err(RedisError::Str(AT_WITHOUT_WINDOW));
             }
-            let filter = create.build(env.memory_limit(), env.rebuilding())?;
+            let filter = create.build(env.memory_limit(), env.rebuilding(), items.len())?;
             create_filter(&mut key, filter, &mut add)??;
             Some(create)
         }

@@ -193,7 +193,8 @@ pub enum Add {
 pub struct Pending {
     v: u64,
     rank: u64,
-    /// When l changes: every value, the new one included, to be written afresh.
+    /// When l changes (the set not empty): every value, the new one included, to be written
+    /// afresh.
     recoded: Option<Vec<u64>>,
 }
 
@@ -208,7 +209,8 @@ pub fn prepare_add(region: &[u64], shape: &Shape, universe: u64, v: u64) -> Opti
         },
     };
     let grown = Shape::new(shape.stream.k + 1, universe);
-    let recoded = if grown.stream.l != shape.stream.l || shape.stream.k == 0 {
+    // An empty set's one value is written afresh by `insert` without a list.
+    let recoded = if grown.stream.l != shape.stream.l && !shape.is_empty() {
         let old = stream(region, shape);
         Some(ef_decode::values_inserting(old, 0, shape.stream, rank, v)?)
     } else {
@@ -223,6 +225,10 @@ pub fn insert(region: &mut [u64], shape: &Shape, universe: u64, pending: Pending
     let grown = Shape::new(shape.stream.k + 1, universe);
     if let Some(all) = pending.recoded {
         write(region, &grown, all);
+        return;
+    }
+    if shape.is_empty() {
+        write(region, &grown, [pending.v]);
         return;
     }
     // l and so B and the index size are unchanged: shift the new bits in.
@@ -318,7 +324,7 @@ pub fn is_valid(stream: &[u64], n: u64, universe: u64) -> bool {
     ef::validate(stream, 0, shape.stream, universe).is_ok()
 }
 
-/// Builds the in-memory region from a valid stream (`is_valid`).
+/// Builds the in-memory region of a set that is not full from its valid stream (`is_valid`).
 pub fn load(region: &mut [u64], stream: &[u64], shape: &Shape) {
     let (index, body) = region.split_at_mut(shape.index_words());
     body.copy_from_slice(stream);
@@ -375,15 +381,10 @@ pub fn stream_of(region: &[u64], shape: &Shape, full: bool) -> Option<Vec<u64>> 
     Some(out)
 }
 
-/// The region of a valid stream (`is_valid`): its index and itself, or its frozen form when
-/// `full`; None if the memory could not be had.
-pub fn region_of(stream: &[u64], shape: &Shape, full: bool) -> Option<Vec<u64>> {
-    if full {
-        return frozen::build(shape.stream, ef::iter(stream, 0, shape.stream));
-    }
-    let mut region = crate::core::alloc::zeroed(shape.region_words())?;
-    load(&mut region, stream, shape);
-    Some(region)
+/// The region of a full set from its valid stream (`is_valid`): its frozen form (a set not
+/// full is `load`ed in place); None if the memory could not be had.
+pub fn frozen_region_of(stream: &[u64], shape: &Shape) -> Option<Vec<u64>> {
+    frozen::build(shape.stream, ef::iter(stream, 0, shape.stream))
 }
 
 /// The frozen form of the region of a set that has just become full.
