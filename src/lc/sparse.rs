@@ -66,6 +66,9 @@ impl Counter {
             ef::insert(self.block.words_mut(), STREAM, shape, rank, x);
             let count = next.k;
             Header { mode, count }.write(&mut self.block);
+        } else if shape.k == 0 {
+            // The first value: nothing to decode.
+            self.block = Counter::stream_block(mode, self.universe(), 1, std::iter::once(x))?;
         } else {
             let values = ef_decode::values_inserting(self.block.words(), STREAM, shape, rank, x)
                 .ok_or(LcError::OutOfMemory)?
