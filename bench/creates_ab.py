@@ -9,7 +9,8 @@ Workloads: LC.ADD of 1 and of 30 items creating a default counter, BF.ADD of 1 i
 of 30 creating a default filter, and PFADD of 1 item creating a HyperLogLog (the same server code either way: its
 spread is the noise). A module without LC.* (RedisBloom) runs the BF and PFADD rows only.
 
-Usage: creates_ab.py A.so B.so [ROUNDS]   (docs/BENCHMARKS.md, "Creating keys")
+Usage: creates_ab.py A.so B.so [ROUNDS]   (docs/BENCHMARKS.md, "Creating counters" and "Small keys,
+created with the defaults")
 """
 import socket
 import statistics
