@@ -318,7 +318,7 @@ fn batches_on(c: &mut Criterion, name: &str, capacity: u64) {
     let items = capacity.min(8_000_000) as usize / 4;
     let fresh = hashes(0, items);
     for layout in [Layout::Standard, Layout::Blocked] {
-        let mut chain = Chain::with_layout(layout, 0, 0.001, capacity, 2, LIMIT).unwrap();
+        let mut chain = Chain::with_layout(layout, 0, 0.001, capacity, 2, LIMIT, 0).unwrap();
         // Touch every page first (zeroed pages are mapped lazily): ≥ 1 probe per item.
         for batch in hashes(1 << 40, items).chunks(100) {
             chain.add_batch(batch, LIMIT, |r| {

@@ -49,7 +49,7 @@ fn main() {
         for &p in &rates {
             for layout in [Layout::Standard, Layout::Blocked] {
                 let start = Instant::now();
-                let mut chain = Chain::with_layout(layout, 0, p, capacity, 0, limit).unwrap();
+                let mut chain = Chain::with_layout(layout, 0, p, capacity, 0, limit, 0).unwrap();
                 let mut refused = 0u64;
                 each_batch(b'm', 0..capacity, |batch| {
                     chain.add_batch(batch, limit, |r| refused += r.is_err() as u64)

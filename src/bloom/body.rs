@@ -144,19 +144,10 @@ fn sets_of<'a>(
 impl Body {
     /// The body of a chain hashing with `seed`, of sub-filters each with its items, the sparse
     /// ones' streams one after the other in `streams` (valid, `sparse::is_valid`), the bit
-    /// arrays zero.
+    /// arrays zero; its block made with room for `room` more data words, which the data grows
+    /// into without moving while it stays in the block's size class (a create by an add: its
+    /// first items' region).
     pub fn from_parts(
-        seed: u64,
-        subs: &[(SubParams, u64)],
-        streams: &[u64],
-    ) -> Result<Self, SizeError> {
-        Self::from_parts_with_room(seed, subs, streams, 0)
-    }
-
-    /// [`Body::from_parts`], its block made with room for `room` more data words, which the
-    /// data grows into without moving while it stays in the block's size class (a create by
-    /// an add: its first items' region).
-    pub fn from_parts_with_room(
         seed: u64,
         subs: &[(SubParams, u64)],
         streams: &[u64],

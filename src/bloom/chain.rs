@@ -207,26 +207,23 @@ impl Chain {
         expansion: u32,
         limit: u64,
     ) -> Result<Self, ChainError> {
-        Self::with_layout(Layout::Standard, 0, error_rate, capacity, expansion, limit)
+        Self::with_layout(
+            Layout::Standard,
+            0,
+            error_rate,
+            capacity,
+            expansion,
+            limit,
+            0,
+        )
     }
 
-    /// `new` with the given layout and hash seed. The parameters of a run of chains created
-    /// alike are sized and interned once (`CREATED`).
+    /// `new` with the given layout and hash seed, made for a create by an add of `coming`
+    /// items (0: none): a first sub-filter that is a sparse set is made with room for them, so
+    /// that the add grows it in place (for a single item, exactly its size) instead of
+    /// reallocating it. The parameters of a run of chains created alike are sized and interned
+    /// once (`CREATED`).
     pub fn with_layout(
-        layout: Layout,
-        seed: u64,
-        error_rate: f64,
-        capacity: u64,
-        expansion: u32,
-        limit: u64,
-    ) -> Result<Self, ChainError> {
-        Self::with_layout_for(layout, seed, error_rate, capacity, expansion, limit, 0)
-    }
-
-    /// [`Chain::with_layout`] for a create by an add of `coming` items: a first sub-filter
-    /// that is a sparse set is made with room for them, so that the add grows it in place
-    /// (for a single item, exactly its size) instead of reallocating it.
-    pub fn with_layout_for(
         layout: Layout,
         seed: u64,
         error_rate: f64,
@@ -262,7 +259,7 @@ impl Chain {
             SubParams::Sparse(p) => p.shape(coming.min(p.capacity - 1)).region_words(),
             SubParams::Bits(_) => 0,
         };
-        let body = Body::from_parts_with_room(seed, &[(first, 0)], &[], room)?;
+        let body = Body::from_parts(seed, &[(first, 0)], &[], room)?;
         Ok(Self { params, body })
     }
 
@@ -278,7 +275,7 @@ impl Chain {
         subs: &[(SubParams, u64)],
         streams: &[u64],
     ) -> Result<Self, ChainError> {
-        let body = Body::from_parts(seed, subs, streams)?;
+        let body = Body::from_parts(seed, subs, streams, 0)?;
         let subs = subs.iter().map(|(s, _)| *s).collect();
         let params = ChainParams::new(error_rate, expansion, layout, subs);
         Ok(Self {
@@ -658,7 +655,7 @@ mod tests {
             .flat_map(|l| shapes.map(|s| (l, s)))
             .flat_map(|(l, s)| [97, 13].map(|size| (l, s, size)))
         {
-            let mut one = Chain::with_layout(layout, 0, 0.01, capacity, expansion, GIB).unwrap();
+            let mut one = Chain::with_layout(layout, 0, 0.01, capacity, expansion, GIB, 0).unwrap();
             let mut batch = one.clone();
             // Every fifth item repeats the one three before it, within the batch but for
             // batches' first items; past 1,900 items every item repeats an earlier batch's.
@@ -703,19 +700,18 @@ mod tests {
         ] {
             for items in [vec![7], (0..30).collect(), vec![5; 30], (0..250).collect()] {
                 let hashes: Vec<ItemHash> = items.iter().map(|&i| h(i)).collect();
-                let mut grown = Chain::with_layout(layout, 9, 0.01, capacity, 2, GIB).unwrap();
+                let mut grown = Chain::with_layout(layout, 9, 0.01, capacity, 2, GIB, 0).unwrap();
                 let coming = hashes.len() as u64;
                 let mut made =
-                    Chain::with_layout_for(layout, 9, 0.01, capacity, 2, GIB, coming).unwrap();
+                    Chain::with_layout(layout, 9, 0.01, capacity, 2, GIB, coming).unwrap();
                 let (mut one, mut batch) = (Vec::new(), Vec::new());
                 grown.add_batch(&hashes, GIB, |r| one.push(r));
                 made.add_batch(&hashes, GIB, |r| batch.push(r));
                 assert_eq!(batch, one);
                 assert!(made == grown, "{layout:?} {capacity} {}", items.len());
                 assert_eq!(made.memory_bytes(), grown.memory_bytes());
-                let mut single =
-                    Chain::with_layout_for(layout, 9, 0.01, capacity, 2, GIB, 1).unwrap();
-                let mut alone = Chain::with_layout(layout, 9, 0.01, capacity, 2, GIB).unwrap();
+                let mut single = Chain::with_layout(layout, 9, 0.01, capacity, 2, GIB, 1).unwrap();
+                let mut alone = Chain::with_layout(layout, 9, 0.01, capacity, 2, GIB, 0).unwrap();
                 assert_eq!(single.add(&hashes[0], GIB), alone.add(&hashes[0], GIB));
                 assert!(single == alone);
                 assert_eq!(single.memory_bytes(), alone.memory_bytes());
@@ -728,7 +724,7 @@ mod tests {
         // 1% reserved at 1,000 and grown 100× (8 sub-filters), then 0.1% grown 10×: the
         // compound rate over 1,000,000 non-members stays within p (plus 3σ of noise).
         for (p, capacity, items) in [(0.01, 1000u64, 100_000u64), (0.001, 10_000, 100_000)] {
-            let mut c = Chain::with_layout(Layout::Blocked, 0, p, capacity, 2, GIB).unwrap();
+            let mut c = Chain::with_layout(Layout::Blocked, 0, p, capacity, 2, GIB, 0).unwrap();
             for i in 0..items {
                 c.add(&hash_item(format!("member:{i}").as_bytes()), GIB)
                     .unwrap();
@@ -882,7 +878,8 @@ mod tests {
                     (100, 2, &[1_000, 10_000]),
                     (1_000, 4, &[10_000]),
                 ] {
-                    let mut c = Chain::with_layout(layout, 0, p, capacity, expansion, GIB).unwrap();
+                    let mut c =
+                        Chain::with_layout(layout, 0, p, capacity, expansion, GIB, 0).unwrap();
                     let mut added = 0u64;
                     for &fill in fills {
                         while added < fill {
@@ -931,7 +928,8 @@ mod tests {
                 1_000_000,
                 1_000_000_000,
             ] {
-                let c = Chain::with_layout(Layout::Standard, 0, p, capacity, 0, u64::MAX).unwrap();
+                let c =
+                    Chain::with_layout(Layout::Standard, 0, p, capacity, 0, u64::MAX, 0).unwrap();
                 let sub = c.filters()[0];
                 sparse_seen += matches!(sub, SubParams::Sparse(_)) as u32;
                 let fp = sub.expected_fp(capacity);
@@ -1035,7 +1033,7 @@ mod tests {
             // Sparse sub-filters, bit arrays, and (unit tests' 512-byte segments) segmented
             // arrays; steps of one and of five blocks.
             for budget in [1, 5] {
-                let mut c = Chain::with_layout(layout, 0, 0.01, 50, 2, GIB).unwrap();
+                let mut c = Chain::with_layout(layout, 0, 0.01, 50, 2, GIB, 0).unwrap();
                 for i in 0..30_000 {
                     c.add(&h(i), GIB).unwrap();
                 }

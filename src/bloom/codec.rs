@@ -503,7 +503,7 @@ mod tests {
         expansion: u32,
         items: u64,
     ) -> Chain {
-        let mut c = Chain::with_layout(layout, seed, p, capacity, expansion, LIMIT).unwrap();
+        let mut c = Chain::with_layout(layout, seed, p, capacity, expansion, LIMIT, 0).unwrap();
         for i in 0..items {
             let _ = c.add(&c.hash(&i.to_le_bytes()), LIMIT);
         }
@@ -936,7 +936,7 @@ mod tests {
         use crate::bloom::{blocked, words::SEGMENT_BYTES};
         use crate::core::hashing::reduce;
         for layout in [Layout::Standard, Layout::Blocked] {
-            let mut c = Chain::with_layout(layout, 0, 0.01, 20_000, 0, LIMIT).unwrap();
+            let mut c = Chain::with_layout(layout, 0, 0.01, 20_000, 0, LIMIT, 0).unwrap();
             let p = *c.bit_params().next().unwrap();
             assert!(p.bytes() > 40 * SEGMENT_BYTES as u64, "{}", p.bytes());
             let mut slice = vec![0u64; p.words() as usize];

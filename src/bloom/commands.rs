@@ -131,7 +131,7 @@ impl FilterParams {
                 if !rebuilding && !budget::CHAIN.has_room(self.rate, self.expansion) {
                     return Err(ChainError::ErrorRate.into());
                 }
-                NewFilter::Own(Chain::with_layout_for(
+                NewFilter::Own(Chain::with_layout(
                     self.layout,
                     seed,
                     self.rate,

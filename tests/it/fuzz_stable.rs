@@ -30,7 +30,7 @@ fn chain(p: f64, capacity: u64, expansion: u32, items: u64) -> Chain {
 
 fn chain_of(layout: Layout, seed: u64, p: f64, capacity: u64, expansion: u32, items: u64) -> Chain {
     let limit = targets::LIMIT;
-    let mut c = Chain::with_layout(layout, seed, p, capacity, expansion, limit).unwrap();
+    let mut c = Chain::with_layout(layout, seed, p, capacity, expansion, limit, 0).unwrap();
     for i in 0..items {
         let _ = c.add(&c.hash(&i.to_le_bytes()), limit);
     }

@@ -239,13 +239,13 @@ mod tests {
         // array with room for every batch, and a chain scaled past a large first array (its
         // batches prefetch the older array's first probes and the newest's every probe).
         for layout in [Layout::Standard, Layout::Blocked] {
-            let reserved = Chain::with_layout(layout, 0, 0.01, 1_000_000, 0, GIB).unwrap();
+            let reserved = Chain::with_layout(layout, 0, 0.01, 1_000_000, 0, GIB, 0).unwrap();
             assert!(reserved.params.bits().iter().all(|p| p.prefetched()));
             let hashes: Vec<ItemHash> = (0..3000).map(|i| h(i * 7 % 2900)).collect();
             for size in [1000, 257, 100, 7] {
                 check_batches(&reserved, &hashes, size);
             }
-            let mut scaled = Chain::with_layout(layout, 0, 1e-6, 300_000, 2, GIB).unwrap();
+            let mut scaled = Chain::with_layout(layout, 0, 1e-6, 300_000, 2, GIB, 0).unwrap();
             let mut i = 1u64 << 50;
             while scaled.filters().len() < 2 {
                 scaled.add(&h(i), GIB).unwrap();
@@ -261,7 +261,7 @@ mod tests {
     fn batches_on_chains_of_small_arrays_match_one_by_one() {
         // Several bit arrays and sparse sets, none prefetched (the plain loops).
         for layout in [Layout::Standard, Layout::Blocked] {
-            let mut chain = Chain::with_layout(layout, 0, 0.01, 5_000, 2, GIB).unwrap();
+            let mut chain = Chain::with_layout(layout, 0, 0.01, 5_000, 2, GIB, 0).unwrap();
             for i in 0..40_000 {
                 chain.add(&h(i << 32), GIB).unwrap();
             }
