@@ -36,9 +36,9 @@
 //! entries), the partition it adds to and `layer::SWEEP` others, and drops a dead layer only
 //! when its memory is already gone. Reads never change anything.
 
-use super::layer::{Layer, LayerParams};
+use super::layer::{Layer, LayerParams, Place};
 use super::partition::SLOTS;
-use crate::bloom::any::Added;
+use crate::bloom::any::{AddResults, Added};
 use crate::bloom::budget::WINDOW;
 use crate::bloom::chain::ChainError;
 use crate::bloom::filter::MIN_ERROR_RATE;
@@ -92,6 +92,13 @@ impl WindowParams {
         }
     }
 }
+
+/// A batch is stored at once (`WindowFilter::add_all`) while the newest slot holds at most
+/// this many fingerprints per item of the batch, each of which the batch re-codes: re-coding
+/// one (150 instructions) costs about a seventh of storing an item by itself (1,100: its
+/// shift into the set and the set's growth), so past six the batch costs more, and at three
+/// it saves about half.
+const RECODED_PER_ADD: u64 = 3;
 
 #[derive(Debug, PartialEq)]
 pub struct WindowFilter {
@@ -212,6 +219,80 @@ impl WindowFilter {
             Some(_) => Added::Refreshed,
             None => Added::New,
         })
+    }
+
+    /// Adds items at time `now` as `add` would one after the other, each result pushed to
+    /// `results`, stopping after the first error. A batch that scales nothing (the newest
+    /// layer has room for every item) and refreshes or moves nothing (no item is in a live
+    /// slot but the newest) is stored at once (`add_at_once`); any other, one item at a time.
+    pub fn add_all(&mut self, hashes: &[ItemHash], now: u64, limit: u64, results: &mut AddResults) {
+        if self.add_at_once(hashes, now, results) {
+            return;
+        }
+        for hash in hashes {
+            let result = self.add(hash, now, limit);
+            let stop = result.is_err();
+            results.push(result);
+            if stop {
+                return;
+            }
+        }
+    }
+
+    /// `add_all` of a batch of new items and items in the newest slot, their fingerprints
+    /// stored with one re-coding of each partition's newest set (`Layer::insert_all`) in the
+    /// state their adds one after the other reach, the layers moved as each add moves them.
+    /// False, with nothing done, for any other batch, and for one that re-coding would cost
+    /// more than it saves (see `RECODED_PER_ADD`).
+    fn add_at_once(&mut self, hashes: &[ItemHash], now: u64, results: &mut AddResults) -> bool {
+        let t = self.at(now);
+        let (head, oldest) = (t / self.params.slot_ms(), self.oldest(t));
+        let layer = &self.layers[self.layers.len() - 1];
+        let n = hashes.len() as u64;
+        let room = layer
+            .params()
+            .budget()
+            .saturating_sub(layer.live_items(head));
+        if n < 2 || n > room || layer.newest_items(head) > RECODED_PER_ADD * n {
+            return false;
+        }
+        // The new items' places in the newest layer, with their positions in the batch.
+        let mut new = Vec::new();
+        if new.try_reserve_exact(hashes.len()).is_err() {
+            return false;
+        }
+        for (i, hash) in hashes.iter().enumerate() {
+            match self
+                .layers
+                .iter()
+                .rev()
+                .find_map(|l| l.find(l.place(hash), oldest))
+            {
+                Some(slot) if slot != head => return false,
+                Some(_) => {}
+                None => new.push((layer.place(hash), i)),
+            }
+        }
+        // Of the items of one place, the first is new and the others find it.
+        new.sort_unstable();
+        new.dedup_by_key(|(place, _)| *place);
+        let places: Vec<Place> = new.iter().map(|&(place, _)| place).collect();
+        for _ in &places {
+            self.advance(t);
+        }
+        let newest = self.layers.len() - 1;
+        let stored = self.layers[newest].insert_all(&places);
+        let start = results.len();
+        results.extend(std::iter::repeat_n(Ok(Added::Present), hashes.len()));
+        for &(_, i) in &new {
+            results[start + i] = Ok(Added::New);
+        }
+        // Refused, none is stored: the first new item is where the batch stopped.
+        if let (Err(_), Some(first)) = (stored, new.iter().map(|&(_, i)| i).min()) {
+            results.truncate(start + first);
+            results.push(Err(ChainError::OutOfMemory));
+        }
+        true
     }
 
     /// Moves the filter's time to `t` (≥ T): slot counts forward, a few partitions swept,

@@ -154,8 +154,8 @@ pub struct Layer {
     sweep: usize,
 }
 
-/// Where an item is: its partition and fingerprint.
-#[derive(Clone, Copy)]
+/// Where an item is: its partition and fingerprint (ordered so).
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Place {
     part: usize,
     fp: u64,
@@ -271,6 +271,11 @@ impl Layer {
         shifted(&self.items, shift(self.head, head)).iter().sum()
     }
 
+    /// Fingerprints held in the generation of slot `head`, the newest.
+    pub fn newest_items(&self, head: u64) -> u64 {
+        shifted(&self.items, shift(self.head, head))[GENS - 1]
+    }
+
     pub fn memory_bytes(&self) -> u64 {
         let refreshed = self.refreshed.as_deref().map_or(0, Self::refreshed_bytes);
         // Its list's length, not `params.partitions()`: every write asks, twice.
@@ -336,6 +341,34 @@ impl Layer {
                 newest[age as usize - 1] += 1;
             }
         }
+        Ok(())
+    }
+
+    /// Stores items that no live generation of any layer holds, as their `insert`s one after
+    /// the other would: `places` increasing (by partition, then fingerprint). The layer is at
+    /// its newest slot. Each partition's newest set is written afresh once, after the room for
+    /// all of them is had: refused, nothing is stored (partitions may have moved to the slot
+    /// and grown, as an `insert` refused does).
+    pub fn insert_all(&mut self, places: &[Place]) -> Result<(), OutOfMemory> {
+        let (head, u) = (self.head, self.params.universe);
+        let runs = || places.chunk_by(|a, b| a.part == b.part);
+        let mut largest = 0;
+        for run in runs() {
+            let part = &mut self.parts[run[0].part];
+            let moved = part.advance(head, u);
+            self.words_bytes = self.words_bytes.wrapping_add_signed(moved);
+            let added = u32::try_from(run.len()).map_err(|_| OutOfMemory)?;
+            let grown = part.make_room(u, added)?;
+            self.words_bytes = self.words_bytes.wrapping_add_signed(grown);
+            largest = largest.max(part.counts()[GENS - 1] as usize + run.len());
+        }
+        let mut values = Vec::new();
+        values.try_reserve_exact(largest).map_err(|_| OutOfMemory)?;
+        for run in runs() {
+            let fps = run.iter().map(|p| p.fp);
+            self.parts[run[0].part].insert_all(u, fps, &mut values);
+        }
+        self.items[GENS - 1] += places.len() as u64;
         Ok(())
     }
 

@@ -264,6 +264,62 @@ impl Partition {
         Ok(self.memory_bytes() as i64 - before as i64)
     }
 
+    /// Where the newest generation's stream starts, and the words it takes with `count`
+    /// fingerprints.
+    fn newest_range(&self, universe: u64, count: u32) -> (usize, usize) {
+        let held = stream_words(self.counts[GENS - 1], universe);
+        (self.len as usize - held, stream_words(count, universe))
+    }
+
+    /// Makes room for `added` more fingerprints in the newest generation (the caller has
+    /// moved the partition to its slot): the block grows to the size class of what it will
+    /// hold, as `insert`s one at a time grow it. Returns the change in allocated bytes;
+    /// refused, it changes nothing.
+    pub fn make_room(&mut self, universe: u64, added: u32) -> Result<i64, OutOfMemory> {
+        let before = self.memory_bytes();
+        let count = self.counts[GENS - 1]
+            .checked_add(added)
+            .ok_or(OutOfMemory)?;
+        let (start, words) = self.newest_range(universe, count);
+        let len = start + words;
+        u32::try_from(len).map_err(|_| OutOfMemory)?;
+        if len > self.words.len() {
+            self.grow(len)?;
+        }
+        Ok(self.memory_bytes() as i64 - before as i64)
+    }
+
+    /// Adds `fps` (increasing, none in the newest generation) to the newest generation, whose
+    /// set is written afresh once: the set `insert`s one at a time reach. The block has room
+    /// (`make_room`), and `values` room for the whole set.
+    pub fn insert_all(
+        &mut self,
+        universe: u64,
+        fps: impl Iterator<Item = u64>,
+        values: &mut Vec<u64>,
+    ) {
+        let count = self.counts[GENS - 1];
+        let (start, old_words) = self.newest_range(universe, count);
+        let end = start + old_words;
+        let old = ef::Shape::new(count as u64, universe);
+        values.clear();
+        let mut held = ef::iter(&self.words[start..end], 0, old).peekable();
+        for fp in fps {
+            while let Some(v) = held.next_if(|&v| v < fp) {
+                values.push(v);
+            }
+            values.push(fp);
+        }
+        values.extend(held);
+        let total = values.len();
+        let new = ef::Shape::new(total as u64, universe);
+        let len = start + new.bits().div_ceil(64) as usize;
+        self.words[start..end.max(len)].fill(0);
+        ef::write(&mut self.words[start..len], 0, new, values.iter().copied());
+        self.len = len as u32;
+        self.counts[GENS - 1] = total as u32;
+    }
+
     /// Removes `fp` from the generation of `slot`, older than the newest (the caller has
     /// moved the partition to its slot and added `fp` to the newest generation: the item
     /// moves forward). Returns the change in allocated bytes, or None if that generation does

@@ -28,6 +28,7 @@ use crate::bloom::any::{
     data_offset, scandump_part, AddResults, Added, BloomFilter, ChunkError, Env, Field, Info,
 };
 use crate::bloom::chain::ChainError;
+use crate::core::hashing::ItemHash;
 
 /// `BF.INFO key LAYOUT` of a windowed filter.
 pub const LAYOUT: &str = "window";
@@ -57,14 +58,8 @@ impl BloomFilter for Windowed {
             return results.push(Err(ChainError::Loading));
         }
         let (now, limit) = (env.now_ms(), env.memory_limit());
-        for item in items {
-            let result = self.filter.add(&self.filter.hash(item), now, limit);
-            let stop = result.is_err();
-            results.push(result);
-            if stop {
-                return;
-            }
-        }
+        let hashes: Vec<ItemHash> = items.iter().map(|item| self.filter.hash(item)).collect();
+        self.filter.add_all(&hashes, now, limit, results);
     }
 
     fn clock(&self) -> Option<u64> {

@@ -137,6 +137,45 @@ proptest! {
     }
 }
 
+proptest! {
+    /// A batch (`add_all`) leaves the filter as its items added one after the other do, with
+    /// the same results: new items, repeats within the batch, items found in the newest slot,
+    /// moved from older slots and refreshed from earlier layers, scale-outs, a non-scaling
+    /// filter filling up, one partition or several, the clock moving by less and more than a
+    /// slot.
+    #[test]
+    fn batches_are_adds_one_by_one(
+        expansion in prop_oneof![Just(0u32), Just(2)],
+        capacity in prop_oneof![10u64..200, 2_000u64..7_000],
+        pool in prop_oneof![Just(300u64), Just(20_000)],
+        batches in proptest::collection::vec(
+            (proptest::collection::vec(any::<u64>(), 1..80), 0u64..15_000),
+            1..30,
+        ),
+    ) {
+        let make = || WindowFilter::new(params(capacity, 0.01, expansion), NO_LIMIT).unwrap();
+        let (mut batched, mut single) = (make(), make());
+        let mut now = 1_000_000;
+        for (items, step) in batches {
+            now += step;
+            let hashes: Vec<ItemHash> = items.iter().map(|&i| h(i % pool)).collect();
+            let mut got = Vec::new();
+            batched.add_all(&hashes, now, NO_LIMIT, &mut got);
+            let mut expected = Vec::new();
+            for hash in &hashes {
+                let result = single.add(hash, now, NO_LIMIT);
+                expected.push(result);
+                if result.is_err() {
+                    break;
+                }
+            }
+            prop_assert_eq!(&got, &expected);
+            prop_assert!(batched == single);
+            prop_assert_eq!(batched.memory_bytes(), single.memory_bytes());
+        }
+    }
+}
+
 /// Whether the generation of an item's last add is live at `t` (inside its window or its
 /// slack): an add then finds it.
 fn live(last: &HashMap<u64, u64>, item: u64, t: u64) -> bool {
