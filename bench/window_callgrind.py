@@ -7,6 +7,14 @@ RedisModuleCommandDispatcher (the module's command, the module API it calls and 
 replicates, not the network). Items are 12-digit random numbers, as redis-benchmark's
 __rand_int__.
 
+Batches, drawn after those (so that their items stay those of earlier runs):
+- insert30_windowed_new: BF.INSERT key WINDOW 2592000 ITEMS of 30 items, creating the filter
+  (a customer's first import into a 30-day filter);
+- madd30_windowed_small: BF.MADD of 30 new items to one of 2,000 such filters holding 60
+  items added in the same slot;
+- madd100_windowed: BF.MADD of 100 new items to the windowed filter above (10^6 items in its
+  newest slot: stored one at a time).
+
 Usage: window_callgrind.py MODULE.so [OUTDIR]
 """
 import random
@@ -37,6 +45,18 @@ def run(port, pid):
         for key in ("plain", "windowed"):
             name = f"{command[3:].lower()}_{key}"
             workloads[name] = [(command, key, item()) for _ in range(CALLS)]
+    pipe = r.pipeline(transaction=False)
+    for i in range(CALLS):
+        pipe.execute_command("BF.INSERT", f"small:{i}", "WINDOW", 2592000, "ITEMS",
+                             *[f"s{i}:{j}" for j in range(60)])
+    pipe.execute()
+    workloads["insert30_windowed_new"] = [
+        ("BF.INSERT", f"new:{i}", "WINDOW", 2592000, "ITEMS", *[item() for _ in range(30)])
+        for i in range(CALLS)]
+    workloads["madd30_windowed_small"] = [
+        ("BF.MADD", f"small:{i}", *[item() for _ in range(30)]) for i in range(CALLS)]
+    workloads["madd100_windowed"] = [
+        ("BF.MADD", "windowed", *[item() for _ in range(100)]) for _ in range(CALLS)]
     time_workloads(r, pid, workloads)
 
 
