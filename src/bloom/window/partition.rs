@@ -238,7 +238,8 @@ impl Partition {
         let len32 = u32::try_from(len).map_err(|_| OutOfMemory)?;
         // The values of a set rewritten afresh, asked for before anything changes.
         let mut values = Vec::new();
-        if count == 0 || new.l != old.l {
+        let rewritten = count == 0 || new.l != old.l;
+        if rewritten {
             values
                 .try_reserve_exact(count as usize + 1)
                 .map_err(|_| OutOfMemory)?;
@@ -247,20 +248,16 @@ impl Partition {
             // Grow to a whole size class: the allocator hands out that much anyway.
             self.grow(len)?;
         }
-        if count > 0 && new.l == old.l {
+        if rewritten {
+            // The low-bit width changes: write the set afresh.
+            self.insert_all(universe, std::iter::once(fp), &mut values);
+        } else {
             let probe = ef::find(&self.words[start..end], 0, old, fp);
             debug_assert!(!probe.found);
             ef::insert(&mut self.words[start..len], 0, old, probe.rank, fp);
-        } else {
-            // The low-bit width changes: write the set afresh.
-            values.extend(ef::iter(&self.words[start..end], 0, old));
-            let at = values.partition_point(|&v| v < fp);
-            values.insert(at, fp);
-            self.words[start..end.max(len)].fill(0);
-            ef::write(&mut self.words[start..len], 0, new, values);
+            self.len = len32;
+            self.counts[GENS - 1] = count + 1;
         }
-        self.len = len32;
-        self.counts[GENS - 1] = count + 1;
         Ok(self.memory_bytes() as i64 - before as i64)
     }
 
