@@ -95,10 +95,10 @@ impl WindowParams {
 
 /// A batch is stored at once (`WindowFilter::add_all`) while the newest slot holds at most
 /// this many fingerprints per item of the batch, each of which the batch re-codes: re-coding
-/// one (150 instructions) costs about a seventh of storing an item by itself (1,100: its
-/// shift into the set and the set's growth), so past six the batch costs more, and at three
-/// it saves about half.
-const RECODED_PER_ADD: u64 = 3;
+/// one (about 120 instructions) costs about a ninth of storing an item by itself (1,100: its
+/// shift into the set and the set's growth), so past eight the batch costs more, and at six
+/// it still saves a quarter of the items' stores.
+const RECODED_PER_ADD: u64 = 6;
 
 #[derive(Debug, PartialEq)]
 pub struct WindowFilter {

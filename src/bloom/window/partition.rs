@@ -300,14 +300,15 @@ impl Partition {
         let end = start + old_words;
         let old = ef::Shape::new(count as u64, universe);
         values.clear();
-        let mut held = ef::iter(&self.words[start..end], 0, old).peekable();
-        for fp in fps {
-            while let Some(v) = held.next_if(|&v| v < fp) {
-                values.push(v);
+        // Driven by the held values' `for_each`, the stream's fast decoding loop.
+        let mut fps = fps.peekable();
+        ef::iter(&self.words[start..end], 0, old).for_each(|v| {
+            while let Some(fp) = fps.next_if(|&fp| fp < v) {
+                values.push(fp);
             }
-            values.push(fp);
-        }
-        values.extend(held);
+            values.push(v);
+        });
+        values.extend(fps);
         let total = values.len();
         let new = ef::Shape::new(total as u64, universe);
         let len = start + new.bits().div_ceil(64) as usize;
