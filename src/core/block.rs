@@ -227,8 +227,10 @@ impl Block {
                 )
             };
         }
-        let head = self.head();
-        self.words_mut()[0] = (index << CLASS_SHIFT) | head;
+        // The header still names the old class, so no slice of the block is made (one of the
+        // old length would reach past a shrunk block): the header is written in place.
+        // SAFETY: the block holds at least one word, its header, initialised.
+        unsafe { *grown.as_ptr() = (index << CLASS_SHIFT) | (*grown.as_ptr() & !CLASS_BITS) };
         Ok(())
     }
 }
