@@ -101,9 +101,9 @@ impl<'a> Defrag<'a> {
         // SAFETY: a Box owns its block, allocated with T's layout by the global allocator
         // (dangling when T is zero-sized: the layout's size 0 makes `block` skip it).
         unsafe { self.block(&mut ptr, Layout::new::<T>()) };
-        // SAFETY: the block (moved or not) holds the T; the old box is forgotten, never freed.
-        let moved = unsafe { Box::from_raw(ptr.as_ptr().cast::<T>()) };
-        std::mem::forget(std::mem::replace(b, moved));
+        // SAFETY: the block (moved or not) holds the T. The old box is overwritten without
+        // being read, as its block may be freed: even moving a dangling box is undefined.
+        unsafe { std::ptr::write(b, Box::from_raw(ptr.as_ptr().cast::<T>())) };
     }
 
     /// Visits a vector's buffer.
@@ -118,10 +118,14 @@ impl<'a> Defrag<'a> {
         // SAFETY: a Vec owns its buffer, allocated with this layout by the global allocator
         // (dangling, size 0, when it has no capacity: skipped).
         unsafe { self.block(&mut ptr, layout) };
-        // SAFETY: the buffer (moved or not) holds `len` elements in `capacity`; the old Vec is
-        // forgotten, never freed.
-        let moved = unsafe { Vec::from_raw_parts(ptr.as_ptr().cast::<T>(), len, capacity) };
-        std::mem::forget(std::mem::replace(v, moved));
+        // SAFETY: the buffer (moved or not) holds `len` elements in `capacity`; the old Vec
+        // is overwritten without being read or freed, as in `boxed`.
+        unsafe {
+            std::ptr::write(
+                v,
+                Vec::from_raw_parts(ptr.as_ptr().cast::<T>(), len, capacity),
+            )
+        };
     }
 
     /// Visits a boxed slice's block.
