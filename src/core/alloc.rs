@@ -39,10 +39,12 @@ pub fn from_redis_allocator(layout: Layout) -> bool {
     layout.size() > 0 && layout.align() <= MALLOC_ALIGN
 }
 
-/// Redis's allocator for ordinary layouts once the module is loaded, or `None` for the system one.
-fn redis_side<F>(layout: Layout, function: Option<F>) -> Option<F> {
-    if layout.align() <= MALLOC_ALIGN {
-        function
+/// Redis's allocator for ordinary layouts once the module is loaded (`function` reads the API
+/// table), or `None` for the system one. Miri, which runs the unit tests to check the unsafe
+/// code, cannot read the table (an extern static): it always takes the system side.
+fn redis_side<F>(layout: Layout, function: impl FnOnce() -> Option<F>) -> Option<F> {
+    if layout.align() <= MALLOC_ALIGN && !cfg!(miri) {
+        function()
     } else {
         None
     }
@@ -60,7 +62,9 @@ unsafe impl GlobalAlloc for ModuleAlloc {
         // before any allocation of the module's; the caller upholds GlobalAlloc::alloc's
         // contract, which is also malloc's.
         unsafe {
-            match redis_side(layout, raw::RedisModule_TryAlloc.or(raw::RedisModule_Alloc)) {
+            match redis_side(layout, || {
+                raw::RedisModule_TryAlloc.or(raw::RedisModule_Alloc)
+            }) {
                 Some(alloc) => alloc(layout.size()).cast(),
                 None => System.alloc(layout),
             }
@@ -75,7 +79,7 @@ unsafe impl GlobalAlloc for ModuleAlloc {
         }
         // SAFETY: as in `alloc`.
         unsafe {
-            match redis_side(layout, raw::RedisModule_Calloc) {
+            match redis_side(layout, || raw::RedisModule_Calloc) {
                 None => System.alloc_zeroed(layout),
                 Some(calloc) => match raw::RedisModule_TryCalloc {
                     Some(try_calloc) => try_calloc(1, size).cast(),
@@ -91,7 +95,7 @@ unsafe impl GlobalAlloc for ModuleAlloc {
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         // SAFETY: `ptr` came from `alloc` with this layout, so from the same side.
         unsafe {
-            match redis_side(layout, raw::RedisModule_Free) {
+            match redis_side(layout, || raw::RedisModule_Free) {
                 Some(free) => free(ptr.cast()),
                 None => System.dealloc(ptr, layout),
             }
@@ -105,10 +109,9 @@ unsafe impl GlobalAlloc for ModuleAlloc {
         // SAFETY: `ptr` came from `alloc` with this layout, so from the same side; the
         // alignment does not change.
         unsafe {
-            match redis_side(
-                layout,
-                raw::RedisModule_TryRealloc.or(raw::RedisModule_Realloc),
-            ) {
+            match redis_side(layout, || {
+                raw::RedisModule_TryRealloc.or(raw::RedisModule_Realloc)
+            }) {
                 Some(realloc) => realloc(ptr.cast(), new_size).cast(),
                 None => System.realloc(ptr, layout, new_size),
             }
