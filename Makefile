@@ -19,7 +19,7 @@ FUZZ_SECONDS ?= 60
 FUZZ_TARGETS := bf_value bf_loadchunk lc_value lc_loadchunk rb_value rb_loadchunk bf_any_loadchunk bf_window_value
 
 .PHONY: all build run test unit-test integration-test integration-test-checked py-test test-redis-versions deps deps-system deps-python deps-node clean
-.PHONY: build-fault-injection valkey test-valkey valkey-jemalloc test-valkey-defrag redisbloom bench bench-memory bench-peer bench-cpu floors layout-sweep fuzz
+.PHONY: build-fault-injection valkey test-valkey valkey-jemalloc test-valkey-defrag redisbloom bench bench-memory bench-peer bench-cpu floors layout-sweep fuzz miri
 
 all: build
 
@@ -211,6 +211,24 @@ fuzz:
 	  echo "no nightly toolchain: running the stable fuzz driver for $(FUZZ_SECONDS)s per decoder"; \
 	  FUZZ_SECONDS=$(FUZZ_SECONDS) $(CARGO_TEST) --test it fuzz_stable:: -- --nocapture --test-threads=1; \
 	fi
+
+## The unit tests under Miri, Rust's interpreter that stops at undefined behaviour (a reference
+## past its allocation, a dangling box, a misaligned or uninitialised read) in the unsafe code
+## of blocks, packed counter words, bit arrays, SIMD fallbacks and defragmentation, where the
+## compiled code may run right all the same. On a nightly toolchain with the miri component,
+## installed if missing; about 10 minutes on 2 cores. Tests too slow to interpret, or that call
+## the server or the kernel, are marked `cfg_attr(miri, ignore)`. Floats stay deterministic:
+## Miri otherwise perturbs ln and exp by an ulp, which the tests pinning estimates would catch.
+# Isolation off: proptest reads and writes its regression files.
+MIRIFLAGS ?= -Zmiri-disable-isolation -Zmiri-deterministic-floats
+MIRI_PROPTEST_CASES ?= 3
+
+miri:
+	@rustup toolchain list 2>/dev/null | grep -q '^nightly' || \
+	  rustup toolchain install nightly --profile minimal || exit 1; \
+	rustup +nightly component add miri rust-src >/dev/null || exit 1; \
+	MIRIFLAGS="$(MIRIFLAGS)" PROPTEST_CASES=$(MIRI_PROPTEST_CASES) CARGO_TARGET_DIR=$(CURDIR)/target/miri \
+	  cargo +nightly miri test --lib
 
 clean:
 	cargo clean

@@ -319,6 +319,7 @@ pub mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "too slow under Miri")]
     fn scandump_and_loadchunk_rebuild_either_kind() {
         let mut own = Chain::new(0.01, 10_000, 2, u64::MAX).unwrap();
         for i in 0..15_000u64 {

@@ -439,6 +439,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "too slow under Miri")]
     fn sizing_meets_the_rate_exactly_at_every_capacity() {
         for &p in &[0.5, 0.1, 0.01, 0.001, 0.00055, 1e-4, 1e-6] {
             for &n in &[1u64, 2, 10, 100, 1000, 50_000, 200_000_000] {
@@ -461,6 +462,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "too slow under Miri")]
     fn the_header_table_holds() {
         // (p, standard bits per item and k, blocked bits per item and k) at n = 2^30; the
         // standard k is a hash fewer than the best integer wherever that costs under 0.5%.
@@ -485,6 +487,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "too slow under Miri")]
     fn poisson_limit_matches_the_mixture() {
         // For many blocks the binomial mixture is the Poisson one: check against a direct sum.
         let (k, lambda) = (8u32, 30.0f64);
@@ -506,6 +509,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "too slow under Miri")]
     fn measured_fp_is_within_the_rate() {
         // 200,000 items at 1% and at 0.1%, 1,000,000 non-members each.
         for &p in &[0.01, 0.001] {

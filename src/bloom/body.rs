@@ -537,6 +537,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "too slow under Miri")]
     fn owns_its_bit_arrays() {
         let params = FilterParams::for_layout(Layout::Blocked, 1000, 0.01).unwrap();
         let mut b = Body::zeroed(3, 0).unwrap();

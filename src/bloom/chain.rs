@@ -608,6 +608,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "too slow under Miri")]
     fn scales_with_tighter_rates_and_counts_items() {
         let mut c = Chain::new(0.01, 10, 2, GIB).unwrap();
         for i in 0..1000 {
@@ -643,6 +644,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "too slow under Miri")]
     fn batches_match_one_by_one() {
         // Scaling and non-scaling, with repeats inside a batch and a non-scaling filter that
         // fills up mid-batch (the batch stops at the error, like one-by-one adds would).
@@ -720,6 +722,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "too slow under Miri")]
     fn blocked_chains_keep_the_rate_when_scaling() {
         // 1% reserved at 1,000 and grown 100× (8 sub-filters), then 0.1% grown 10×: the
         // compound rate over 1,000,000 non-members stays within p (plus 3σ of noise).
@@ -744,6 +747,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "too slow under Miri")]
     fn blocked_costs_at_most_15_percent_more_at_0_001() {
         // The push platform's filter: 0.001 / 200M, scaling (its first sub-filter gets 55% of p).
         let rate = CHAIN.head_rate(0.001);
@@ -754,6 +758,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "too slow under Miri")]
     fn reserved_at_its_size_is_no_larger_than_redisbloom() {
         // RedisBloom 2.8.2's MEMORY USAGE for BF.RESERVE k 0.001 200000000 (scaling): its bit
         // array's bytes, which its allocator serves from the size class above.
@@ -771,6 +776,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "too slow under Miri")]
     fn older_schedules_keep_the_bound_when_growing() {
         // A chain written with the first schedule (p_i = p·0.15·0.85^i), 12 full sub-filters.
         let p = 0.01;
@@ -809,6 +815,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "too slow under Miri")]
     fn memory_limit_refuses_creation_and_growth() {
         let err = Chain::new(0.001, 1_000_000_000, 0, GIB).unwrap_err();
         assert!(matches!(err, ChainError::TooLarge { needed, .. } if needed > GIB));
@@ -826,6 +833,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "too slow under Miri")]
     fn scaling_stops_before_the_rate_underflows() {
         // Expansion 1 keeps every sub-filter small, so the rate limit is what stops it.
         let mut c = Chain::new(0.5, 1, 1, u64::MAX).unwrap();
@@ -861,6 +869,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "too slow under Miri")]
     fn measured_fp_stays_within_the_rate_at_every_fill() {
         // Non-scaling filters at 10%, 50% and 100% of capacity and scaling ones grown 10× (and
         // 100× from capacity 100), both layouts, rates for which small sub-filters are sparse
@@ -912,6 +921,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "too slow under Miri")]
     fn nonscaling_filters_keep_a_margin_at_capacity() {
         // The model's rate of a full non-scaling filter is within its share of p, for sparse
         // sets and standard bit arrays, small and large (the blocked layout's own rule is
@@ -964,6 +974,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "too slow under Miri")]
     fn older_bit_arrays_grow_with_sparse_sub_filters() {
         // A chain loaded from an older version (bit arrays only, capacity 100) keeps its bit
         // array and scales with sparse sub-filters, and answers for all its items.
@@ -1027,6 +1038,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "too slow under Miri")]
     fn answers_the_same_after_defrag_moved_every_block() {
         use crate::core::defrag::tests::in_steps;
         for layout in [Layout::Standard, Layout::Blocked] {

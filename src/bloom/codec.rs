@@ -513,6 +513,7 @@ mod tests {
     /// A chain loaded with nearly the most sub-filters a saved one may have grows to that
     /// many and no further, so that whatever it grows to still loads.
     #[test]
+    #[cfg_attr(miri, ignore = "too slow under Miri")]
     fn chains_stop_growing_at_the_most_sub_filters_a_value_may_have() {
         use crate::bloom::chain::{ChainError, MAX_SUB_FILTERS};
         let sub = SubParams::Bits(FilterParams::for_capacity(1, 1e-6).unwrap());
@@ -611,6 +612,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "too slow under Miri")]
     fn a_sparse_stream_must_be_its_set() {
         let c = chain(0.001, 2_000, 0, 1_500);
         let good = encode(&c);
@@ -678,6 +680,7 @@ mod tests {
     /// capacity or other hashes than its bits bear, a universe too small for its rate,
     /// sub-filters spending more than the chain's rate, an expansion past 32,768.
     #[test]
+    #[cfg_attr(miri, ignore = "too slow under Miri")]
     fn headers_must_describe_filters_that_hold_their_rates() {
         for (capacity, items) in [(10_000, 25_000), (100, 0)] {
             let c = chain(0.01, capacity, 2, items);
@@ -716,6 +719,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "too slow under Miri")]
     fn blocked_chains_are_version_2() {
         let c = chain_of(Layout::Blocked, 0, 0.01, 10_000, 2, 25_000);
         assert!(c.filters().len() > 1);
@@ -740,6 +744,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "too slow under Miri")]
     fn seeded_chains_are_version_4() {
         const SEED: u64 = 0x0123_4567_89ab_cdef;
         for (layout, capacity, expansion, items) in [
@@ -782,6 +787,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "too slow under Miri")]
     fn padding_bits_must_stay_zero() {
         // 0.5 / 1,000 items: a bit array (a set would be larger) whose last word is partly
         // past m; setting its top bit is refused.
@@ -807,6 +813,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "too slow under Miri")]
     fn padding_is_checked_in_every_chunk_that_reaches_it() {
         // Chunks of every length starting in the last two words, all bytes 0xff: refused
         // exactly when one of their bytes lies on a padding bit, the rule byte by byte.
@@ -824,6 +831,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "too slow under Miri")]
     fn chunks_cover_the_data_in_order() {
         let c = chain(0.001, 100_000, 2, 150_000);
         assert_eq!(c.filters().len(), 2);
@@ -851,6 +859,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "too slow under Miri")]
     fn saves_write_each_allocation_whole_and_loads_keep_them() {
         // Unit tests hold bit arrays of more than 64 words (512 bytes) in segments, with a
         // head (`words.rs`). Chains of a small array then segmented ones, and of segmented
@@ -930,6 +939,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "too slow under Miri")]
     fn segmented_bit_arrays_encode_as_one_slice() {
         // Unit tests hold bit arrays above 512 bytes in segments (`words.rs`): the data are the
         // bits of the same probes on one slice.
@@ -1031,6 +1041,7 @@ mod tests {
         }
 
         #[test]
+        #[cfg_attr(miri, ignore = "too slow under Miri")]
         fn mutated_headers_never_panic(
             c in arb_chain(),
             edits in prop::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 1..4),
@@ -1047,6 +1058,7 @@ mod tests {
 
         /// `BF.LOADCHUNK` after a valid header: chunks at any offset, of any content.
         #[test]
+        #[cfg_attr(miri, ignore = "too slow under Miri")]
         fn chunks_anywhere_never_panic(
             c in arb_chain(),
             chunks in prop::collection::vec(

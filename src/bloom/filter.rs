@@ -684,6 +684,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "too slow under Miri")]
     fn large_filters_stay_within_one_percent_of_optimal() {
         for &p in &[0.5, 0.1, 0.05, 0.01, 0.003, 0.001, 1e-4, 1e-6, 1e-9, 1e-12] {
             for &n in &[
@@ -708,6 +709,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "too slow under Miri")]
     fn small_filters_honour_the_rate_exactly() {
         for &p in &[0.1, 0.01, 0.001] {
             for n in [1u64, 2, 3, 10, 50, 100, 400] {
@@ -721,6 +723,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "too slow under Miri")]
     fn exact_and_approximate_agree_for_large_filters() {
         for (n, bits, k) in [(1000u64, 9586u64, 7u32), (800, 8000, 6), (400, 8100, 14)] {
             let exact = exact_fp(n, bits, k, k)[0].1;
@@ -753,6 +756,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "too slow under Miri")]
     fn set_answers_as_contains() {
         // A small, overfilled filter so that "probably present" answers happen often, and
         // large arrays (a single add prefetches its lines first, its positions kept on the
@@ -788,6 +792,7 @@ mod tests {
         /// Unit tests hold arrays above 64 words in 512-byte segments (`words.rs`): answers
         /// and bytes are those of the same probes on one slice.
         #[test]
+        #[cfg_attr(miri, ignore = "too slow under Miri")]
         fn segments_answer_and_encode_as_one_slice(
             blocked: bool,
             capacity in 1u64..3_000,
@@ -823,6 +828,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "too slow under Miri")]
     fn measured_fp_matches_the_target() {
         let params = FilterParams::for_capacity(10_000, 0.01).unwrap();
         let (f, fp) = measured_fp(&params, 10_000, 200_000);

@@ -289,6 +289,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "too slow under Miri")]
     fn answers_like_the_set() {
         // Buckets of one value, of several, empty ones, l = 0 and large l, many samples.
         for (universe, count) in [(1u64, 1usize), (10, 10), (1000, 400), (200_000, 8192)] {
@@ -313,6 +314,7 @@ mod tests {
         #![proptest_config(ProptestConfig::with_cases(300))]
 
         #[test]
+        #[cfg_attr(miri, ignore = "too slow under Miri")]
         fn matches_a_set(
             universe in 1u64..200_000,
             raw in prop::collection::btree_set(any::<u64>(), 1..700),

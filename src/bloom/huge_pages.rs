@@ -59,6 +59,7 @@ mod tests {
     /// setting is on (at an unaligned start, as a block with a header before it would be)
     /// reads back what was written, and so does one too small to be advised.
     #[test]
+    #[cfg_attr(miri, ignore = "calls madvise, which Miri cannot")]
     fn advised_blocks_keep_their_contents() {
         set(true);
         for (offset, bytes) in [(0, 8 << 20), (24, 5 << 20), (0, 1 << 20)] {

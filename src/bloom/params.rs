@@ -254,6 +254,7 @@ mod tests {
     /// Every sub-filter today's sizing makes passes the check loads apply, with room: both
     /// layouts, bit arrays and sparse sets, capacities 1 to 10⁹, rates 1e-15 to 0.9.
     #[test]
+    #[cfg_attr(miri, ignore = "too slow under Miri")]
     fn every_sizing_holds_its_rate() {
         let mut worst: f64 = 0.0;
         for layout in [Layout::Standard, Layout::Blocked] {

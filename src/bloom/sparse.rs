@@ -463,6 +463,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "too slow under Miri")]
     fn a_filled_set_answers_exactly() {
         // The default first sub-filter: capacity 100 at 0.55%.
         let universe = universe(100, 0.0055);
@@ -482,6 +483,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "too slow under Miri")]
     fn large_sets_with_an_index() {
         // MAX_CAPACITY values in universes that make l small (many samples) and large.
         for universe in [MAX_CAPACITY * 2, MAX_CAPACITY * 150, 1 << 50] {
@@ -558,6 +560,7 @@ mod tests {
         }
 
         #[test]
+        #[cfg_attr(miri, ignore = "too slow under Miri")]
         fn matches_a_set(
             universe in 1u64..1_000_000,
             values in prop::collection::vec(any::<u64>(), 0..600),

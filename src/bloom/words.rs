@@ -909,6 +909,7 @@ mod tests {
     const MIB: u64 = 1 << 20;
 
     #[test]
+    #[cfg_attr(miri, ignore = "allocates more than Miri can hold")]
     fn zeroed_aligned_and_owned() {
         for (len, align) in [
             (0usize, 64usize),
@@ -1037,6 +1038,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "too slow under Miri")]
     fn every_word_line_and_byte_range_at_every_segment_end() {
         // Arrays ending inside, at and past segment ends (64 words in tests) and their heads.
         for len in [8usize, 64, 72, 128, 136, 200, 203, 1024, 1100] {

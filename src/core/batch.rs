@@ -199,6 +199,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "too slow under Miri")]
     fn lookups_answer_in_order_and_prefetch_before_touching() {
         for n in [0u32, 1, 7, 255, 256, 257, 1000] {
             for rest in [0, 1, 10, 64, 300] {
@@ -233,6 +234,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "too slow under Miri")]
     fn located_windows_hand_each_touch_its_own_positions() {
         for per_item in [1, 3, 11, 21, 32, 63, 64] {
             for n in [0u64, 1, 5, 64, 100, 257] {

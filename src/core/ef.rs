@@ -900,6 +900,7 @@ pub(crate) mod tests {
         }
 
         #[test]
+        #[cfg_attr(miri, ignore = "too slow under Miri")]
         fn inserts_keep_the_stream_equal_to_a_rebuilt_one(
             values in proptest::collection::vec(any::<u64>(), 1..300),
             universe in 1u64..u64::MAX,
@@ -940,6 +941,7 @@ pub(crate) mod tests {
         }
 
         #[test]
+        #[cfg_attr(miri, ignore = "too slow under Miri")]
         fn removes_keep_the_stream_equal_to_a_rebuilt_one(
             values in proptest::collection::btree_set(any::<u64>(), 1..300),
             order in any::<u64>(),

@@ -564,6 +564,7 @@ mod tests {
         /// a byte, in universes giving `l` on both sides of the shuffled width: the values of
         /// `ef::iter`.
         #[test]
+        #[cfg_attr(miri, ignore = "too slow under Miri")]
         fn gives_the_values_of_iter(
             set in proptest::collection::btree_set(0u32..1 << 31, 0..1_500),
             universe_above in 1u64..1 << 24,

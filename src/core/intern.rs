@@ -283,6 +283,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "too slow under Miri")]
     fn unused_entries_are_swept() {
         let interner: Interner<u64> = Interner::new();
         let kept = interner.intern(u64::MAX);

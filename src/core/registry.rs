@@ -273,6 +273,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "too slow under Miri")]
     fn ids_run_out_at_the_limit_and_come_back() {
         let registry: Registry<u32> = Registry::new();
         let values: Vec<Arc<u32>> = (0..=u32::from(MAX_ID)).map(Arc::new).collect();
@@ -298,6 +299,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "too slow under Miri")]
     fn entries_are_read_while_others_come_and_go_on_another_thread() {
         let registry: Arc<Registry<u64>> = Arc::new(Registry::new());
         let kept = Arc::new(42u64);

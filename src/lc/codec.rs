@@ -530,6 +530,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "too slow under Miri")]
     fn sizes_of_the_default_counter() {
         let sizes: Vec<(u64, usize, u8)> =
             [0, 1, 10, 30, 100, 250, 267, 268, 1_000, 12_000, 50_000]
@@ -575,6 +576,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "too slow under Miri")]
     fn aof_parts_rebuild_large_counters_piece_by_piece() {
         // bits_for(50_000, 0.01) = 17,134: the last byte has padding bits.
         for items in [0, 200, 268, 1_000, 12_000, 50_000, 400_000] {
@@ -592,6 +594,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "too slow under Miri")]
     fn write_dense_refuses_bad_pieces_and_changes_nothing() {
         let mut exact = filled(0.01, 50_000, 10);
         assert!(write_dense(&mut exact, 0, &[1], NO_LIMIT).is_err());
@@ -647,6 +650,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "too slow under Miri")]
     fn sketches_round_trip_in_version_3() {
         for (rate, capacity, items, mode) in [
             (0.01, 50_000, 268, Mode::Tokens),
@@ -674,6 +678,7 @@ mod tests {
     /// Counters created with a rate below what new counters accept (`min_error_rate`) load
     /// and count as before, with the largest sketch.
     #[test]
+    #[cfg_attr(miri, ignore = "too slow under Miri")]
     fn counters_saved_with_rates_now_refused_still_load() {
         let rate = 1e-7;
         assert!(Counter::reserve(rate, 100, NO_LIMIT).is_err());
@@ -690,6 +695,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "too slow under Miri")]
     fn round_trips_every_kind() {
         for items in [0, 1, 267, 268, 1_000, 4_600, 12_000, 50_000, 400_000] {
             let c = filled(0.01, 50_000, items);
@@ -709,6 +715,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "too slow under Miri")]
     fn version_1_values_load_as_the_same_items_give_now() {
         let h = |i: u64| crate::core::hashing::hash_item(format!("item:{i}").as_bytes()).h1;
         for (rate, capacity, items) in [
@@ -770,6 +777,7 @@ mod tests {
     /// Counters loaded from version 1 merge with version-2 counters of every mode as the
     /// same items would.
     #[test]
+    #[cfg_attr(miri, ignore = "too slow under Miri")]
     fn version_1_values_merge_across_modes() {
         let h = |i: u64| crate::core::hashing::hash_item(format!("item:{i}").as_bytes()).h1;
         for (old_items, new_items) in [(40, 30), (200, 100), (1_000, 10), (20, 6_000)] {
@@ -815,6 +823,7 @@ mod tests {
     /// 2^23 set (a 19-byte body) takes 1 MiB and two words, a 1.25 MiB class, over a 1 MiB
     /// limit; 2^33 bits (1 GiB and two words) are over the default 1 GiB.
     #[test]
+    #[cfg_attr(miri, ignore = "too slow under Miri")]
     fn saved_bitmaps_are_weighed_by_their_size_class() {
         let all_set = |m_varint: &[u8]| {
             let mut v = vec![2, 1, KIND_ZEROS, 0xd0, 0x86, 0x03];
@@ -892,6 +901,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "too slow under Miri")]
     fn running_estimates_no_history_gives_are_refused() {
         let good = unhex(REGISTERS_1080);
         let c = decode(&good, NO_LIMIT).unwrap();
@@ -1005,6 +1015,7 @@ mod tests {
         /// holds the bits written, in the form a load of its encoding gives (the mode its set
         /// bits call for), so a master that took them equals its reload.
         #[test]
+        #[cfg_attr(miri, ignore = "too slow under Miri")]
         fn pieces_leave_the_form_a_load_gives(
             pieces in proptest::collection::vec(
                 (0usize..2_142, proptest::collection::vec(
@@ -1035,6 +1046,7 @@ mod tests {
         /// Sketches made by adds, unions across precisions and more adds load with their
         /// running state: the bounds a load checks hold for every history.
         #[test]
+        #[cfg_attr(miri, ignore = "too slow under Miri")]
         fn every_history_loads(
             rates in proptest::collection::vec(prop_oneof![Just(0.3), Just(0.05), Just(0.02)], 2..4),
             sizes in proptest::collection::vec(0u64..6_000, 4),
@@ -1065,6 +1077,7 @@ mod tests {
         }
 
         #[test]
+        #[cfg_attr(miri, ignore = "too slow under Miri")]
         fn round_trip(c in arbitrary_counter()) {
             let bytes = encode(&c);
             let back = decode(&bytes, NO_LIMIT).unwrap();
@@ -1082,6 +1095,7 @@ mod tests {
         }
 
         #[test]
+        #[cfg_attr(miri, ignore = "too slow under Miri")]
         fn mutated_encodings_never_panic(
             c in arbitrary_counter(),
             edits in proptest::collection::vec((any::<usize>(), any::<u8>(), 0u8..3), 1..4),

@@ -468,6 +468,7 @@ mod tests {
         /// Packed registers united into registers give the registers of both sides' levels,
         /// at a precision of whole groups of 64 and at one of fewer registers.
         #[test]
+        #[cfg_attr(miri, ignore = "too slow under Miri")]
         fn packed_registers_unite_as_their_levels(
             a in proptest::collection::vec((0u64..1 << 7, 1u64..=236), 0..600),
             b in proptest::collection::vec((0u64..1 << 7, 1u64..=236), 0..600),

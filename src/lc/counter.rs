@@ -894,6 +894,7 @@ mod tests {
     /// token lists of as many tokens from other items differ, two sketches of other items in
     /// registers differ, and each equals its copy.
     #[test]
+    #[cfg_attr(miri, ignore = "too slow under Miri")]
     fn equality_reads_the_tokens_and_the_registers() {
         let fill = |prefix: &str, n: u64| {
             let mut c = Counter::reserve(0.01, 50_000, u64::MAX).unwrap();
@@ -956,6 +957,7 @@ mod tests {
     /// 2^11, in a 7,168-byte class), or its exact set where a large capacity makes that larger
     /// (8,192 fingerprints at 10^7: 40,960 bytes); no bitmap is ever allocated.
     #[test]
+    #[cfg_attr(miri, ignore = "too slow under Miri")]
     fn reserve_respects_the_memory_limit() {
         for (capacity, most) in [(1_000, 7_168), (50_000, 7_168), (10_000_000, 40_960)] {
             let err = Counter::reserve(0.01, capacity, most - 1).unwrap_err();
@@ -1068,6 +1070,7 @@ mod tests {
     /// Bytes of a counter's block with the defaults, by number of items: what keeps a small
     /// key below a HyperLogLog's (stored.rs adds what Redis holds around it).
     #[test]
+    #[cfg_attr(miri, ignore = "too slow under Miri")]
     fn memory_by_size() {
         let expected = [
             (0, 0, Mode::Exact),
@@ -1092,6 +1095,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "too slow under Miri")]
     fn the_switch_to_registers_respects_a_lowered_limit() {
         let mut c = Counter::reserve(0.01, 50_000, u64::MAX).unwrap();
         let mut i = 0;
@@ -1111,6 +1115,7 @@ mod tests {
 
     /// A bitmap saved by an earlier version still turns dense within the limit.
     #[test]
+    #[cfg_attr(miri, ignore = "too slow under Miri")]
     fn the_switch_to_dense_respects_a_lowered_limit() {
         let hashes: Vec<u64> = (0..500u64)
             .map(|i| hash_item(&i.to_le_bytes()).h1)
@@ -1138,6 +1143,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "too slow under Miri")]
     fn exact_up_to_the_limit_then_tokens_then_registers() {
         let mut c = Counter::reserve(0.01, 50_000, u64::MAX).unwrap();
         assert_eq!(exact_limit(c.bits()), 267);
@@ -1169,6 +1175,7 @@ mod tests {
 
     /// New counters never saturate: fed far past their capacity they keep their error.
     #[test]
+    #[cfg_attr(miri, ignore = "too slow under Miri")]
     fn counters_reserved_small_do_not_saturate() {
         let mut c = Counter::reserve(0.01, 100, u64::MAX).unwrap();
         for i in 0..300_000 {
@@ -1192,6 +1199,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "too slow under Miri")]
     fn saturation_gives_a_finite_count() {
         let mut c = saved(100, 200);
         let m = c.bits();
@@ -1229,6 +1237,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "too slow under Miri")]
     fn union_of_overlapping_counters() {
         let mut a = Counter::reserve(0.01, 50_000, u64::MAX).unwrap();
         let mut b = a.clone();
@@ -1251,6 +1260,7 @@ mod tests {
     /// Every pair of modes gives the union of the indicators, in either order, and a count
     /// within the error of adding everything.
     #[test]
+    #[cfg_attr(miri, ignore = "too slow under Miri")]
     fn unions_across_modes_are_the_union_of_the_indicators() {
         for (na, nb) in [
             (10, 20),
@@ -1282,6 +1292,7 @@ mod tests {
 
     /// Counters of every capacity, error rate and mode combine, at the coarsest precision.
     #[test]
+    #[cfg_attr(miri, ignore = "too slow under Miri")]
     fn any_two_counters_combine() {
         let make = |rate: f64, capacity: u64, from: u64, n: u64| {
             let mut c = Counter::reserve(rate, capacity, u64::MAX).unwrap();
@@ -1326,6 +1337,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "too slow under Miri")]
     fn bitmaps_saved_by_earlier_versions_refuse_sketches_clearly() {
         let old = saved(50_000, 1_000);
         assert!(old.is_bitmap());
@@ -1362,6 +1374,7 @@ mod tests {
     /// exact set), the merge runs on a copy, and its refusal changes nothing though the first
     /// source fitted.
     #[test]
+    #[cfg_attr(miri, ignore = "too slow under Miri")]
     fn merges_the_limit_stops_part_way_change_nothing() {
         let mut dest = Counter::reserve(0.01, 1_000_000, u64::MAX).unwrap();
         dest.add(b"x").unwrap();
@@ -1388,6 +1401,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "too slow under Miri")]
     fn saved_bitmaps_fold_into_a_bitmap_of_a_divisor_size() {
         let s = bitmap_m(5_000, 0..5_000);
         let b = bitmap_m(15_000, 0..5_000);
@@ -1415,6 +1429,7 @@ mod tests {
     /// counter's items folded into a bitmap holding some of them were estimated by its bits
     /// alone, fewer than the exact count at times.
     #[test]
+    #[cfg_attr(miri, ignore = "too slow under Miri")]
     fn a_union_with_a_saved_bitmap_never_counts_fewer_than_its_largest_key() {
         for trial in 0..20 {
             let items = |n: u64| (trial * 10_000..trial * 10_000 + n).map(item);
@@ -1436,6 +1451,7 @@ mod tests {
 
     /// A union of saved bitmaps and exact counters of other sizes is the same in any order.
     #[test]
+    #[cfg_attr(miri, ignore = "too slow under Miri")]
     fn unions_with_saved_bitmaps_do_not_depend_on_order() {
         let bitmap = bitmap_m(15_000, 0..3_000);
         let mut exact = Counter::reserve(0.01, 50_000, u64::MAX).unwrap();
@@ -1465,6 +1481,7 @@ mod tests {
         /// sizes, in the mode their number calls for: a large union is built in a bitmap and
         /// listed again when few bits are set (copies, an exact side), as one built in a list.
         #[test]
+        #[cfg_attr(miri, ignore = "too slow under Miri")]
         fn bitmap_unions_hold_both_sides_positions(
             mine in proptest::collection::vec(any::<u64>(), 0..2_000),
             theirs in proptest::collection::vec(any::<u64>(), 0..6_000),
@@ -1514,6 +1531,7 @@ mod tests {
         /// A sketch's indicators are a function of the set of items (any order of adds), and
         /// its registers are the registers of its tokens.
         #[test]
+        #[cfg_attr(miri, ignore = "too slow under Miri")]
         fn sketch_indicators_depend_on_the_set_only(
             // At least one item: an empty counter holds no block, so it is no sketch and has
             // no running estimate to compare.
@@ -1543,6 +1561,7 @@ mod tests {
         }
 
         #[test]
+        #[cfg_attr(miri, ignore = "too slow under Miri")]
         fn union_is_order_independent(
             a in proptest::collection::vec(any::<u64>(), 0..2_000),
             b in proptest::collection::vec(any::<u64>(), 0..2_000),
@@ -1594,6 +1613,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "too slow under Miri")]
     fn counts_the_same_after_defrag_moved_its_block() {
         use crate::core::defrag::tests::in_steps;
         for n in [0u64, 10, 400, 30_000] {

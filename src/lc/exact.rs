@@ -308,6 +308,7 @@ mod tests {
     /// order, whichever copy the CPU runs (and the AVX2 copy where the CPU has AVX2), for
     /// counters of several universes, their smallest and largest fingerprints included.
     #[test]
+    #[cfg_attr(miri, ignore = "too slow under Miri")]
     fn appended_tokens_are_each_fingerprints_token() {
         for (rate, capacity) in [(0.01, 50_000), (0.01, 10_000), (0.001, 1_000_000)] {
             let counter = Counter::reserve(rate, capacity, u64::MAX).unwrap();
@@ -346,6 +347,7 @@ mod tests {
         /// adding them one at a time does, and counts the same new items: in exact mode at
         /// once, and across the switch to a sketch one at a time.
         #[test]
+        #[cfg_attr(miri, ignore = "too slow under Miri")]
         fn batches_are_adds_one_by_one(
             (rate, capacity) in proptest::sample::select(vec![(0.01, 50_000), (0.05, 1_000), (0.01, 10_000_000)]),
             held in 0u64..300,
@@ -365,6 +367,7 @@ mod tests {
 
         /// Gathering sorted sets one after another, by search or by walk, gives their union.
         #[test]
+        #[cfg_attr(miri, ignore = "too slow under Miri")]
         fn merging_missing_values_gives_the_union(
             sets in proptest::collection::vec(
                 proptest::collection::btree_set(0u64..2_000, 0..600), 1..8),

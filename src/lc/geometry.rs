@@ -416,6 +416,7 @@ mod tests {
     /// sparse_limit against a brute-force search, and exact sets at their limit never larger
     /// than the bitmap.
     #[test]
+    #[cfg_attr(miri, ignore = "too slow under Miri")]
     fn mode_limits_match_their_definitions() {
         let class_of = |shape: Shape| size_class(stream_words(shape) * 8);
         for m in (1..3_000).chain([17_134, 26_729, 154_171, 1_096_582]) {

@@ -602,6 +602,7 @@ pub(super) mod tests {
     /// random histories, at the smallest, default and largest precision, both kinds of change
     /// counted.
     #[test]
+    #[cfg_attr(miri, ignore = "too slow under Miri")]
     fn unset_weight_taken_is_the_difference() {
         let mut x = 7u64;
         let (mut below, mut above) = (0, 0);
@@ -639,6 +640,7 @@ pub(super) mod tests {
     /// items at three precisions: merges store them, so the solver's steps may change only
     /// on purpose (the search ends once a step changes nothing, where 64 steps ended).
     #[test]
+    #[cfg_attr(miri, ignore = "too slow under Miri")]
     fn ml_estimates_are_pinned_to_the_bit() {
         const PINNED: [(u32, u64, u64, u64); 12] = [
             (4, 3, 0x40083ccf189d3ccb, 0x3f9ed0ab55a7e300),
@@ -670,6 +672,7 @@ pub(super) mod tests {
     /// Thousands of registers of one highest level: their window bits' tallies pass 255 (the
     /// most a byte holds) many times over.
     #[test]
+    #[cfg_attr(miri, ignore = "too slow under Miri")]
     fn tallies_of_many_registers_at_one_level() {
         let p = 11;
         let mut x = 0x5eed_u64;
@@ -700,6 +703,7 @@ pub(super) mod tests {
         /// `sure_signs` far from the root, gives, to the bit, the solve with one per level
         /// that computes every step.
         #[test]
+        #[cfg_attr(miri, ignore = "too slow under Miri")]
         fn runs_of_one_weight_solve_as_single_levels(
             p in MIN_PRECISION..=MAX_PRECISION,
             set in proptest::collection::vec((1u64..250, 1u64..1 << 20), 1..80),
@@ -739,6 +743,7 @@ pub(super) mod tests {
         /// Registers tallied by highest level give the counts and unset weight that summing
         /// `set_levels` and `unset_weight` one register at a time gives.
         #[test]
+        #[cfg_attr(miri, ignore = "too slow under Miri")]
         fn register_tallies_are_the_sums(
             p in MIN_PRECISION..=8,
             hashes in proptest::collection::vec(any::<u64>(), 0..3_000),
@@ -791,6 +796,7 @@ pub(super) mod tests {
     /// On sketches of known items, from 3 to 10⁶, Newton's root passes its check, so the
     /// search computes `g` only near the root, within about 4·10⁻¹² of it.
     #[test]
+    #[cfg_attr(miri, ignore = "too slow under Miri")]
     fn signs_are_sure_outside_a_narrow_band() {
         let mut x = 0x7e57_u64;
         for p in [4, 11, 14] {
@@ -813,6 +819,7 @@ pub(super) mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "too slow under Miri")]
     fn ml_estimate_of_simulated_sketches() {
         // Poisson-free check: feed n random hashes, compare the ML estimate with n.
         let p = 8;

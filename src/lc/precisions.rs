@@ -493,6 +493,7 @@ mod tests {
     /// A register's masks say what `level_state` says of each level, and its set levels give
     /// the register back.
     #[test]
+    #[cfg_attr(miri, ignore = "too slow under Miri")]
     fn masks_are_the_registers_levels() {
         let mut x = 7;
         for q in [4, 9, 20] {
@@ -530,6 +531,7 @@ mod tests {
     /// The masks' evidence and stored registers are those taken an indicator at a time, for
     /// two and three precisions, from empty registers to full ones.
     #[test]
+    #[cfg_attr(miri, ignore = "too slow under Miri")]
     fn resolution_is_the_one_by_one_evidence() {
         let mut x = 19;
         for qs in [&[4u32, 5][..], &[4, 7], &[4, 5, 7], &[5, 6, 9]] {
@@ -550,6 +552,7 @@ mod tests {
     /// With nothing in the coarser registers, the union's estimate is the finer registers'
     /// own.
     #[test]
+    #[cfg_attr(miri, ignore = "too slow under Miri")]
     fn an_empty_coarser_side_leaves_the_finer_estimate() {
         let mut x = 23;
         for (p, q, n) in [(11, 13, 20_000u64), (11, 18, 200_000), (4, 20, 1 << 20)] {

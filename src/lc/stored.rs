@@ -309,6 +309,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "too slow under Miri")]
     fn every_mode_reads_back_from_its_word() {
         for (items, mode, bytes) in [
             (0, Mode::Exact, 0),
@@ -331,6 +332,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "too slow under Miri")]
     fn writes_through_the_word_match_a_plain_counter_and_hold_one_id() {
         let mut plain = Counter::reserve(0.01, 50_002, u64::MAX).unwrap();
         let mut stored = StoredCounter::new(plain.clone());
@@ -357,6 +359,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "too slow under Miri")]
     fn a_union_that_takes_another_geometry_moves_to_its_id() {
         let keeps = StoredCounter::new(filled(0.01, 50_003, 10));
         let mut dest = StoredCounter::new(filled(0.01, 50_003, 5_000));
@@ -386,6 +389,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "too slow under Miri")]
     fn a_write_that_panics_leaves_a_whole_counter() {
         let mut stored = StoredCounter::new(filled(0.01, 50_004, 100));
         let grown = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -432,6 +436,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "too slow under Miri")]
     fn counters_are_freed_on_another_thread() {
         let stored: Vec<StoredCounter> = (0..50)
             .map(|n| StoredCounter::new(filled(0.01, 50_007, n)))

@@ -804,6 +804,7 @@ mod tests {
     /// at theirs), and a coarse destination already holding a finer source's indicators
     /// (the union then counts its own estimate, which the merge stores).
     #[test]
+    #[cfg_attr(miri, ignore = "too slow under Miri")]
     fn a_merge_across_precisions_counts_as_the_union_did() {
         let item = |i: u64| i.to_le_bytes();
         let filled = |rate: f64, items: std::ops::Range<u64>| {
@@ -836,6 +837,7 @@ mod tests {
     /// whatever their modes and sizes at one precision (as `PFCOUNT` of a HyperLogLog and its
     /// subsets); one more item the largest lacks makes it a union estimate again.
     #[test]
+    #[cfg_attr(miri, ignore = "too slow under Miri")]
     fn a_union_within_its_largest_key_counts_as_that_key() {
         let item = |i: u64| i.to_le_bytes();
         for (n, subset) in [
@@ -889,6 +891,7 @@ mod tests {
     /// does (without the floor, the first trial's one item beyond counted 20,067 against the
     /// key's 20,127).
     #[test]
+    #[cfg_attr(miri, ignore = "too slow under Miri")]
     fn a_union_never_counts_fewer_than_its_largest_key() {
         let item = |i: u64| i.to_le_bytes();
         for trial in 0..12u64 {
@@ -922,6 +925,7 @@ mod tests {
     /// holding it counted 299 where `LC.COUNT` of the two answered 298), and across
     /// precisions and modes.
     #[test]
+    #[cfg_attr(miri, ignore = "too slow under Miri")]
     fn a_merged_key_counts_what_the_count_of_its_sources_did() {
         let item = |i: u64| i.to_le_bytes();
         let fed = |rate: f64, capacity: u64, items: &mut dyn Iterator<Item = u64>| {
@@ -994,6 +998,7 @@ mod tests {
     /// one that would need registers beyond the limit absorbs them one by one up to the
     /// source refused, as a merge of fewer sources would have.
     #[test]
+    #[cfg_attr(miri, ignore = "too slow under Miri")]
     fn many_source_merge_is_the_merge_one_by_one() {
         let (all, _) = counters(40, 11);
         let refs: Vec<&Counter> = all.iter().collect();
@@ -1033,6 +1038,7 @@ mod tests {
     /// list while it fits one, else the same registers; over exact sets, token lists of two
     /// precisions, and unions on both sides of the token limit.
     #[test]
+    #[cfg_attr(miri, ignore = "too slow under Miri")]
     fn collected_union_is_the_sorted_one() {
         let exact = |k: u64, items: u64| {
             let mut c = Counter::reserve(0.01, 50_000, u64::MAX).unwrap();
@@ -1102,6 +1108,7 @@ mod tests {
     /// exact limit stays exact (copies of a few sets); a larger one is their sketch union,
     /// within its error, and asks for no list of all they hold.
     #[test]
+    #[cfg_attr(miri, ignore = "too slow under Miri")]
     fn exact_merges_past_the_sorting_bound_gather_only_the_exact_limit() {
         let counter_of = |items: std::ops::Range<u64>| {
             let mut c = Counter::reserve(0.01, 50_000, u64::MAX).unwrap();
@@ -1149,6 +1156,7 @@ mod tests {
     /// Exact counters of other sizes than their union's (other capacities, other error rates)
     /// set in its level bits the tokens `tokens_at` lists, whichever build collects them.
     #[test]
+    #[cfg_attr(miri, ignore = "too slow under Miri")]
     fn exact_counters_of_other_sizes_set_the_tokens_they_list() {
         let mut x = 5u64;
         let all: Vec<Counter> = (0..120)
@@ -1209,6 +1217,7 @@ mod tests {
     /// counted 99 once, a sketch at the smaller precision), and sketches keep their own
     /// precision. An empty destination's own size still binds a merge into it.
     #[test]
+    #[cfg_attr(miri, ignore = "too slow under Miri")]
     fn empty_counters_leave_unions_as_they_are() {
         let mut x = 41;
         let fed = |rate: f64, capacity: u64, n: u64, x: &mut u64| {
@@ -1264,6 +1273,7 @@ mod tests {
     /// count (16 bits) takes their exact number as its estimate and every item's token. It
     /// once kept the number modulo 2^16 and the tokens of that many.
     #[test]
+    #[cfg_attr(miri, ignore = "too slow under Miri")]
     fn merged_exact_counters_past_an_exact_blocks_count_stay_exact() {
         let each = 250;
         let all: Vec<Counter> = (0..300u64)
@@ -1295,6 +1305,7 @@ mod tests {
     /// Every build of the spreading gives the tokens of one by one, at every precision, so
     /// a count does not depend on the CPU.
     #[test]
+    #[cfg_attr(miri, ignore = "too slow under Miri")]
     fn spread_tokens_agree_on_every_build() {
         let mut x = 7u64;
         let fingerprints: Vec<u64> = (0..10_000)
@@ -1341,6 +1352,7 @@ mod tests {
     /// estimated within the sketch's error (`ml_relative_error(11)`, 0.8%; 4σ allowed),
     /// whether their union is middling or large.
     #[test]
+    #[cfg_attr(miri, ignore = "too slow under Miri")]
     fn many_exact_counters_count_exactly_while_few_then_estimate() {
         let limit = SORTED_UNION * token_limit(11);
         // (counters, items each, drawn from, seed): few in all; many whose union is within
@@ -1390,6 +1402,7 @@ mod tests {
     /// A many-key count (straight to registers) is the count of the counters merged one by
     /// one (token lists, then registers, register-wise), and right.
     #[test]
+    #[cfg_attr(miri, ignore = "too slow under Miri")]
     fn many_key_count_is_the_merged_count() {
         let (all, truth) = counters(40, 7);
         let refs: Vec<&Counter> = all.iter().collect();
@@ -1433,6 +1446,7 @@ mod reduction_tests {
     /// empty one and 1.2% high with the same items; one likelihood over both, 12% low with
     /// the other half.
     #[test]
+    #[cfg_attr(miri, ignore = "too slow under Miri")]
     fn a_finer_counter_unites_with_a_coarser_one_without_bias() {
         let mut x = 11;
         for (rate, n) in [(0.005, 50_000u64), (0.0025, 200_000)] {
@@ -1490,6 +1504,7 @@ mod reduction_tests {
     /// count, which no load accepted (a 0.0025 counter of 3,000 items merged into an empty
     /// 0.005 one: 3,097 set, count 3,008), and recounts of them 2–4% high.
     #[test]
+    #[cfg_attr(miri, ignore = "too slow under Miri")]
     fn merges_across_precisions_load_and_recount_within_their_error() {
         let mut x = 29;
         let loads = |c: &Counter| {
@@ -1539,6 +1554,7 @@ mod standard_error_tests {
     /// n items, where it was once the Poisson variance's 1/√n (2.3% at 2,000 items, for a
     /// measured 0.4%).
     #[test]
+    #[cfg_attr(miri, ignore = "too slow under Miri")]
     fn a_merges_standard_error_is_its_counts() {
         let mut x = 21;
         for n in [2_000u64, 20_000] {
@@ -1571,6 +1587,7 @@ mod reduced_merge_tests {
     /// few items each, and the forgotten levels a merge stores as set weigh most against its
     /// estimate) into coarser ones load again: their running state is one a load accepts.
     #[test]
+    #[cfg_attr(miri, ignore = "too slow under Miri")]
     fn merges_of_finer_registers_load_again() {
         let (mut x, mut merges) = (5, 0);
         for rate in [0.007, 0.005, 0.0025, 0.001, 0.0005] {

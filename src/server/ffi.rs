@@ -241,6 +241,7 @@ mod tests {
     use redis_module::RedisValue;
 
     #[test]
+    #[cfg_attr(miri, ignore = "logs through the server's API")]
     fn a_panicking_callback_returns_its_fallback() {
         let value: *mut u8 = guard_callback("test", std::ptr::null_mut(), || {
             let bytes: &[u8] = &[];
@@ -255,6 +256,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "logs through the server's API")]
     fn a_panicking_handler_replies_with_an_error() {
         let context = Context::dummy();
         let panics: Handler = |_, args| Ok(RedisValue::Integer(args[7].len() as i64));
@@ -270,6 +272,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "too slow under Miri")]
     fn random_draws_are_distinct_and_spread() {
         // 100,000 draws: no repeat (a repeat among 2^64 values would be a one-in-10^9 event),
         // and every bit set in about half of them (within 1%, some 6 standard deviations).

@@ -234,6 +234,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "too slow under Miri")]
     fn batches_on_large_arrays_match_one_by_one() {
         // Arrays past batch::PREFETCH_MIN_BYTES, whose batches go in prefetched windows: one
         // array with room for every batch, and a chain scaled past a large first array (its
@@ -258,6 +259,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "too slow under Miri")]
     fn batches_on_chains_of_small_arrays_match_one_by_one() {
         // Several bit arrays and sparse sets, none prefetched (the plain loops).
         for layout in [Layout::Standard, Layout::Blocked] {

@@ -389,6 +389,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "too slow under Miri")]
     fn batches_match_one_by_one() {
         // A large non-scaling link (its batches go in prefetched windows), a scaling chain
         // grown past a large first link (two large links), and a small one (no prefetching),

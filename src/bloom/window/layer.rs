@@ -501,6 +501,7 @@ mod tests {
         /// Adds over moving slots, an item found in an older generation moved up: each held
         /// once, found in the newest slot, the counts and bytes the partitions'.
         #[test]
+        #[cfg_attr(miri, ignore = "too slow under Miri")]
         fn moves_keep_counts_and_bytes(
             ops in proptest::collection::vec((0u64..300, 0u64..4), 1..600),
         ) {

@@ -458,6 +458,7 @@ mod tests {
         /// in an older generation moves to the newest, so each is held once; the streams stay
         /// valid and exactly sized.
         #[test]
+        #[cfg_attr(miri, ignore = "too slow under Miri")]
         fn matches_a_model(
             ops in proptest::collection::vec((0u64..3, 0u64..500), 1..400),
             universe in 1u64..2_000,

@@ -46,6 +46,7 @@ proptest! {
     /// and not after + 1.25·window (up to false positives, which a 1e-12 rate excludes
     /// here); times go backwards too.
     #[test]
+    #[cfg_attr(miri, ignore = "too slow under Miri")]
     fn found_inside_the_window_gone_after_the_slack(
         ops in proptest::collection::vec((0u64..60, -3_000i64..9_000, any::<bool>()), 1..300),
     ) {
@@ -95,6 +96,7 @@ proptest! {
     /// budget often reached): never a false negative, a non-scaling filter refuses only an
     /// item it does not hold, and one layer holds at most a fingerprint per live item.
     #[test]
+    #[cfg_attr(miri, ignore = "too slow under Miri")]
     fn moves_lose_nothing(
         ops in proptest::collection::vec((0u64..40, 0i64..8_000, any::<bool>()), 1..300),
         capacity in 1u64..30,
@@ -144,6 +146,7 @@ proptest! {
     /// filter filling up, one partition or several, the clock moving by less and more than a
     /// slot.
     #[test]
+    #[cfg_attr(miri, ignore = "too slow under Miri")]
     fn batches_are_adds_one_by_one(
         expansion in prop_oneof![Just(0u32), Just(2)],
         capacity in prop_oneof![10u64..200, 2_000u64..7_000],
@@ -201,6 +204,7 @@ fn re_adding_restarts_the_window() {
 /// one never refuses them, a scaling one never scales, and the memory stays as after the
 /// first add.
 #[test]
+#[cfg_attr(miri, ignore = "too slow under Miri")]
 fn re_adds_use_no_more_capacity() {
     for (n, expansion) in [(100u64, 0), (10_000, 2)] {
         let mut f = WindowFilter::new(params(n, 0.01, expansion), NO_LIMIT).unwrap();
@@ -231,6 +235,7 @@ fn re_adds_use_no_more_capacity() {
 /// every layer, so the cardinality counts the item once while both copies live, the oldest
 /// slot partly outside the window included.
 #[test]
+#[cfg_attr(miri, ignore = "too slow under Miri")]
 fn items_refreshed_from_an_earlier_layer_count_once() {
     let n = 1000;
     let mut f = WindowFilter::new(params(n, 0.001, 2), NO_LIMIT).unwrap();
@@ -339,6 +344,7 @@ fn a_clock_going_backwards_loses_nothing() {
 /// (when the filter holds its whole budget) over 2,000/rate non-members, so that the
 /// measurement's deviation is about 2% of the rate.
 #[test]
+#[cfg_attr(miri, ignore = "too slow under Miri")]
 fn false_positives_stay_within_the_rate_under_a_steady_stream() {
     for (rate, expansion) in [(0.01, 0), (0.01, 2), (0.001, 0)] {
         let n = 20_000u64;
@@ -383,6 +389,7 @@ fn bits_per_item(n: u64, rate: f64, expansion: u32) -> f64 {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "too slow under Miri")]
 fn memory_per_item_at_capacity() {
     let one = bits_per_item(200_000, 0.01, 0);
     let scaling = bits_per_item(200_000, 0.01, 2);
@@ -393,6 +400,7 @@ fn memory_per_item_at_capacity() {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "too slow under Miri")]
 fn non_scaling_refuses_past_its_budget_then_recovers() {
     let n = 1000;
     let mut f = WindowFilter::new(params(n, 0.01, 0), NO_LIMIT).unwrap();
@@ -410,6 +418,7 @@ fn non_scaling_refuses_past_its_budget_then_recovers() {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "too slow under Miri")]
 fn scaling_adds_layers_keeps_the_rate_and_drops_them_later() {
     let n = 1000;
     let mut f = WindowFilter::new(params(n, 0.01, 2), NO_LIMIT).unwrap();
@@ -444,6 +453,7 @@ fn scaling_adds_layers_keeps_the_rate_and_drops_them_later() {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "too slow under Miri")]
 fn cardinality_estimates_the_window() {
     let n = 40_000u64;
     let mut f = WindowFilter::new(params(n, 0.01, 0), NO_LIMIT).unwrap();
@@ -466,6 +476,7 @@ fn cardinality_estimates_the_window() {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "too slow under Miri")]
 fn encoding_is_canonical_and_round_trips() {
     let mut f = WindowFilter::new(params(5000, 0.01, 2), NO_LIMIT).unwrap();
     for i in 0..20_000u64 {
@@ -487,6 +498,7 @@ fn encoding_is_canonical_and_round_trips() {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "too slow under Miri")]
 fn chunks_may_be_cut_anywhere() {
     let mut f = WindowFilter::new(params(3000, 0.01, 0), NO_LIMIT).unwrap();
     for i in 0..3000u64 {
@@ -531,6 +543,7 @@ fn u64_at(bytes: &[u8], at: usize) -> u64 {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "too slow under Miri")]
 fn seeded_filters_are_version_2_and_unseeded_ones_version_1() {
     const SEED: u64 = 0x0123_4567_89ab_cdef;
     // One layer of one partition, several layers, several partitions.
@@ -573,6 +586,7 @@ fn seeded_filters_are_version_2_and_unseeded_ones_version_1() {
 /// Layers grow from the filter's capacity by its expansion, as scaling makes them (the oldest
 /// may have slid out): a header whose layers no filter of its parameters has is refused.
 #[test]
+#[cfg_attr(miri, ignore = "too slow under Miri")]
 fn layers_must_have_grown_from_the_filters_capacity() {
     let f = filled(params(500, 0.01, 2), 9, 3_000, 7);
     let capacities: Vec<u64> = f.layers().iter().map(|l| l.params().capacity).collect();
@@ -601,6 +615,7 @@ fn layers_must_have_grown_from_the_filters_capacity() {
 /// budget of: a header claiming more is refused (one of 2^64 − 1 loaded, and took its layer's
 /// items out of `BF.CARD`: 2,359 for a filter of 2,984).
 #[test]
+#[cfg_attr(miri, ignore = "too slow under Miri")]
 fn refreshed_counts_are_at_most_the_layers_budget() {
     let f = filled(params(500, 0.01, 2), 0, 3_000, 7);
     let (header, _) = encode(&f);
@@ -665,6 +680,7 @@ fn adds_keep_refreshed_counts_within_the_budget() {
 /// after the first record loaded as complete, its other partitions empty, and re-encoded to
 /// other bytes.
 #[test]
+#[cfg_attr(miri, ignore = "too slow under Miri")]
 fn data_ending_before_the_last_record_is_refused() {
     let f = filled(params(7_000, 0.01, 0), 0, 3_000, 1);
     assert!(f.layers()[0].params().partitions() > 1);
@@ -701,6 +717,7 @@ fn windows_are_whole_seconds() {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "too slow under Miri")]
 fn seeds_move_the_items() {
     // The same items under seed 0, seed 1 and seed 2: three sets of fingerprints, each
     // filter finding its own items.
@@ -719,6 +736,7 @@ fn seeds_move_the_items() {
 proptest! {
     /// Hostile headers and data: refused or decoded, never a panic or a huge allocation.
     #[test]
+    #[cfg_attr(miri, ignore = "too slow under Miri")]
     fn hostile_bytes_never_panic(
         flips in proptest::collection::vec((any::<usize>(), any::<u8>()), 1..8),
         cut in any::<usize>(),
@@ -747,6 +765,7 @@ proptest! {
 /// refreshed counts included (a filter of 41 layers took 4.2 times the limit that let it
 /// load). Chunk by chunk or whole.
 #[test]
+#[cfg_attr(miri, ignore = "too slow under Miri")]
 fn loads_are_refused_past_the_limit_by_their_real_bytes() {
     use super::value::Windowed;
     let mut shapes: Vec<_> = [(5, 1, 150), (1, 2, 500), (10, 2, 300), (100, 1, 2_000)]

@@ -176,6 +176,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "too slow under Miri")]
     fn a_load_in_progress_saves_copies_and_dumps_as_it_arrived() {
         // Two layers, so that a cut can fall before the newest layer's records.
         let params = WindowParams {
