@@ -216,9 +216,10 @@ fuzz:
 ## past its allocation, a dangling box, a misaligned or uninitialised read) in the unsafe code
 ## of blocks, packed counter words, bit arrays, SIMD fallbacks and defragmentation, where the
 ## compiled code may run right all the same. On a nightly toolchain with the miri component,
-## installed if missing; about 10 minutes on 2 cores. Tests too slow to interpret, or that call
-## the server or the kernel, are marked `cfg_attr(miri, ignore)`. Floats stay deterministic:
-## Miri otherwise perturbs ln and exp by an ulp, which the tests pinning estimates would catch.
+## installed if missing; 7 minutes of CPU on an AMD EPYC (Miri uses one core). Tests too slow
+## to interpret, or that call the server or the kernel, are marked `cfg_attr(miri, ignore)`.
+## Floats stay deterministic: Miri otherwise perturbs ln and exp by an ulp, which the tests
+## pinning estimates would catch.
 # Isolation off: proptest reads and writes its regression files.
 MIRIFLAGS ?= -Zmiri-disable-isolation -Zmiri-deterministic-floats
 MIRI_PROPTEST_CASES ?= 3
