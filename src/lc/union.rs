@@ -679,18 +679,6 @@ impl Counter {
             block: Block::none(),
         };
         let holds_all = p == self.geometry.precision && Counter::holds_as(&indicators, self);
-        // An empty counter whose union holds no more than its largest source of its own
-        // geometry becomes a copy of that source, running estimate included, as `LC.COUNT`
-        // of the sources counts as it (the rule for one source above, for its subsets too).
-        let largest = all
-            .iter()
-            .filter(|c| c.is_sketch() && c.geometry == self.geometry);
-        if let Some(&largest) = largest.max_by_key(|c| c.count()) {
-            if self.holds_nothing() && Counter::holds_as(&indicators, largest) {
-                *self = Counter::copy_within(largest, limit)?;
-                return Ok(true);
-            }
-        }
         // The last of the largest, as `sketch_union_count` takes it.
         let most = all
             .iter()
@@ -710,6 +698,22 @@ impl Counter {
             let of_sources = Counter::union_count(sources)?;
             if counted != of_sources {
                 (count, counted) = (UnionCount::Exactly(of_sources), of_sources);
+            }
+        }
+        // An empty counter whose union is a source of its own geometry (the others subsets of
+        // it), counting what the union counts, becomes a copy of that source, running
+        // estimate included (the rule for one source above, for its subsets too). A finer
+        // source counting more keeps the union from it: the union counts that.
+        if self.holds_nothing() && p == self.geometry.precision {
+            let copied = sources.iter().find(|c| {
+                c.is_sketch()
+                    && c.geometry == self.geometry
+                    && c.count() == counted
+                    && Counter::holds_as(&indicators, c)
+            });
+            if let Some(&copied) = copied {
+                *self = Counter::copy_within(copied, limit)?;
+                return Ok(true);
             }
         }
         // Unchanged when this counter holds the union's indicators and counts as `LC.COUNT`
@@ -991,6 +995,34 @@ mod tests {
             let sources: Vec<Counter> = (0..1 + draw(3)).map(|_| counter(&mut draw)).collect();
             let sources: Vec<&Counter> = sources.iter().collect();
             check(&dest, &sources, &format!("trial {trial}"));
+            // Into an empty destination: a new key's (the sources' union geometry), or an
+            // existing one of any shape.
+            let new = Counter::empty_for_union(&sources).unwrap();
+            check(&new, &sources, &format!("trial {trial}, new key"));
+            let (rate, capacity) = shapes[draw(4) as usize];
+            let empty = Counter::reserve(rate, capacity, u64::MAX).unwrap();
+            check(&empty, &sources, &format!("trial {trial}, empty key"));
+        }
+        // A coarse counter, and a finer one counting more of the same items: the merge
+        // counts the finer one's count, whichever comes first.
+        let (coarse, fine) = (0..)
+            .map(|i| i * 5_000..(i + 1) * 5_000)
+            .map(|items| {
+                (
+                    fed(0.02, 1_000, &mut items.clone()),
+                    fed(0.01, 50_000, &mut items.clone()),
+                )
+            })
+            .find(|(coarse, fine)| fine.count() > coarse.count())
+            .unwrap();
+        for sources in [[&coarse, &fine], [&fine, &coarse]] {
+            let new = Counter::empty_for_union(&sources).unwrap();
+            check(&new, &sources, "coarse and finer, new key");
+            check(
+                &Counter::reserve(0.02, 1_000, u64::MAX).unwrap(),
+                &sources,
+                "coarse and finer, empty coarse key",
+            );
         }
     }
 

@@ -1019,6 +1019,30 @@ fn a_merged_key_counts_what_the_count_of_its_sources_did() {
     }
 }
 
+/// A merge into a new or empty key counts what `LC.COUNT` of its sources does, whatever
+/// their order: with a coarse counter first and a finer one counting more of the same
+/// items, such merges stored the coarse one's 4,939 for `LC.COUNT`'s 5,015.
+#[test]
+fn a_merge_into_an_empty_key_counts_as_its_sources_in_any_order() {
+    let server = Server::start();
+    let mut c = server.conn();
+    ok(&mut c, &["LC.RESERVE", "coarse", "0.02", "1000"]);
+    ok(&mut c, &["LC.RESERVE", "fine", "0.01", "50000"]);
+    lc_add(&mut c, "coarse", &items("", 1..5_001));
+    lc_add(&mut c, "fine", &items("", 1..5_001));
+    let count = lc_count(&mut c, &["coarse", "fine"]);
+    assert!(count >= lc_count(&mut c, &["fine"]).max(lc_count(&mut c, &["coarse"])));
+    ok(&mut c, &["LC.RESERVE", "empty", "0.02", "1000"]);
+    for (dest, sources) in [
+        ("new1", ["coarse", "fine"]),
+        ("new2", ["fine", "coarse"]),
+        ("empty", ["coarse", "fine"]),
+    ] {
+        ok(&mut c, &[&["LC.MERGE", dest][..], &sources].concat());
+        assert_eq!(lc_count(&mut c, &[dest]), count, "{dest} {sources:?}");
+    }
+}
+
 /// `max-memory-per-key` binds what a merge makes or grows, not registers a counter already
 /// has (one over the limit after `CONFIG SET` lowered it). A merge makes a new key within
 /// the limit as `LC.RESERVE` makes one.
