@@ -255,6 +255,16 @@ fn insert_options() {
     );
     assert_eq!(bf_info(&mut c, "i", "CAPACITY"), 50);
     assert_eq!(bf_info(&mut c, "i", "ITEMS"), 3);
+    // They are parsed, not held to a new filter's limits: a rate too small to make a filter
+    // is taken on one that exists, one out of range is refused.
+    ok(&mut c, &["BF.INSERT", "i", "ERROR", "1e-20", "ITEMS", "e"]);
+    assert!(err(
+        &mut c,
+        &["BF.INSERT", "new", "ERROR", "1e-20", "ITEMS", "e"]
+    )
+    .starts_with("ERR error rate too small"));
+    assert!(err(&mut c, &["BF.INSERT", "i", "ERROR", "0", "ITEMS", "f"]).starts_with("ERR"));
+    assert_eq!(bf_info(&mut c, "i", "ITEMS"), 4);
     // NOCREATE.
     assert_eq!(
         err(&mut c, &["BF.INSERT", "missing", "NOCREATE", "ITEMS", "a"]),

@@ -208,9 +208,17 @@ fn insert_creates_with_its_parameters_or_not_at_all() {
             assert!(!exists(&mut c, "n"), "{args:?} left a key");
         }
     }
+    // On an existing key the options are parsed, not held to a new counter's limits.
+    assert_eq!(
+        insert(&mut c, &["m", "ERROR", "0.0001", "ITEMS", "y"]),
+        Ok(1)
+    );
+    let text = err_text(insert(&mut c, &["m", "ERROR", "1", "ITEMS", "w"]));
+    assert!(text.starts_with("ERR error rate must be"), "{text}");
+    assert_eq!(lc_error_rate(&mut c, "m"), Some(0.02));
     ok(&mut c, &["SET", "s", "v"]);
     assert!(err_text(insert(&mut c, &["s", "ITEMS", "x"])).starts_with("WRONGTYPE"));
-    assert_eq!(lc_count(&mut c, &["m"]), 4);
+    assert_eq!(lc_count(&mut c, &["m"]), 5);
 }
 
 #[test]
