@@ -1026,6 +1026,44 @@ mod tests {
         }
     }
 
+    /// A new key whose first source is finer than another source takes the coarser one's
+    /// precision, and with it every item: a token list of the finer source as long as the
+    /// union's (at the coarser precision) is no sign that the union is that source.
+    #[test]
+    #[cfg_attr(miri, ignore = "too slow under Miri")]
+    fn a_finer_first_source_as_long_as_the_union_keeps_the_others() {
+        let fed = |rate: f64, items: std::ops::Range<u64>| {
+            let mut c = Counter::reserve(rate, 50_000, u64::MAX).unwrap();
+            items.for_each(|i| _ = c.add(&i.to_le_bytes()).unwrap());
+            c
+        };
+        let fine = fed(0.01, 0..400);
+        assert_eq!(fine.mode(), Mode::Tokens);
+        // Items beyond the fine source's go into the coarse one until their union lists as
+        // many tokens at its precision as the fine source does at its own.
+        let mut coarse = fed(0.02, 200..400);
+        let long_as_fine = |coarse: &Counter| {
+            let p = coarse.geometry.precision;
+            match Counter::union_indicators(&[&fine, coarse], p, 8_000) {
+                Ok(Indicators::Tokens(t)) => t.len() as u64 == fine.header().count,
+                _ => false,
+            }
+        };
+        for i in 400u64..2_000 {
+            coarse.add(&i.to_le_bytes()).unwrap();
+            if long_as_fine(&coarse) {
+                break;
+            }
+        }
+        assert!(long_as_fine(&coarse), "a union as long as the fine source");
+        assert!(coarse.geometry.precision < fine.geometry.precision);
+        let sources = [&fine, &coarse];
+        let mut new = Counter::empty_for_union(&sources).unwrap();
+        new.absorb_sketches(&sources, u64::MAX).unwrap();
+        assert_eq!(new.geometry.precision, coarse.geometry.precision);
+        assert_eq!(new.count(), Counter::union_count(&sources).unwrap());
+    }
+
     /// A many-source merge in one pass gives the counter merging them one by one gives, and
     /// one that would need registers beyond the limit absorbs them one by one up to the
     /// source refused, as a merge of fewer sources would have.
