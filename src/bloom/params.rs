@@ -120,12 +120,12 @@ impl SubParams {
         }
     }
 
-    /// The most words a sparse sub-filter's region in the body takes when it holds `items` (0
-    /// for a bit array, which is not in the body).
+    /// The most words a sparse sub-filter's region in the body takes at any fill up to
+    /// `items` (0 for a bit array, which is not in the body): what limits weigh it by.
     pub fn region_words(&self, items: u64) -> usize {
         match self {
             SubParams::Bits(_) => 0,
-            SubParams::Sparse(p) => sparse::max_region_len(&p.shape(items), items == p.capacity),
+            SubParams::Sparse(p) => sparse::most_region_len(items, p.capacity, p.universe),
         }
     }
 
@@ -283,6 +283,40 @@ mod tests {
             worst < 1.5,
             "textbook rate at capacity up to {worst} times the stated one"
         );
+    }
+
+    /// What limits weigh a sparse sub-filter by when it holds `items` bounds its region at
+    /// every fill up to `items`: a sub-filter made within a key's limit stays within it as
+    /// it fills, and a copy of it at any fill loads under the same limit. Capacities up to
+    /// 8,192 at a few rates, a range of rates at two capacities.
+    #[test]
+    #[cfg_attr(miri, ignore = "too slow under Miri")]
+    fn a_sparse_sub_filter_weighs_at_least_its_region_at_every_fill() {
+        let rates = [0.0001, 0.001, 0.005, 0.01, 0.03];
+        let shapes = (1..=sparse::MAX_CAPACITY)
+            .step_by(17)
+            .flat_map(|capacity| rates.map(|rate| (capacity, rate)))
+            .chain((0..200).map(|i| (8_192, 1e-6 * 1.05f64.powi(i))))
+            .chain((0..200).map(|i| (1_000, 1e-6 * 1.05f64.powi(i))));
+        let mut checked = 0;
+        for (capacity, rate) in shapes {
+            let Ok(sub @ SubParams::Sparse(p)) =
+                SubParams::choose(Layout::Standard, capacity, rate)
+            else {
+                continue;
+            };
+            let mut most = 0;
+            for n in 0..=capacity {
+                most = most.max(sparse::max_region_len(&p.shape(n), n == capacity));
+                assert!(
+                    sub.region_words(n) >= most,
+                    "capacity {capacity}, rate {rate}, {n} items: {} words, {most} at a fill before",
+                    sub.region_words(n)
+                );
+            }
+            checked += 1;
+        }
+        assert!(checked > 1_500, "{checked} sparse sub-filters");
     }
 
     /// The probes of the benchmark's standard 0.001 / 200M filter, whose floors read as many

@@ -346,12 +346,30 @@ pub fn region_len(data: &[u64], shape: &Shape, full: bool) -> usize {
     }
 }
 
-/// The most words a region of `shape` can take (for limits, before its values are known).
+/// The most words a region of `shape` can take (`full`: in the frozen form), before its
+/// values are known.
 pub fn max_region_len(shape: &Shape, full: bool) -> usize {
     match full {
         true => frozen::max_words(shape.stream),
         false => shape.region_words(),
     }
+}
+
+/// The most words the region of a set of `capacity` below `universe` takes at any fill up
+/// to `n` values: what limits weigh it by, so that a set made within a key's limit stays
+/// within it as it fills. Within the fills of one width l of low bits the region grows
+/// with the fill; where l drops, the stream may take a bit less, and the frozen form of a
+/// full set may take less than the stream before it. So the largest is at n, at n − 1 for
+/// a full set, or at the end of the fills of a larger width j (⌊U / 2^j⌋ values).
+pub fn most_region_len(n: u64, capacity: u64, universe: u64) -> usize {
+    let region = |k: u64| max_region_len(&Shape::new(k, universe), k == capacity);
+    let l = Shape::new(n, universe).stream.l;
+    let ends = (l + 1..u64::BITS).map(|j| universe >> j);
+    let before_full = (n == capacity).then(|| n - 1);
+    ends.chain(before_full)
+        .filter(|&k| k < n)
+        .map(region)
+        .fold(region(n), usize::max)
 }
 
 /// Whether `v` is in the set of the region `region` (see `region_len`).

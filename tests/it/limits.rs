@@ -160,6 +160,66 @@ fn a_filter_that_would_outgrow_the_limit_stays_intact() {
     assert!(size[0] <= 4096, "{size:?}");
 }
 
+/// A filter made at the smallest limit it is accepted at stays within it as it fills, and
+/// moves at any fill to a server of the same limit (`RESTORE`, `BF.LOADCHUNK`). Sparse
+/// sub-filters were weighed by their full form, which can be smaller than the set just
+/// before it: filled, they took a size class more, and their own `DUMP` was refused.
+#[test]
+fn a_filter_made_within_the_limit_fills_and_moves_within_it() {
+    let server = Server::start();
+    let mut c = server.conn();
+    let limit = |c: &mut redis::Connection, bytes: &str| {
+        ok(c, &["CONFIG", "SET", "lcbloom.max-memory-per-key", bytes]);
+    };
+    // (rate, capacity, options): sparse first sub-filters of which a fill took more.
+    let shapes: &[(&str, &str, &[&str])] = &[
+        ("0.001", "6649", &["NONSCALING"]),
+        ("0.01", "1120", &["NONSCALING"]),
+        ("0.005", "1217", &["NONSCALING"]),
+        ("0.005", "3812", &["LAYOUT", "BLOCKED"]),
+    ];
+    for &(rate, capacity, options) in shapes {
+        let reserve = [&["BF.RESERVE", "f", rate, capacity][..], options].concat();
+        limit(&mut c, "1024");
+        let refused = err_text::<()>(redis::cmd(reserve[0]).arg(&reserve[1..]).query(&mut c));
+        let needed = refused
+            .split_whitespace()
+            .nth(4)
+            .expect("the bytes needed")
+            .to_string();
+        assert!(refused.starts_with("ERR filter would use"), "{refused}");
+        limit(&mut c, &needed);
+        ok(&mut c, &reserve);
+        let n: u32 = capacity.parse().unwrap();
+        for (i, batch) in items("x", n).chunks(1_000).enumerate() {
+            let _: Vec<bool> = redis::cmd("BF.MADD")
+                .arg("f")
+                .arg(batch)
+                .query(&mut c)
+                .unwrap();
+            let size: Vec<i64> = redis::cmd("BF.INFO")
+                .arg("f")
+                .arg("SIZE")
+                .query(&mut c)
+                .unwrap();
+            let what = format!("{rate} {capacity} {options:?}, batch {i}");
+            assert!(
+                size[0] <= needed.parse().unwrap(),
+                "{what}: {size:?} over {needed}"
+            );
+            let dump: Vec<u8> = redis::cmd("DUMP").arg("f").query(&mut c).unwrap();
+            ok(&mut c, &["DEL", "copy"]);
+            let restored = redis::cmd("RESTORE")
+                .arg("copy")
+                .arg(0)
+                .arg(dump)
+                .query::<()>(&mut c);
+            assert!(restored.is_ok(), "{what}: {restored:?}");
+        }
+        ok(&mut c, &["DEL", "f", "copy"]);
+    }
+}
+
 #[test]
 fn item_limit_per_command_except_when_replaying() {
     let mut server = Server::builder().arg("appendonly", "yes").start();
