@@ -19,7 +19,7 @@ FUZZ_SECONDS ?= 60
 FUZZ_TARGETS := bf_value bf_loadchunk lc_value lc_loadchunk rb_value rb_loadchunk bf_any_loadchunk bf_window_value
 
 .PHONY: all build run test unit-test integration-test integration-test-checked py-test test-redis-versions deps deps-system deps-python deps-node clean
-.PHONY: build-fault-injection valkey test-valkey valkey-jemalloc test-valkey-defrag redisbloom bench bench-memory bench-peer bench-cpu floors layout-sweep fuzz miri
+.PHONY: build-fault-injection valkey test-valkey valkey-jemalloc test-valkey-defrag redisbloom bench bench-memory bench-peer bench-cpu floors layout-sweep fuzz miri miri-avx2
 
 all: build
 
@@ -223,13 +223,23 @@ fuzz:
 # Isolation off: proptest reads and writes its regression files.
 MIRIFLAGS ?= -Zmiri-disable-isolation -Zmiri-deterministic-floats
 MIRI_PROPTEST_CASES ?= 3
+# CPU features Miri assumes (none: the portable paths); `make miri-avx2` takes the AVX2 ones.
+MIRI_TARGET_FEATURES ?=
 
 miri:
 	@rustup toolchain list 2>/dev/null | grep -q '^nightly' || \
 	  rustup toolchain install nightly --profile minimal || exit 1; \
 	rustup +nightly component add miri rust-src >/dev/null || exit 1; \
-	MIRIFLAGS="$(MIRIFLAGS)" PROPTEST_CASES=$(MIRI_PROPTEST_CASES) CARGO_TARGET_DIR=$(CURDIR)/target/miri \
+	MIRIFLAGS="$(MIRIFLAGS)" PROPTEST_CASES=$(MIRI_PROPTEST_CASES) \
+	  RUSTFLAGS="$(if $(MIRI_TARGET_FEATURES),-C target-feature=$(MIRI_TARGET_FEATURES))" \
+	  CARGO_TARGET_DIR=$(CURDIR)/target/miri$(if $(MIRI_TARGET_FEATURES),-simd) \
 	  cargo +nightly miri test --lib
+
+## The same with the CPU's AVX2, BMI and LZCNT paths taken where the code detects them (Miri
+## answers the detection from these features). Miri has no AVX-512 compress, so those paths
+## are left to the native tests.
+miri-avx2:
+	@$(MAKE) --no-print-directory miri MIRI_TARGET_FEATURES=+avx2,+bmi1,+bmi2,+popcnt,+lzcnt
 
 clean:
 	cargo clean

@@ -1145,6 +1145,10 @@ mod tests {
     /// of the baseline build's, over token lists of two precisions, registers, an exact set
     /// and lists shorter and longer than a chunk.
     #[test]
+    #[cfg_attr(
+        all(miri, target_feature = "avx2"),
+        ignore = "too slow under Miri with AVX2"
+    )]
     fn avx2_collection_is_the_baseline_one() {
         #[cfg(target_arch = "x86_64")]
         if ef_chunks::usable() {
