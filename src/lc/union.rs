@@ -743,10 +743,15 @@ impl Counter {
     }
 
     /// Whether a sketch union's `indicators` (at `counter`'s precision, a superset of its
-    /// indicators) are `counter`'s own, as a merge would store them.
+    /// indicators) are `counter`'s own, as a merge would store them; for an exact counter,
+    /// the tokens its fingerprints give (the union then counts as it, and it stays exact).
     fn holds_as(indicators: &Indicators, counter: &Counter) -> bool {
         match (indicators, counter.mode()) {
             (Indicators::Tokens(t), Mode::Tokens) => t.len() as u64 == counter.header().count,
+            (Indicators::Tokens(t), Mode::Exact) => {
+                t.len() <= counter.header().count as usize
+                    && t.len() == counter.tokens_at(counter.geometry.precision).len()
+            }
             (Indicators::Registers(r, _), Mode::Registers) => {
                 r.iter().copied().eq(counter.registers())
             }
@@ -907,6 +912,30 @@ mod tests {
             assert_eq!(merged.count(), 75);
         }
         assert_eq!(Counter::union_count(&[&small, &big, &small]), Ok(75));
+    }
+
+    /// An exact key merged with exact keys of another size whose items it holds (at their
+    /// common precision) is left as it is, exact: the union counts as it does.
+    #[test]
+    #[cfg_attr(miri, ignore = "too slow under Miri")]
+    fn an_exact_key_holding_its_sources_items_stays_as_it_is() {
+        let fed = |capacity: u64, items: std::ops::RangeInclusive<u64>| {
+            let mut c = Counter::reserve(0.01, capacity, u64::MAX).unwrap();
+            items.for_each(|i| _ = c.add(i.to_string().as_bytes()).unwrap());
+            c
+        };
+        for (held, subset) in [(1, 1), (200, 80), (260, 80)] {
+            let dest = fed(50_000, 1..=held);
+            let source = fed(1_000, 1..=subset);
+            assert!(dest.is_exact() && source.is_exact());
+            assert_eq!(Counter::union_count(&[&dest, &source]), Ok(held));
+            let mut merged = dest.clone();
+            assert_eq!(merged.absorb_sketches(&[&source], u64::MAX), Ok(false));
+            assert_eq!(merged, dest, "{held}, {subset}");
+            // One item beyond makes a union of the two.
+            let wider = fed(1_000, held..=held + 1);
+            assert_eq!(merged.absorb_sketches(&[&wider], u64::MAX), Ok(true));
+        }
     }
 
     /// A union holding a few items beyond its largest key, or a subset of it at a coarser
