@@ -359,12 +359,14 @@ pub fn max_region_len(shape: &Shape, full: bool) -> usize {
 /// to `n` values: what limits weigh it by, so that a set made within a key's limit stays
 /// within it as it fills. Within the fills of one width l of low bits the region grows
 /// with the fill; where l drops, the stream may take a bit less, and the frozen form of a
-/// full set may take less than the stream before it. So the largest is at n, at n − 1 for
-/// a full set, or at the end of the fills of a larger width j (⌊U / 2^j⌋ values).
+/// full set may take less than the stream before it. The fills of a larger width j end at
+/// ⌊U / 2^j⌋ values, in about (j + 2)·U / 2^j bits, which shrink as j grows. So the largest
+/// is at n, at n − 1 for a full set, or at the end of the next widths (the second for a
+/// width no fill has).
 pub fn most_region_len(n: u64, capacity: u64, universe: u64) -> usize {
     let region = |k: u64| max_region_len(&Shape::new(k, universe), k == capacity);
     let l = Shape::new(n, universe).stream.l;
-    let ends = (l + 1..u64::BITS).map(|j| universe >> j);
+    let ends = (l + 1..(l + 3).min(u64::BITS)).map(|j| universe >> j);
     let before_full = (n == capacity).then(|| n - 1);
     ends.chain(before_full)
         .filter(|&k| k < n)
