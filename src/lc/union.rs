@@ -598,7 +598,14 @@ impl Counter {
         let plain = |i: &Indicators| !matches!(i, Indicators::Registers(_, Some(_)));
         if plain(indicators) {
             let union = Counter::counts_of(indicators, p);
-            for &c in counters.iter().filter(|c| c.count() == largest) {
+            // A list shorter than the union's indicators cannot give them all: skipped
+            // unread (many small keys of one count would otherwise each be read again).
+            let set: u64 = union.0 .0.iter().sum();
+            let may_hold = |c: &Counter| c.mode() == Mode::Registers || c.header().count >= set;
+            for &c in counters
+                .iter()
+                .filter(|c| c.count() == largest && may_hold(c))
+            {
                 let alone = indicators_of(&[c])?;
                 if plain(&alone) && Counter::counts_of(&alone, p) == union {
                     return Ok(UnionCount::Exactly(largest));
