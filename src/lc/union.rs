@@ -898,18 +898,23 @@ mod tests {
         }
     }
 
+    /// A counter of `rate` and `capacity` holding the items named by these numbers in decimal,
+    /// as a client's `LC.ADD key 1 2 3 ...` adds them.
+    fn numbered(rate: f64, capacity: u64, items: impl IntoIterator<Item = u64>) -> Counter {
+        let mut c = Counter::reserve(rate, capacity, u64::MAX).unwrap();
+        items
+            .into_iter()
+            .for_each(|i| _ = c.add(i.to_string().as_bytes()).unwrap());
+        c
+    }
+
     /// Keys tied for the largest count, one holding the other's items: the union counts as
     /// the one holding them all, in any order (taking the last of them, a union whose last
     /// was the subset counted its own estimate: 76 one way and 75 the other).
     #[test]
     #[cfg_attr(miri, ignore = "too slow under Miri")]
     fn keys_tied_for_the_largest_count_count_as_the_one_holding_the_rest() {
-        let fed = |rate: f64, capacity: u64, n: u64| {
-            let mut c = Counter::reserve(rate, capacity, u64::MAX).unwrap();
-            (1..=n).for_each(|i| _ = c.add(i.to_string().as_bytes()).unwrap());
-            c
-        };
-        let (small, big) = (fed(0.01, 100, 75), fed(0.05, 10, 76));
+        let (small, big) = (numbered(0.01, 100, 1..=75), numbered(0.05, 10, 1..=76));
         assert!(small.is_exact() && big.is_sketch());
         assert_eq!((small.count(), big.count()), (75, 75));
         for sources in [[&small, &big], [&big, &small]] {
@@ -926,21 +931,16 @@ mod tests {
     #[test]
     #[cfg_attr(miri, ignore = "too slow under Miri")]
     fn an_exact_key_holding_its_sources_items_stays_as_it_is() {
-        let fed = |capacity: u64, items: std::ops::RangeInclusive<u64>| {
-            let mut c = Counter::reserve(0.01, capacity, u64::MAX).unwrap();
-            items.for_each(|i| _ = c.add(i.to_string().as_bytes()).unwrap());
-            c
-        };
         for (held, subset) in [(1, 1), (200, 80), (260, 80)] {
-            let dest = fed(50_000, 1..=held);
-            let source = fed(1_000, 1..=subset);
+            let dest = numbered(0.01, 50_000, 1..=held);
+            let source = numbered(0.01, 1_000, 1..=subset);
             assert!(dest.is_exact() && source.is_exact());
             assert_eq!(Counter::union_count(&[&dest, &source]), Ok(held));
             let mut merged = dest.clone();
             assert_eq!(merged.absorb_sketches(&[&source], u64::MAX), Ok(false));
             assert_eq!(merged, dest, "{held}, {subset}");
             // One item beyond makes a union of the two.
-            let wider = fed(1_000, held..=held + 1);
+            let wider = numbered(0.01, 1_000, held..=held + 1);
             assert_eq!(merged.absorb_sketches(&[&wider], u64::MAX), Ok(true));
         }
     }
