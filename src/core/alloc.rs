@@ -274,7 +274,7 @@ pub fn try_box<T>(value: T) -> Option<Box<T>> {
 /// 16 up to 128, then four classes per doubling (160, 192, 224, 256, 320 …; 1280, 1536 …).
 /// Every separate allocation pays its own rounding, which is why small values keep few of
 /// them. glibc's malloc (some Valkey builds) rounds differently; this stays an estimate there.
-pub fn size_class(bytes: u64) -> u64 {
+pub const fn size_class(bytes: u64) -> u64 {
     match bytes {
         0 => 0,
         1..=8 => 8,

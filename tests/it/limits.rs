@@ -164,6 +164,7 @@ fn a_filter_that_would_outgrow_the_limit_stays_intact() {
 /// moves at any fill to a server of the same limit (`RESTORE`, `BF.LOADCHUNK`). Sparse
 /// sub-filters were weighed by their full form, which can be smaller than the set just
 /// before it: filled, they took a size class more, and their own `DUMP` was refused.
+/// Windowed filters were weighed without their value's box.
 #[test]
 fn a_filter_made_within_the_limit_fills_and_moves_within_it() {
     let server = Server::start();
@@ -171,14 +172,16 @@ fn a_filter_made_within_the_limit_fills_and_moves_within_it() {
     let limit = |c: &mut redis::Connection, bytes: &str| {
         ok(c, &["CONFIG", "SET", "lcbloom.max-memory-per-key", bytes]);
     };
-    // (rate, capacity, options): sparse first sub-filters of which a fill took more.
-    let shapes: &[(&str, &str, &[&str])] = &[
-        ("0.001", "6649", &["NONSCALING"]),
-        ("0.01", "1120", &["NONSCALING"]),
-        ("0.005", "1217", &["NONSCALING"]),
-        ("0.005", "3812", &["LAYOUT", "BLOCKED"]),
+    // (rate, capacity, options, items): sparse first sub-filters of which a fill took more,
+    // and a windowed filter filled to its budget (capacity + a quarter).
+    let shapes: &[(&str, &str, &[&str], u32)] = &[
+        ("0.001", "6649", &["NONSCALING"], 6649),
+        ("0.01", "1120", &["NONSCALING"], 1120),
+        ("0.005", "1217", &["NONSCALING"], 1217),
+        ("0.005", "3812", &["LAYOUT", "BLOCKED"], 3812),
+        ("0.001", "1093", &["NONSCALING", "WINDOW", "3600"], 1366),
     ];
-    for &(rate, capacity, options) in shapes {
+    for &(rate, capacity, options, n) in shapes {
         let reserve = [&["BF.RESERVE", "f", rate, capacity][..], options].concat();
         limit(&mut c, "1024");
         let refused = err_text::<()>(redis::cmd(reserve[0]).arg(&reserve[1..]).query(&mut c));
@@ -190,7 +193,6 @@ fn a_filter_made_within_the_limit_fills_and_moves_within_it() {
         assert!(refused.starts_with("ERR filter would use"), "{refused}");
         limit(&mut c, &needed);
         ok(&mut c, &reserve);
-        let n: u32 = capacity.parse().unwrap();
         for (i, batch) in items("x", n).chunks(1_000).enumerate() {
             let _: Vec<bool> = redis::cmd("BF.MADD")
                 .arg("f")

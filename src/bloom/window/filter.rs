@@ -36,7 +36,7 @@
 //! entries), the partition it adds to and `layer::SWEEP` others, and drops a dead layer only
 //! when its memory is already gone. Reads never change anything.
 
-use super::layer::{Layer, LayerParams, Place};
+use super::layer::{Layer, LayerParams, Place, REFRESHED_BYTES};
 use super::partition::SLOTS;
 use crate::bloom::any::{AddResults, Added};
 use crate::bloom::budget::WINDOW;
@@ -52,6 +52,11 @@ pub const MAX_LAYERS: usize = 64;
 pub const MAX_TIME: u64 = 1 << 62;
 /// Largest window, seconds: 100 years.
 pub const MAX_WINDOW_SECS: u32 = 100 * 365 * 24 * 3600;
+/// Bytes of the box a key's value takes: the filter and the pointer to its load state
+/// (`value::Windowed`, which checks the sum). Limits weigh a filter with it, as the key's
+/// size does, so that a filter made within a limit is loaded within it.
+pub const VALUE_BOX_BYTES: u64 =
+    size_class((std::mem::size_of::<WindowFilter>() + std::mem::size_of::<usize>()) as u64);
 
 /// A windowed filter's parameters, fixed at creation.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -113,7 +118,7 @@ pub struct WindowFilter {
 
 impl WindowFilter {
     /// An empty filter, its time 0 until a write brings one, if its first layer at its
-    /// budget fits in `limit` bytes.
+    /// budget fits in `limit` bytes, the value's box included (`VALUE_BOX_BYTES`).
     pub fn new(params: WindowParams, limit: u64) -> Result<Self, ChainError> {
         if !(1..=MAX_WINDOW_SECS).contains(&params.window_secs) || params.capacity == 0 {
             return Err(ChainError::Overflow);
@@ -360,9 +365,9 @@ impl WindowFilter {
     }
 
     /// The parameters of a new layer of `capacity` at `rate`, refused if the filter with it,
-    /// full, would exceed `limit` bytes (`TooLarge`), or if no layer can have them
-    /// (`Overflow`). The limit is asked first, as for filters without a window: only under a
-    /// limit raised past any layer's size is a capacity too large to overflow.
+    /// full, and its value's box would exceed `limit` bytes (`TooLarge`), or if no layer can
+    /// have them (`Overflow`). The limit is asked first, as for filters without a window:
+    /// only under a limit raised past any layer's size is a capacity too large to overflow.
     fn layer_params(
         &self,
         capacity: u64,
@@ -376,7 +381,10 @@ impl WindowFilter {
             .map(|l| l.params().planned_bytes())
             .sum::<u64>()
             .saturating_add(lp.planned_bytes())
-            .saturating_add(Self::layers_bytes(self.layers.len() + 1));
+            // Refreshed counts, in the layers after the first.
+            .saturating_add(REFRESHED_BYTES * self.layers.len() as u64)
+            .saturating_add(Self::layers_bytes(self.layers.len() + 1))
+            .saturating_add(VALUE_BOX_BYTES);
         if needed > limit {
             return Err(ChainError::TooLarge { needed, limit });
         }

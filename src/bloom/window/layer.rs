@@ -35,6 +35,7 @@
 use super::partition::{shift, shifted, OutOfMemory, Partition, GENS, SLOTS};
 use crate::core::alloc::{size_class, try_box};
 use crate::core::defrag::Defrag;
+use crate::core::ef;
 use crate::core::hashing::{reduce, ItemHash};
 
 /// Live items a partition holds at its layer's budget: generations of ~400 fingerprints,
@@ -45,6 +46,8 @@ pub const RATE_ROOM: f64 = 0.9;
 /// Partitions moved forward by each write, besides the one it adds to: frees what slid out of
 /// the window within P/`SWEEP` writes, a bounded cost per command.
 pub const SWEEP: usize = 2;
+/// Standard deviations of the sum of partitions' blocks a plan allows for (`planned_bytes`).
+const SPREAD_SDS: f64 = 6.0;
 
 /// Per time slot: fingerprints stored, and those that restarted an item's window.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -55,6 +58,10 @@ pub struct SlotCounts {
 
 /// Per slot, oldest first, the refreshed counts by the age of the old copy.
 type Refreshed = [[u64; SLOTS]; GENS];
+
+/// Bytes of the block of a layer's refreshed counts, which every layer but a filter's first
+/// may come to hold.
+pub const REFRESHED_BYTES: u64 = size_class(std::mem::size_of::<Refreshed>() as u64);
 
 /// A layer's parameters, fixed at its creation.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -113,17 +120,58 @@ impl LayerParams {
         self.partitions() <= u32::MAX as u64
     }
 
-    /// Bytes a layer of these parameters takes at its budget, items spread evenly: for
-    /// limits, before anything is allocated. Saturating: a sizing no layer can have may pass
-    /// u64, and then no limit admits it.
+    /// Bytes a layer of these parameters takes at its budget: for limits, before anything is
+    /// allocated. One partition holds the whole budget. Items hash to several at random, so
+    /// their blocks are summed as the expected sum plus `SPREAD_SDS` standard deviations of
+    /// it: partitions' counts are negatively associated, so the sum's variance is at most
+    /// the partitions' variances added. Items chosen to crowd partitions past a size class
+    /// (possible only knowing the filter's seed) may take up to one class more per partition.
+    /// Saturating: a sizing no layer can have may pass u64, and then no limit admits it.
     pub fn planned_bytes(&self) -> u64 {
         let (budget, partitions) = (self.budget(), self.partitions());
-        let per_gen = budget / (partitions * GENS as u64) + 1;
-        let words = GENS as u64
-            * super::partition::stream_words(per_gen.min(u32::MAX as u64) as u32, self.universe)
-                as u64;
-        self.parts_bytes()
-            .saturating_add(partitions.saturating_mul(size_class(words * 8)))
+        let blocks = if partitions == 1 {
+            self.block_bytes(budget)
+        } else {
+            let (mean, variance) = self.block_bytes_spread(budget, partitions);
+            let n = partitions as f64;
+            (n * mean + SPREAD_SDS * (n * variance).sqrt()).ceil() as u64
+        };
+        self.parts_bytes().saturating_add(blocks)
+    }
+
+    /// Mean and variance of one partition's `block_bytes` when `budget` items hash to
+    /// `partitions`: its count is binomial, taken as normal (the mean is over 1,024 items),
+    /// over ±8 standard deviations in steps of a quarter of one, each step weighed by the
+    /// block of its largest count (blocks grow with their items, so this errs upwards).
+    fn block_bytes_spread(&self, budget: u64, partitions: u64) -> (f64, f64) {
+        let mean = budget as f64 / partitions as f64;
+        let sd = (mean * (1.0 - 1.0 / partitions as f64)).sqrt();
+        let step = ((sd / 4.0) as u64).max(1);
+        let low = (mean - 8.0 * sd).max(0.0) as u64;
+        let (mut weights, mut sum, mut squares) = (0.0, 0.0, 0.0);
+        for first in (low..).step_by(step as usize) {
+            let last = (first + step - 1).min(budget);
+            let z = ((first + last) as f64 / 2.0 - mean) / sd;
+            if z > 8.0 || first > budget {
+                break;
+            }
+            let w = (-0.5 * z * z).exp();
+            let bytes = self.block_bytes(last) as f64;
+            weights += w;
+            sum += w * bytes;
+            squares += w * bytes * bytes;
+        }
+        let mean = sum / weights;
+        (mean, (squares / weights - mean * mean).max(0.0))
+    }
+
+    /// The most a partition's block takes holding `items` live items: spread evenly over its
+    /// generations (a set's bits per item fall as it grows, so an even spread takes the
+    /// most), each stream starting at a word boundary.
+    fn block_bytes(&self, items: u64) -> u64 {
+        let per_gen = items.div_ceil(GENS as u64).min(self.universe);
+        let bits = GENS as u64 * ef::Shape::new(per_gen, self.universe).bits();
+        size_class((bits.div_ceil(64) + GENS as u64 - 1) * 8)
     }
 
     /// Bytes of its list of partition records.
@@ -214,7 +262,7 @@ impl Layer {
         if *refreshed == Refreshed::default() {
             0
         } else {
-            size_class(std::mem::size_of::<Refreshed>() as u64)
+            REFRESHED_BYTES
         }
     }
 

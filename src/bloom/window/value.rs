@@ -6,12 +6,15 @@
 //! remaining chunks as the original does.
 
 use super::codec::{self, Loading};
-use super::filter::{WindowFilter, WindowParams};
+use super::filter::{WindowFilter, WindowParams, VALUE_BOX_BYTES};
 use crate::bloom::chain::ChainError;
 use crate::core::alloc::{size_class, try_box};
 use crate::core::chunks::iterator_after;
 use crate::core::decode::DecodeError;
 use crate::core::defrag::Defrag;
+
+// The limits' weight of the box is its size.
+const _: () = assert!(size_class(std::mem::size_of::<Windowed>() as u64) == VALUE_BOX_BYTES);
 
 #[derive(Debug, PartialEq)]
 pub struct Windowed {
@@ -37,8 +40,8 @@ impl Windowed {
     /// A value from its encoded header, waiting for its data: loaded, it may take at most
     /// `limit` bytes, its box included (each chunk is checked as it arrives).
     pub fn from_header(header: &[u8], limit: u64) -> Result<Self, DecodeError> {
-        let own = size_class(std::mem::size_of::<Self>() as u64);
-        let (filter, loading) = codec::decode_header(header, limit.saturating_sub(own))?;
+        let limit = limit.saturating_sub(VALUE_BOX_BYTES);
+        let (filter, loading) = codec::decode_header(header, limit)?;
         Ok(Self {
             filter,
             loading: Some(Box::new(loading)),
@@ -96,7 +99,7 @@ impl Windowed {
         let loading = self.loading.as_ref().map_or(0, |l| {
             size_class(std::mem::size_of::<Loading>() as u64) + l.memory_bytes()
         });
-        size_class(std::mem::size_of::<Self>() as u64) + self.filter.memory_bytes() + loading
+        VALUE_BOX_BYTES + self.filter.memory_bytes() + loading
     }
 
     /// Visits every block it owns beyond its box, in a fixed order: the filter's, then the
