@@ -11,6 +11,7 @@ Workloads (items are 12-digit random numbers, as redis-benchmark's __rand_int__)
 - add_200m, madd100_200m, mexists100_200m, and the same on a blocked filter: 0.001/200M;
 - madd30_new, add_new: BF.MADD of 30 items, and BF.ADD of one, creating a default filter each time;
 - exists_small: BF.EXISTS on default filters holding 30 items;
+- madd30_small: BF.MADD of 30 new items into those filters (sparse sets merged with a batch);
 - madd100_2m_members, mexists100_2m_members: BF.MADD / BF.MEXISTS of 100 members of a cached
   0.001/2M filter holding the numbers 0 to 999,999 (the server benchmark's cached rows).
 
@@ -82,6 +83,7 @@ def run(port, pid):
         })
     # Drawn last, so that the other workloads' items stay those of earlier runs.
     workloads["add_new"] = [("BF.ADD", f"new1:{i}", item()) for i in range(CALLS)]
+    workloads["madd30_small"] = [("BF.MADD", f"small:{i}", *[item() for _ in range(30)]) for i in range(CALLS)]
     time_workloads(r, pid, workloads)
 
 

@@ -293,17 +293,25 @@ fn merge_all(
     let mut new = vec![false; n];
     let mut all = Vec::new();
     all.try_reserve_exact(shape.stream.k as usize + n).ok()?;
-    let mut old = values(stream(region, shape), shape).peekable();
-    for (v, i) in order {
-        while let Some(x) = old.next_if(|&x| x < v) {
-            all.push(x);
-        }
-        if old.peek() != Some(&v) && all.last() != Some(&v) {
+    let mut order = order.peekable();
+    // A batch value is new unless the set or an earlier equal one holds it.
+    let mut take = |all: &mut Vec<u64>, (v, i): (u64, usize)| {
+        if all.last() != Some(&v) {
             new[i] = true;
             all.push(v);
         }
+    };
+    // Driven by the held values' `for_each`, the stream's fast decoding loop.
+    values(stream(region, shape), shape).for_each(|x| {
+        while let Some(vi) = order.next_if(|&(v, _)| v < x) {
+            take(&mut all, vi);
+        }
+        while order.next_if(|&(v, _)| v == x).is_some() {}
+        all.push(x);
+    });
+    for vi in order {
+        take(&mut all, vi);
     }
-    all.extend(old);
     let grown = Shape::new(all.len() as u64, universe);
     let mut out = crate::core::alloc::zeroed(grown.region_words())?;
     write(&mut out, &grown, all);
