@@ -375,14 +375,20 @@ impl WindowFilter {
         limit: u64,
     ) -> Result<LayerParams, ChainError> {
         let lp = LayerParams::sized(capacity, rate).ok_or(ChainError::Overflow)?;
+        // Only the newest layer takes refreshes, and only while an earlier one exists: the
+        // layers there are keep the blocks they hold (even one that has become the first),
+        // and a new one after them may come to hold one.
+        let refreshed = match self.layers.is_empty() {
+            true => 0,
+            false => REFRESHED_BYTES,
+        };
         let needed = self
             .layers
             .iter()
-            .map(|l| l.params().planned_bytes())
+            .map(|l| l.params().planned_bytes() + l.refreshed_block_bytes())
             .sum::<u64>()
             .saturating_add(lp.planned_bytes())
-            // Refreshed counts, in the layers after the first.
-            .saturating_add(REFRESHED_BYTES * self.layers.len() as u64)
+            .saturating_add(refreshed)
             .saturating_add(Self::layers_bytes(self.layers.len() + 1))
             .saturating_add(VALUE_BOX_BYTES);
         if needed > limit {

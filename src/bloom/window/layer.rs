@@ -59,8 +59,8 @@ pub struct SlotCounts {
 /// Per slot, oldest first, the refreshed counts by the age of the old copy.
 type Refreshed = [[u64; SLOTS]; GENS];
 
-/// Bytes of the block of a layer's refreshed counts, which every layer but a filter's first
-/// may come to hold.
+/// Bytes of the block of a layer's refreshed counts, which a layer taking adds after an
+/// earlier one may come to hold.
 pub const REFRESHED_BYTES: u64 = size_class(std::mem::size_of::<Refreshed>() as u64);
 
 /// A layer's parameters, fixed at its creation.
@@ -325,9 +325,13 @@ impl Layer {
     }
 
     pub fn memory_bytes(&self) -> u64 {
-        let refreshed = self.refreshed.as_deref().map_or(0, Self::refreshed_bytes);
         // Its list's length, not `params.partitions()`: every write asks, twice.
-        parts_bytes(self.parts.len() as u64) + self.words_bytes + refreshed
+        parts_bytes(self.parts.len() as u64) + self.words_bytes + self.refreshed_block_bytes()
+    }
+
+    /// Bytes of the block of refreshed counts it holds (0 without one).
+    pub fn refreshed_block_bytes(&self) -> u64 {
+        self.refreshed.as_deref().map_or(0, Self::refreshed_bytes)
     }
 
     #[inline]

@@ -929,3 +929,50 @@ fn a_filter_made_within_a_limit_stays_within_it() {
         }
     }
 }
+
+/// A layer that holds refreshed counts keeps them when the layers before it slide out and it
+/// becomes the first: the plan of a layer added after it weighs its block. (It was taken for
+/// a first layer's, which never holds one: the filter went up to 160 bytes over its limit.)
+#[test]
+fn a_layer_become_first_keeps_its_refreshed_counts_in_the_plan() {
+    use super::value::Windowed;
+    let slot = W / SLOTS as u64;
+    for capacity in [1u64, 2, 3, 5] {
+        // A layer's fill, re-adds of it a slot later (refreshed in the second layer), then
+        // after the first layer slid out, new items and the same re-adds again.
+        let first: Vec<u64> = (0..capacity + capacity.div_ceil(4) + 1).collect();
+        let again = &first[..first.len() - 1];
+        let late = 100..100 + capacity;
+        let schedule = first
+            .iter()
+            .map(|&i| (0, i))
+            .chain(again.iter().map(|&i| (slot, i)))
+            .chain(late.map(|i| (5 * slot, i)))
+            .chain(again.iter().map(|&i| (5 * slot, i)));
+        let schedule: Vec<(u64, u64)> = schedule.collect();
+        let mut third_layers = 0;
+        for seed in 0..4 {
+            for limit in (400..3_000).step_by(16) {
+                let p = WindowParams {
+                    seed,
+                    ..params(capacity, 0.01, 1)
+                };
+                let Ok(f) = WindowFilter::new(p, limit) else {
+                    continue;
+                };
+                let mut w = Windowed::new(f);
+                for &(t, i) in &schedule {
+                    let hash = w.filter.hash(&i.to_le_bytes());
+                    if w.filter.add(&hash, t, limit).is_ok() {
+                        let bytes = w.memory_bytes();
+                        assert!(bytes <= limit, "{capacity} {seed} {limit}: {bytes} at {t}");
+                    }
+                }
+                // A layer added after one that became the first holding refreshed counts.
+                let layers = w.filter.layers();
+                third_layers += (layers.len() > 1 && layers[0].refreshed_block_bytes() > 0) as u32;
+            }
+        }
+        assert!(third_layers > 0, "{capacity}");
+    }
+}
