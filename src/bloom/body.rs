@@ -75,7 +75,7 @@ pub struct Sets<'a> {
     items: &'a [u64],
     /// The regions not yet visited.
     regions: &'a [u64],
-    params: std::slice::Iter<'a, (usize, SparseParams)>,
+    params: super::params::Sparse<'a>,
 }
 
 impl<'a> Iterator for Sets<'a> {
@@ -84,7 +84,7 @@ impl<'a> Iterator for Sets<'a> {
     #[inline(always)]
     fn next(&mut self) -> Option<SetView<'a>> {
         let (i, p) = self.params.next()?;
-        let items = self.items[*i];
+        let items = self.items[i];
         let (shape, full) = (p.shape(items), items == p.capacity);
         let len = sparse::region_len(self.regions, &shape, full);
         let (region, rest) = self.regions.split_at(len);
@@ -241,7 +241,7 @@ impl Body {
         Sets {
             items: data,
             regions: &data[params.subs.len()..],
-            params: params.sparse().iter(),
+            params: params.sparse(),
         }
     }
 

@@ -425,7 +425,7 @@ impl Chain {
                 return true;
             }
         }
-        let sets = params.sparse().len() - last_out(!last_is_bits);
+        let sets = params.sparse_count() - last_out(!last_is_bits);
         for set in self.body.sets(params).take(sets) {
             if set.holds(hash) {
                 return true;

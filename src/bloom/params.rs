@@ -170,9 +170,10 @@ pub struct ChainParams {
     /// other key shares pays for them alone (a collected `Vec` of one item keeps room for four).
     pub subs: Box<[SubParams]>,
     /// From `subs`, for lookups that go through every sub-filter: the bit arrays' parameters,
-    /// and each sparse sub-filter's with its place in `subs`, in order.
+    /// and the sparse sets' places in `subs` (a copy of their parameters took more than the
+    /// list itself, most of what a small key of its own parameters paid), in order.
     bits: Box<[FilterParams]>,
-    sparse: Box<[(usize, SparseParams)]>,
+    sparse: Box<[u16]>,
 }
 
 impl ChainParams {
@@ -181,8 +182,10 @@ impl ChainParams {
             SubParams::Bits(p) => Some(*p),
             SubParams::Sparse(_) => None,
         }));
+        // A chain has at most `chain::MAX_SUB_FILTERS` (1,024) sub-filters.
+        debug_assert!(subs.len() <= usize::from(u16::MAX));
         let sparse = exactly(subs.iter().enumerate().filter_map(|(i, s)| match s {
-            SubParams::Sparse(p) => Some((i, *p)),
+            SubParams::Sparse(_) => Some(i as u16),
             SubParams::Bits(_) => None,
         }));
         Self {
@@ -203,8 +206,37 @@ impl ChainParams {
 
     /// The sparse sub-filters' parameters, each with its place in `subs`, oldest first.
     #[inline]
-    pub fn sparse(&self) -> &[(usize, SparseParams)] {
-        &self.sparse
+    pub fn sparse(&self) -> Sparse<'_> {
+        Sparse {
+            subs: &self.subs,
+            places: self.sparse.iter(),
+        }
+    }
+
+    /// How many sub-filters are sparse sets.
+    #[inline]
+    pub fn sparse_count(&self) -> usize {
+        self.sparse.len()
+    }
+}
+
+/// The sparse sub-filters' parameters of a chain, each with its place (`ChainParams::sparse`).
+pub struct Sparse<'a> {
+    subs: &'a [SubParams],
+    places: std::slice::Iter<'a, u16>,
+}
+
+impl<'a> Iterator for Sparse<'a> {
+    type Item = (usize, &'a SparseParams);
+
+    #[inline(always)]
+    fn next(&mut self) -> Option<Self::Item> {
+        let i = *self.places.next()? as usize;
+        match &self.subs[i] {
+            SubParams::Sparse(p) => Some((i, p)),
+            // Not a place `new` lists.
+            SubParams::Bits(_) => None,
+        }
     }
 }
 

@@ -176,7 +176,7 @@ impl batch::Lookup<ItemHash> for Chain {
             }
         }
         // The sets through the whole lookup, compiled for POPCNT (the arrays refuse at once).
-        !params.sparse().is_empty() && self.contains(hash)
+        params.sparse_count() > 0 && self.contains(hash)
     }
 
     #[inline]
