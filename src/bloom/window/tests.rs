@@ -822,24 +822,28 @@ fn needed(params: WindowParams) -> u64 {
 /// A layer of several partitions filled to its budget over its live slots, items spread
 /// evenly over them, stays within the plan its filter was made by, its value's box included.
 /// The plan took every partition at the mean: those the hash gave more items crossed a size
-/// class, and the value took up to 5% more than the limit that made it. (The box was not
-/// counted either.)
+/// class, and the value took up to 5% more than the limit that made it (the box was not
+/// counted either). A plan of the mean plus six standard deviations of the sum was still
+/// passed by the seeds named here, where one partition of a few crossed a class.
 #[test]
 #[cfg_attr(miri, ignore = "too slow under Miri")]
 fn a_layer_filled_over_its_window_stays_within_its_plan() {
     use super::value::Windowed;
     let shapes = [4_666, 5_365, 9_381, 12_406, 18_865, 21_694, 24_948, 32_993]
-        .map(|c| (c, 0.001))
+        .map(|c| (c, 0.001, 0..3))
         .into_iter()
         .chain([
-            (3_000, 0.01),
-            (40_000, 0.01),
-            (7_000, 0.0001),
-            (60_000, 0.0001),
+            (3_000, 0.01, 0..3),
+            (40_000, 0.01, 0..3),
+            (7_000, 0.0001, 0..3),
+            (60_000, 0.0001, 0..3),
+            (14_928, 0.001, 84..85),
+            (13_473, 0.001, 15..16),
+            (13_473, 0.001, 51..52),
         ]);
     let slot = W / SLOTS as u64;
-    for (capacity, rate) in shapes {
-        for seed in 0..3u64 {
+    for (capacity, rate, seeds) in shapes {
+        for seed in seeds {
             let p = WindowParams {
                 seed,
                 ..params(capacity, rate, 0)
