@@ -385,7 +385,11 @@ impl WindowFilter {
         let needed = self
             .layers
             .iter()
-            .map(|l| l.params().planned_bytes() + l.refreshed_block_bytes())
+            .map(|l| {
+                l.params()
+                    .planned_bytes()
+                    .saturating_add(l.refreshed_block_bytes())
+            })
             .sum::<u64>()
             .saturating_add(lp.planned_bytes())
             .saturating_add(refreshed)

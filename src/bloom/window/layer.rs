@@ -151,14 +151,13 @@ impl LayerParams {
         let step = ((sd / 4.0) as u64).max(1);
         let low = (mean - 8.0 * sd).max(0.0) as u64;
         let runs = (((mean + 8.0 * sd) as u64).min(budget).saturating_sub(low)) / step + 1;
-        // Each run's weight (the normal density at its middle) and block.
-        let run = |j: u64| {
-            let first = low + j * step;
-            let last = (first + step - 1).min(budget);
-            let z = ((first + last) as f64 / 2.0 - mean) / sd;
-            ((-0.5 * z * z).exp(), self.block_bytes(last))
+        // Each run's largest count, and its weight: the normal density at its middle.
+        let last = |j: u64| (low + j * step + step - 1).min(budget);
+        let weight = |j: u64| {
+            let z = ((low + j * step + last(j)) as f64 / 2.0 - mean) / sd;
+            (-0.5 * z * z).exp()
         };
-        let total: f64 = (0..runs).map(|j| run(j).0).sum();
+        let total: f64 = (0..runs).map(weight).sum();
         let ln_odds = (1.0 / SPREAD_ODDS).ln();
         // Partitions past a step each partition passes with chance q, at most.
         let past = |q: f64| {
@@ -171,11 +170,11 @@ impl LayerParams {
         };
         let (mut tail, mut above, mut steps) = (0.0, 0, 0.0);
         for j in (0..runs).rev() {
-            let (w, bytes) = run(j);
+            let bytes = self.block_bytes(last(j));
             if j + 1 < runs && above > bytes {
                 steps += (above - bytes) as f64 * past((2.0 * tail / total).min(1.0));
             }
-            tail += w;
+            tail += weight(j);
             above = bytes;
         }
         (n * above as f64 + steps).ceil() as u64
