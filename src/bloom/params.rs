@@ -170,8 +170,9 @@ pub struct ChainParams {
     /// other key shares pays for them alone (a collected `Vec` of one item keeps room for four).
     pub subs: Box<[SubParams]>,
     /// From `subs`, for lookups that go through every sub-filter: the bit arrays' parameters,
-    /// and the sparse sets' places in `subs` (a copy of their parameters took more than the
-    /// list itself, most of what a small key of its own parameters paid), in order.
+    /// and the sparse sets' places in `subs`, in order. The sets' parameters are read there:
+    /// a copy of them would take more than the list itself, which a key of parameters of its
+    /// own pays alone.
     bits: Box<[FilterParams]>,
     sparse: Box<[u16]>,
 }
