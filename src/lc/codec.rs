@@ -389,10 +389,7 @@ pub fn decode(bytes: &[u8], max_bytes: u64) -> Result<Counter, DecodeError> {
                 let bits = SetBits::Positions { count, sorted };
                 Counter::from_bits(capacity, error_rate, m, bits, max_bytes)
             } else {
-                let mut bitmap = vec![u64::MAX; m.div_ceil(64) as usize];
-                if !m.is_multiple_of(64) {
-                    *bitmap.last_mut().expect("m ≥ 1") = (1 << (m % 64)) - 1;
-                }
+                let mut bitmap = all_set(m)?;
                 for p in positions {
                     bitmap[(p / 64) as usize] &= !(1 << (p % 64));
                 }
@@ -450,6 +447,17 @@ fn read_dense(r: &mut Reader, m: u64) -> Result<Vec<u64>, DecodeError> {
 
 fn zeroed(words: u64) -> Result<Vec<u64>, DecodeError> {
     crate::core::alloc::zeroed(words as usize).ok_or(DecodeError("out of memory"))
+}
+
+/// A bitmap of `m ≥ 1` bits all set, allocated fallibly: a payload listing a bitmap's zeros
+/// may list none, so its few bytes can name a bitmap larger than the machine.
+fn all_set(m: u64) -> Result<Vec<u64>, DecodeError> {
+    let mut words = zeroed(m.div_ceil(64))?;
+    words.fill(u64::MAX);
+    if !m.is_multiple_of(64) {
+        *words.last_mut().expect("m ≥ 1") = (1 << (m % 64)) - 1;
+    }
+    Ok(words)
 }
 
 mod sketch;

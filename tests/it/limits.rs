@@ -667,3 +667,48 @@ fn a_key_larger_than_the_machine_is_an_error() {
     assert!(grown < 1 << 20, "used_memory grew {grown} bytes");
     ok(&mut c, &["BF.RESERVE", "small", "0.01", "1000000"]);
 }
+
+/// A counter saved as a bitmap by listing its zeros may list none, so a payload of 21 bytes
+/// names a bitmap of 2^46 bits (8 TiB): with `max-memory-per-key` raised past the machine, it
+/// is refused as out of memory by `LC.LOADCHUNK` and `RESTORE`. The bitmap was allocated
+/// infallibly, and the refusal aborted the server.
+#[test]
+fn a_saved_bitmap_larger_than_the_machine_is_an_error() {
+    use crate::common::fuzz::{dump_payload, split_dump, MODULE_FRAME};
+    let server = Server::start();
+    let mut c = server.conn();
+    let unlimited = i64::MAX.to_string();
+    ok(
+        &mut c,
+        &["CONFIG", "SET", "lcbloom.max-memory-per-key", &unlimited],
+    );
+    // Version 2, hash scheme 1, zero positions listed; capacity 1,000, rate 0.01, 2^46 bits,
+    // no zero listed.
+    let mut counter = vec![2, 1, 3, 0xe8, 0x07];
+    counter.extend_from_slice(&0.01f64.to_le_bytes());
+    counter.extend_from_slice(&[0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x10, 0x00]);
+    let load = redis::cmd("LC.LOADCHUNK")
+        .arg("z")
+        .arg(counter.as_slice())
+        .query::<()>(&mut c);
+    assert_eq!(
+        err_text(load),
+        "ERR invalid counter encoding: out of memory"
+    );
+
+    ok(&mut c, &["LC.ADD", "small", "a"]);
+    let dump: Vec<u8> = redis::cmd("DUMP").arg("small").query(&mut c).unwrap();
+    let (value, version) = split_dump(&dump);
+    let mut value = value[..MODULE_FRAME].to_vec();
+    value.extend_from_slice(&[5, counter.len() as u8]);
+    value.extend_from_slice(&counter);
+    value.push(0);
+    let restore = redis::cmd("RESTORE")
+        .arg("z")
+        .arg(0)
+        .arg(dump_payload(&value, version))
+        .query::<()>(&mut c);
+    assert!(err_text(restore).starts_with("ERR"), "restored");
+    let keys: i64 = redis::cmd("DBSIZE").query(&mut c).unwrap();
+    assert_eq!(keys, 1);
+}

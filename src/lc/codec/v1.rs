@@ -33,15 +33,12 @@ pub fn read_bitmap(r: &mut Reader, kind: u8, m: u64) -> Result<Vec<u64>, DecodeE
     if kind == KIND_DENSE {
         return super::read_dense(r, m);
     }
-    let mut words = super::zeroed(m.div_ceil(64))?;
     // Listed positions get `listed`, the others the opposite.
     let listed = kind == KIND_SET;
-    if !listed {
-        words.fill(u64::MAX);
-        if !m.is_multiple_of(64) {
-            *words.last_mut().expect("m ≥ 1") = (1 << (m % 64)) - 1;
-        }
-    }
+    let mut words = match listed {
+        true => super::zeroed(m.div_ceil(64))?,
+        false => super::all_set(m)?,
+    };
     let count = r.varint()?;
     if count > m || count > r.remaining() as u64 {
         return Err(DecodeError("position count out of range"));
