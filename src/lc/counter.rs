@@ -761,16 +761,16 @@ impl Counter {
     }
 
     /// An empty counter with the geometry a union of `sources` gets: that of the smallest
-    /// bitmap among them (the only size every other bitmap may fold into), else of the first
-    /// source holding something (a sketch union takes the smallest precision as it absorbs),
-    /// else of the first source. `None` when there is no source.
+    /// bitmap among them (the only size every other bitmap may fold into), else the union
+    /// model (`union_model`) of the sources holding something, else of all of them. `None`
+    /// when there is no source.
     pub fn empty_for_union(sources: &[&Counter]) -> Option<Counter> {
-        let held = || sources.iter().filter(|c| !c.holds_nothing());
+        let held = || sources.iter().copied().filter(|c| !c.holds_nothing());
         let model = held()
             .filter(|c| c.is_bitmap())
             .min_by_key(|c| c.bits())
-            .or_else(|| held().next())
-            .or_else(|| sources.first())?;
+            .or_else(|| Counter::union_model(held()))
+            .or_else(|| Counter::union_model(sources.iter().copied()))?;
         Some(model.empty_like())
     }
 

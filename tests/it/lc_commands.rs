@@ -1051,6 +1051,41 @@ fn a_merge_into_an_empty_key_counts_as_its_sources_in_any_order() {
     }
 }
 
+/// Sources a key already holds change nothing merged again, also when they are finer than
+/// it, and a new key merged from the same sources is the same value in any order of them.
+/// A 1% key merged from a 0.1% key counted 1.1% more at its first re-merge of it; a new key
+/// whose first source was finer than the others stored another standard error than the other
+/// order, and one of sources of one precision and two capacities took the first's capacity.
+#[test]
+fn merges_of_the_same_sources_are_the_same_value() {
+    let server = Server::start();
+    let mut c = server.conn();
+    for (key, rate, capacity, range) in [
+        ("one", "0.01", "50000", 0..1),
+        ("fine", "0.001", "50000", 0..20_000),
+        ("coarse", "0.02", "50000", 0..3_000),
+        ("finer", "0.005", "50000", 1_000..1_267),
+        ("wide", "0.01", "1000000", 0..500),
+        ("narrow", "0.01", "50000", 200..700),
+    ] {
+        ok(&mut c, &["LC.RESERVE", key, rate, capacity]);
+        lc_add(&mut c, key, &items("x:", range));
+    }
+    ok(&mut c, &["LC.MERGE", "d", "one", "fine"]);
+    let (count, held) = (lc_count(&mut c, &["d"]), digest(&mut c, "d"));
+    assert_eq!(lc_count(&mut c, &["d", "fine"]), count);
+    ok(&mut c, &["LC.MERGE", "d", "fine"]);
+    assert_eq!(digest(&mut c, "d"), held);
+
+    for pair in [["coarse", "finer"], ["wide", "narrow"]] {
+        let [a, b] = pair;
+        ok(&mut c, &["LC.MERGE", "ab", a, b]);
+        ok(&mut c, &["LC.MERGE", "ba", b, a]);
+        assert_eq!(digest(&mut c, "ab"), digest(&mut c, "ba"), "{pair:?}");
+        ok(&mut c, &["DEL", "ab", "ba"]);
+    }
+}
+
 /// `max-memory-per-key` binds what a merge makes or grows, not registers a counter already
 /// has (one over the limit after `CONFIG SET` lowered it). A merge makes a new key within
 /// the limit as `LC.RESERVE` makes one.
