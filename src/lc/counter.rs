@@ -258,7 +258,7 @@ impl Counter {
     }
 
     /// An empty counter of the same geometry.
-    fn empty_like(&self) -> Counter {
+    pub(super) fn empty_like(&self) -> Counter {
         Counter {
             geometry: self.geometry.clone(),
             block: Block::none(),

@@ -655,6 +655,17 @@ impl Counter {
         limit: u64,
         sorted: u64,
     ) -> Result<bool, LcError> {
+        // An empty counter finer than a source holding items is the empty counter a new key
+        // of them would be: the union is coarser than its size, which then binds nothing
+        // (exact sources of one size stay exact, one sketch is copied).
+        if self.holds_nothing() {
+            let held = others.iter().copied().filter(|c| !c.holds_nothing());
+            if let Some(model) = Counter::union_model(held)
+                .filter(|m| m.geometry.precision < self.geometry.precision)
+            {
+                *self = model.empty_like();
+            }
+        }
         // Empty sources leave the union as it is; this counter's own size binds it, empty or not.
         let mut all: Vec<&Counter> = Vec::with_capacity(others.len() + 1);
         all.push(self);
@@ -1215,6 +1226,31 @@ mod tests {
             assert!(merged(&reversed) == want, "trial {trial}, reversed");
             assert!(merged(&rotated) == want, "trial {trial}, rotated");
         }
+    }
+
+    /// An empty key finer than the sources holding items becomes what a new key merged from
+    /// them does: their union is coarser than its size, which then binds nothing. Exact
+    /// sources of one size stay exact (they became a token list), one sketch is copied.
+    #[test]
+    #[cfg_attr(miri, ignore = "too slow under Miri")]
+    fn an_empty_key_finer_than_its_sources_merges_as_a_new_key() {
+        let sources = [
+            numbered(0.01, 50_000, 0..3),
+            numbered(0.01, 50_000, 0..200),
+            numbered(0.02, 50_000, 0..3_000),
+            numbered(0.01, 50_000, 0..20_000),
+        ];
+        for chosen in [&[0][..], &[0, 1], &[1, 2], &[2], &[3], &[0, 3]] {
+            let sources: Vec<&Counter> = chosen.iter().map(|&i| &sources[i]).collect();
+            let mut new = Counter::empty_for_union(&sources).unwrap();
+            new.absorb_sketches(&sources, u64::MAX).unwrap();
+            let mut empty = Counter::reserve(0.001, 50_000, u64::MAX).unwrap();
+            assert!(empty.absorb_sketches(&sources, u64::MAX).unwrap());
+            assert!(empty == new, "{chosen:?}");
+        }
+        let mut empty = Counter::reserve(0.001, 50_000, u64::MAX).unwrap();
+        empty.absorb_sketch(&sources[0], u64::MAX).unwrap();
+        assert_eq!((empty.mode(), empty.count()), (Mode::Exact, 3));
     }
 
     /// A many-source merge in one pass gives the counter merging them one by one gives, and

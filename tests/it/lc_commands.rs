@@ -1052,10 +1052,12 @@ fn a_merge_into_an_empty_key_counts_as_its_sources_in_any_order() {
 }
 
 /// Sources a key already holds change nothing merged again, also when they are finer than
-/// it, and a new key merged from the same sources is the same value in any order of them.
+/// it; a new key merged from the same sources is the same value in any order of them, and an
+/// empty key finer than them becomes that value too.
 /// A 1% key merged from a 0.1% key counted 1.1% more at its first re-merge of it; a new key
 /// whose first source was finer than the others stored another standard error than the other
-/// order, and one of sources of one precision and two capacities took the first's capacity.
+/// order, and one of sources of one precision and two capacities took the first's capacity;
+/// an empty 0.1% key merged with a 1% key of 1 item became a token list.
 #[test]
 fn merges_of_the_same_sources_are_the_same_value() {
     let server = Server::start();
@@ -1084,6 +1086,16 @@ fn merges_of_the_same_sources_are_the_same_value() {
         assert_eq!(digest(&mut c, "ab"), digest(&mut c, "ba"), "{pair:?}");
         ok(&mut c, &["DEL", "ab", "ba"]);
     }
+
+    // An empty key finer than its source becomes what a new key does: exact, as the source.
+    ok(&mut c, &["LC.RESERVE", "empty", "0.001", "50000"]);
+    ok(&mut c, &["LC.MERGE", "empty", "one"]);
+    ok(&mut c, &["LC.MERGE", "new", "one"]);
+    assert_eq!(digest(&mut c, "empty"), digest(&mut c, "new"));
+    assert_eq!(
+        lc_info_field(&mut c, "empty", "Mode"),
+        Value::SimpleString("exact".into())
+    );
 }
 
 /// `max-memory-per-key` binds what a merge makes or grows, not registers a counter already
