@@ -27,11 +27,12 @@
 //! indicators: precision 0 over all of them (`n_0`), precision `g` over its set and unset
 //! indicators within the parts every coarser precision knows unset (`ρ_g`). Each is solved
 //! alone (`ml_estimate_by_weight`, each indicator at its own weight), and the count is their
-//! sum, its variance the sum of theirs. What a finer precision knows within a part a coarser
-//! one knows set or forgot is left out: a coarser source has items there, or may have, which
-//! the finer one does not see. (Which parts a precision speaks for depends on the coarser
-//! sources' items elsewhere, not on the items inside them; a register's window depends on
-//! its items in parts left out, through their own counts, not through `ρ_g`.)
+//! sum, its variance the sum of theirs; where one key alone holds items at precision 0, `n_0`
+//! is that key's own count (`Evidence::counted_alone`). What a finer precision knows within a
+//! part a coarser one knows set or forgot is left out: a coarser source has items there, or
+//! may have, which the finer one does not see. (Which parts a precision speaks for depends
+//! on the coarser sources' items elsewhere, not on the items inside them; a register's window
+//! depends on its items in parts left out, through their own counts, not through `ρ_g`.)
 //!
 //! Two ways that count wrong. One likelihood of one count over every precision's indicators
 //! within those parts takes precision `g`'s items there for all the union's: a finer counter
@@ -43,7 +44,9 @@
 //!
 //! # What a merge stores
 //!
-//! Registers at the union's precision holding the indicators some source knows set. A part
+//! Registers at the union's precision holding the indicators some source knows set, each
+//! source read alone where several share a precision (`add_known_set`: united first, their
+//! windows forget levels one of them knew, which a merge of it alone would then add). A part
 //! a finer source forgot is not taken as set: where it falls within a union register's
 //! window, that register holds few items, and such parts are then most often empty. Taken as
 //! set, they made a merged counter claim more set indicators than its count (which no load
@@ -286,6 +289,30 @@ fn containing(levels: LevelMask, b: u64, d: u32) -> LevelMask {
     }
 }
 
+/// Sets in `coarse` (registers at precision `p`) the levels that the registers at precision
+/// `q > p` read by `fine` (by index) know set, as a merge stores them. Sources of one
+/// precision are united register-wise first, and a register's window then moves past levels
+/// that one of them knew set: stored only from the united registers, a merge of that source
+/// alone afterwards would add them.
+pub fn add_known_set(coarse: &mut [u32], p: u32, q: u32, fine: impl Fn(usize) -> u32) {
+    let d = q - p;
+    for (j, c) in coarse.iter_mut().enumerate() {
+        // Registers whose dropped bits are not all zero lie within the lowest 4d levels
+        // (`containing`), below the window of a register whose top is higher: then only the
+        // first can add a level, and the others are not read.
+        let reach = match u64::from(*c >> WINDOW) > WINDOW + 4 * u64::from(d) {
+            true => 1,
+            false => 1 << d,
+        };
+        let mut known = LevelMask::set_of(*c);
+        for b in 0..reach {
+            let reg = fine(j << d | b);
+            known = known.or(containing(LevelMask::set_of(reg), b as u64, d));
+        }
+        *c = known.register();
+    }
+}
+
 /// Registers-mode sources of precisions larger than a union's, united register-wise by
 /// precision, in increasing precision.
 #[derive(Debug, Default)]
@@ -333,6 +360,9 @@ impl Default for Part {
 #[derive(Debug, PartialEq)]
 pub struct Evidence {
     parts: Vec<Part>,
+    /// The count and variance of the union's precision when one key alone holds items there
+    /// (`counted_alone`).
+    alone: Option<(f64, f64)>,
 }
 
 impl Evidence {
@@ -340,8 +370,21 @@ impl Evidence {
     pub fn estimate(&self) -> (f64, f64) {
         self.parts
             .iter()
-            .map(|part| ml_estimate_by_weight(&part.set, part.mu))
+            .enumerate()
+            .map(|(g, part)| match self.alone {
+                Some(alone) if g == 0 => alone,
+                _ => ml_estimate_by_weight(&part.set, part.mu),
+            })
             .fold((0.0, 0.0), |(n, v), (pn, pv)| (n + pn, v + pv))
+    }
+
+    /// Takes `count` (of variance `variance`) for the items of the union's precision, where
+    /// one key alone holds items: that key's own count. Its registers may have been reduced
+    /// from finer ones by a merge, which stored the parts those forgot as unset; estimated
+    /// afresh from them, such keys counted 4.5–6.5% low on average in unions with finer keys
+    /// (a 2% key merged from a 1% key of 30,000 items, united with a 1% key of 5,000 others).
+    pub fn counted_alone(&mut self, count: f64, variance: f64) {
+        self.alone = Some((count, variance));
     }
 }
 
@@ -379,6 +422,7 @@ pub fn resolve(coarse: &mut [u32], p: u32, finer: &Finer) -> Result<Evidence, Lc
     }
     let mut evidence = Evidence {
         parts: vec![Part::default(); scratch.len()],
+        alone: None,
     };
     for j in 0..coarse.len() {
         scratch[0].registers[0] = coarse[j];
@@ -450,7 +494,8 @@ mod tests {
     fn one_by_one(groups: &[(u32, Vec<u32>)]) -> (Evidence, Vec<u32>) {
         let state = |g: usize, i: u64, k: u64| level_state(groups[g].1[i as usize], k);
         let parts = vec![Part::default(); groups.len()];
-        let (p, mut evidence) = (groups[0].0, Evidence { parts });
+        let alone = None;
+        let (p, mut evidence) = (groups[0].0, Evidence { parts, alone });
         let mut stored_levels = vec![Vec::new(); 1 << p];
         for (g, &(q, _)) in groups.iter().enumerate() {
             for (i, k) in (0..1u64 << q).flat_map(|i| (1..=max_level(q)).map(move |k| (i, k))) {
@@ -545,6 +590,35 @@ mod tests {
                 let (want, want_stored) = one_by_one(&groups);
                 assert_eq!(evidence, want, "{qs:?}, {n}");
                 assert_eq!(stored, want_stored, "{qs:?}, {n}");
+            }
+        }
+    }
+
+    /// `add_known_set` adds every indicator a finer register knows set, reduced, to the
+    /// registers as a union's registers hold them: those it skips add only levels below
+    /// their windows.
+    #[test]
+    #[cfg_attr(miri, ignore = "too slow under Miri")]
+    fn known_sets_are_the_reduced_set_indicators() {
+        let mut x = 29;
+        for (p, q) in [(4, 5), (4, 7), (5, 9)] {
+            for n in [0u64, 5, 60, 400, 5_000, 200_000] {
+                let coarse = random_registers(p, n / 3, &mut x);
+                let fine = random_registers(q, n, &mut x);
+                let mut want: Vec<LevelMask> =
+                    coarse.iter().map(|&r| LevelMask::set_of(r)).collect();
+                for i in 0..1u64 << q {
+                    for k in 1..=max_level(q) {
+                        if level_state(fine[i as usize], k) == Some(true) {
+                            let (j, l) = reduce_indicator(i, k, q, p);
+                            want[j as usize].0[((l - 1) / 64) as usize] |= 1 << ((l - 1) % 64);
+                        }
+                    }
+                }
+                let want: Vec<u32> = want.into_iter().map(LevelMask::register).collect();
+                let mut got = coarse.clone();
+                add_known_set(&mut got, p, q, |i| fine[i]);
+                assert_eq!(got, want, "{p}, {q}, {n}");
             }
         }
     }
