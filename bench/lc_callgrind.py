@@ -14,6 +14,10 @@ this is how two builds' speed is compared (docs/BENCHMARKS.md). The server runs 
                 3,000 items by the end, still sparse);
 - `add_exact`:  LC.ADD of one new item to each of 2,000 counters holding 200 (exact);
 - `count`:      LC.COUNT of a counter holding 50,000;
+- `count_precisions_held`: LC.COUNT of a 1% counter holding 30,000 items and a 0.5% counter
+                holding 20,000 of them (registers of two precisions; the union holds nothing
+                beyond the coarser key, and counts as it);
+- `count_precisions`: the same with 20,000 other items in the finer counter (estimated);
 - `add_new`, `add30_new`: LC.ADD of one item, and of 30, creating a default counter each time
                 (the create is replicated with the parameters it used).
 
@@ -84,17 +88,24 @@ def run(port, pid):
         fill(f"reg:{i}", 10_000, f"r{i}:")
     for i in range(CALLS):
         fill(f"exact:{i}", 200, f"e{i}:")
+    for key, rate in (("coarse", "0.01"), ("finer", "0.005"), ("other", "0.005")):
+        r.execute_command("LC.RESERVE", key, rate, 50_000)
+    fill("coarse", 30_000, "p:")
+    fill("finer", 20_000, "p:")
+    fill("other", 20_000, "o:")
     time_workloads(r, pid, {
         "add_dense": [("LC.ADD", "dense", f"nd{i}") for i in range(CALLS)],
         "add_registers_10k": [("LC.ADD", f"reg:{i % 50}", f"nr{i}") for i in range(CALLS)],
         "add_sparse": [("LC.ADD", "sparse", f"ns{i}") for i in range(CALLS)],
         "add_exact": [("LC.ADD", f"exact:{i}", f"ne{i}") for i in range(CALLS)],
         "count": [("LC.COUNT", "count")] * CALLS,
+        "count_precisions_held": [("LC.COUNT", "coarse", "finer")] * CALLS,
+        "count_precisions": [("LC.COUNT", "coarse", "other")] * CALLS,
         "add_new": [("LC.ADD", f"new:{i}", f"n{i}") for i in range(CALLS)],
         "add30_new": [("LC.ADD", f"new30:{i}", *[f"n{i}:{j}" for j in range(30)]) for i in range(CALLS)],
     })
     modes = {}
-    for key in ("dense", "reg:0", "sparse", "exact:0"):
+    for key in ("dense", "reg:0", "sparse", "exact:0", "coarse", "finer"):
         info = r.execute_command("LC.INFO", key)
         info = info if isinstance(info, dict) else dict(zip(info[::2], info[1::2]))
         modes[key] = info[b"Mode"].decode()
