@@ -634,12 +634,8 @@ fn an_allocation_the_host_refuses_is_an_error() {
     assert_eq!(keys, 1);
 }
 
-/// `max-memory-per-key` raised past the machine on a host that grants any mapping (Linux's
-/// default overcommit, where jemalloc maps large blocks with `MAP_NORESERVE`): a filter larger
-/// than the machine's memory and swap is an error, as it is on a host that refuses memory.
-/// Granted, it made a key whose `used_memory` counted terabytes the machine does not have.
-#[test]
-fn a_key_larger_than_the_machine_is_an_error() {
+/// A server whose `max-memory-per-key` is the largest it takes, and a connection to it.
+fn without_a_limit_per_key() -> (Server, redis::Connection) {
     let server = Server::start();
     let mut c = server.conn();
     let unlimited = i64::MAX.to_string();
@@ -647,6 +643,16 @@ fn a_key_larger_than_the_machine_is_an_error() {
         &mut c,
         &["CONFIG", "SET", "lcbloom.max-memory-per-key", &unlimited],
     );
+    (server, c)
+}
+
+/// `max-memory-per-key` raised past the machine on a host that grants any mapping (Linux's
+/// default overcommit, where jemalloc maps large blocks with `MAP_NORESERVE`): a filter larger
+/// than the machine's memory and swap is an error, as it is on a host that refuses memory.
+/// Granted, it made a key whose `used_memory` counted terabytes the machine does not have.
+#[test]
+fn a_key_larger_than_the_machine_is_an_error() {
+    let (_server, mut c) = without_a_limit_per_key();
     let before = used_memory(&mut c, 1);
     // About 1.2 bytes an item at 0.01: 1.2 times the machine.
     let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap();
@@ -675,13 +681,7 @@ fn a_key_larger_than_the_machine_is_an_error() {
 #[test]
 fn a_saved_bitmap_larger_than_the_machine_is_an_error() {
     use crate::common::fuzz::{dump_payload, split_dump, MODULE_FRAME};
-    let server = Server::start();
-    let mut c = server.conn();
-    let unlimited = i64::MAX.to_string();
-    ok(
-        &mut c,
-        &["CONFIG", "SET", "lcbloom.max-memory-per-key", &unlimited],
-    );
+    let (_server, mut c) = without_a_limit_per_key();
     // Version 2, hash scheme 1, zero positions listed; capacity 1,000, rate 0.01, 2^46 bits,
     // no zero listed.
     let mut counter = vec![2, 1, 3, 0xe8, 0x07];
