@@ -28,7 +28,8 @@
 //! indicators within the parts every coarser precision knows unset (`ρ_g`). Each is solved
 //! alone (`ml_estimate_by_weight`, each indicator at its own weight), and the count is their
 //! sum, its variance the sum of theirs; where one key alone holds items at precision 0, `n_0`
-//! is that key's own count (`Evidence::counted_alone`). What a finer precision knows within a
+//! is that key's own count, and of several, at least the largest one's
+//! (`Evidence::counted_at_p`). What a finer precision knows within a
 //! part a coarser one knows set or forgot is left out: a coarser source has items there, or
 //! may have, which the finer one does not see. (Which parts a precision speaks for depends
 //! on the coarser sources' items elsewhere, not on the items inside them; a register's window
@@ -360,31 +361,49 @@ impl Default for Part {
 #[derive(Debug, PartialEq)]
 pub struct Evidence {
     parts: Vec<Part>,
-    /// The count and variance of the union's precision when one key alone holds items there
-    /// (`counted_alone`).
-    alone: Option<(f64, f64)>,
+    /// What the keys seen at the union's precision count themselves (`counted_at_p`).
+    at_p: Option<CountedAtP>,
+}
+
+/// The count and variance of the keys seen at a union's precision: of the one holding items,
+/// or of the largest of several.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum CountedAtP {
+    Alone(f64, f64),
+    Largest(f64, f64),
 }
 
 impl Evidence {
-    /// The maximum-likelihood estimate and its variance: the sums of the parts'.
+    /// The maximum-likelihood estimate and its variance: the sums of the parts', precision
+    /// 0's as its keys count (`counted_at_p`).
     pub fn estimate(&self) -> (f64, f64) {
         self.parts
             .iter()
             .enumerate()
-            .map(|(g, part)| match self.alone {
-                Some(alone) if g == 0 => alone,
-                _ => ml_estimate_by_weight(&part.set, part.mu),
+            .map(|(g, part)| {
+                let ml = ml_estimate_by_weight(&part.set, part.mu);
+                match self.at_p {
+                    Some(CountedAtP::Alone(n, v)) if g == 0 => (n, v),
+                    Some(CountedAtP::Largest(n, v)) if g == 0 && n > ml.0 => (n, v),
+                    _ => ml,
+                }
             })
             .fold((0.0, 0.0), |(n, v), (pn, pv)| (n + pn, v + pv))
     }
 
-    /// Takes `count` (of variance `variance`) for the items of the union's precision, where
-    /// one key alone holds items: that key's own count. Its registers may have been reduced
-    /// from finer ones by a merge, which stored the parts those forgot as unset; estimated
-    /// afresh from them, such keys counted 4.5–6.5% low on average in unions with finer keys
-    /// (a 2% key merged from a 1% key of 30,000 items, united with a 1% key of 5,000 others).
-    pub fn counted_alone(&mut self, count: f64, variance: f64) {
-        self.alone = Some((count, variance));
+    /// Takes for the items of the union's precision what its `keys` holding items there
+    /// count: the count of one alone (`count`, of variance `variance`), or at least that of
+    /// the largest of several. A key's registers may have been reduced from finer ones by a
+    /// merge, which stored the parts those forgot as unset; estimated afresh from them, such
+    /// keys counted 4.5–6.5% low on average in unions with finer keys (a 2% key merged from a
+    /// 1% key of 30,000 items, united with a 1% key of 5,000 others), and 7% low with a
+    /// second key at their precision.
+    pub fn counted_at_p(&mut self, keys: usize, count: f64, variance: f64) {
+        self.at_p = match keys {
+            0 => None,
+            1 => Some(CountedAtP::Alone(count, variance)),
+            _ => Some(CountedAtP::Largest(count, variance)),
+        };
     }
 }
 
@@ -422,7 +441,7 @@ pub fn resolve(coarse: &mut [u32], p: u32, finer: &Finer) -> Result<Evidence, Lc
     }
     let mut evidence = Evidence {
         parts: vec![Part::default(); scratch.len()],
-        alone: None,
+        at_p: None,
     };
     for j in 0..coarse.len() {
         scratch[0].registers[0] = coarse[j];
@@ -494,8 +513,8 @@ mod tests {
     fn one_by_one(groups: &[(u32, Vec<u32>)]) -> (Evidence, Vec<u32>) {
         let state = |g: usize, i: u64, k: u64| level_state(groups[g].1[i as usize], k);
         let parts = vec![Part::default(); groups.len()];
-        let alone = None;
-        let (p, mut evidence) = (groups[0].0, Evidence { parts, alone });
+        let at_p = None;
+        let (p, mut evidence) = (groups[0].0, Evidence { parts, at_p });
         let mut stored_levels = vec![Vec::new(); 1 << p];
         for (g, &(q, _)) in groups.iter().enumerate() {
             for (i, k) in (0..1u64 << q).flat_map(|i| (1..=max_level(q)).map(move |k| (i, k))) {
@@ -600,27 +619,40 @@ mod tests {
     #[test]
     #[cfg_attr(miri, ignore = "too slow under Miri")]
     fn known_sets_are_the_reduced_set_indicators() {
+        let check = |p: u32, q: u32, coarse: &[u32], fine: &[u32]| {
+            let mut want: Vec<LevelMask> = coarse.iter().map(|&r| LevelMask::set_of(r)).collect();
+            for i in 0..1u64 << q {
+                for k in 1..=max_level(q) {
+                    if level_state(fine[i as usize], k) == Some(true) {
+                        let (j, l) = reduce_indicator(i, k, q, p);
+                        want[j as usize].0[((l - 1) / 64) as usize] |= 1 << ((l - 1) % 64);
+                    }
+                }
+            }
+            let want: Vec<u32> = want.into_iter().map(LevelMask::register).collect();
+            let mut got = coarse.to_vec();
+            add_known_set(&mut got, p, q, |i| fine[i]);
+            assert_eq!(got, want, "{p}, {q}");
+        };
         let mut x = 29;
         for (p, q) in [(4, 5), (4, 7), (5, 9)] {
             for n in [0u64, 5, 60, 400, 5_000, 200_000] {
-                let coarse = random_registers(p, n / 3, &mut x);
-                let fine = random_registers(q, n, &mut x);
-                let mut want: Vec<LevelMask> =
-                    coarse.iter().map(|&r| LevelMask::set_of(r)).collect();
-                for i in 0..1u64 << q {
-                    for k in 1..=max_level(q) {
-                        if level_state(fine[i as usize], k) == Some(true) {
-                            let (j, l) = reduce_indicator(i, k, q, p);
-                            want[j as usize].0[((l - 1) / 64) as usize] |= 1 << ((l - 1) % 64);
-                        }
-                    }
-                }
-                let want: Vec<u32> = want.into_iter().map(LevelMask::register).collect();
-                let mut got = coarse.clone();
-                add_known_set(&mut got, p, q, |i| fine[i]);
-                assert_eq!(got, want, "{p}, {q}, {n}");
+                check(
+                    p,
+                    q,
+                    &random_registers(p, n / 3, &mut x),
+                    &random_registers(q, n, &mut x),
+                );
             }
         }
+        // On the bound: a register of top WINDOW + 4d keeps level 4d, where the level of
+        // residue 3 of a register whose dropped bit is 1 lands.
+        let (p, q) = (4, 5);
+        let mut coarse = vec![0; 1 << p];
+        coarse[0] = (WINDOW as u32 + 4) << WINDOW;
+        let mut fine = vec![0; 1 << q];
+        fine[1] = 4 << WINDOW;
+        check(p, q, &coarse, &fine);
     }
 
     /// With nothing in the coarser registers, the union's estimate is the finer registers'
