@@ -431,15 +431,8 @@ impl Counter {
         registers.resize(1 << p, 0u32);
         let (mut scratch, mut finer) = (UnionScratch::default(), Finer::default());
         let mut levels = None;
-        // The keys seen whole at `p` holding items: how many, and the count and variance of
-        // the largest (the smaller variance on a tie, whatever their order).
-        let (mut at_p, mut largest_at_p) = (0, (0, Reverse(0)));
         for c in ahead(counters) {
             let q = c.geometry.precision;
-            if c.seen_whole_at(p) && !c.holds_nothing() {
-                at_p += 1;
-                largest_at_p = largest_at_p.max((c.count(), Reverse(c.variance().to_bits())));
-            }
             if c.mode() == Mode::Registers {
                 let into = if q == p {
                     &mut registers
@@ -464,8 +457,19 @@ impl Counter {
             None
         } else {
             let mut evidence = resolve(&mut registers, p, &finer)?;
-            let (count, Reverse(variance)) = largest_at_p;
-            evidence.counted_at_p(at_p, count as f64, f64::from_bits(variance));
+            // The keys seen whole at `p` holding items: how many, and the count and variance
+            // of the largest (the smaller variance on a tie, whatever their order). Read only
+            // here, off the loop every union takes.
+            let at_p = || {
+                counters
+                    .iter()
+                    .filter(|c| c.seen_whole_at(p) && !c.holds_nothing())
+            };
+            let largest = at_p()
+                .map(|c| (c.count(), Reverse(c.variance().to_bits())))
+                .max();
+            let (count, Reverse(variance)) = largest.unwrap_or((0, Reverse(0)));
+            evidence.counted_at_p(at_p().count(), count as f64, f64::from_bits(variance));
             Some(evidence)
         };
         Ok(Indicators::Registers(registers, evidence))
