@@ -338,6 +338,18 @@ fn union_byte_limit_except_when_replaying() {
     // One key alone, and a repeated key read once, stay within the limit.
     assert_eq!(ok(&mut c, &["LC.COUNT", "ab"]), Value::Int(200));
     assert_eq!(ok(&mut c, &["LC.COUNT", "a", "a"]), Value::Int(100));
+    // Likewise a key larger than the limit named with itself or with missing keys: the count
+    // reads one key (registers of 7,168 bytes).
+    let _: Value = redis::cmd("LC.ADD")
+        .arg("big")
+        .arg(items("z", 1000))
+        .query(&mut c)
+        .unwrap();
+    let big = ok(&mut c, &["LC.COUNT", "big"]);
+    for keys in [&["big", "big"][..], &["big", "missing"], &["missing", "big", "big"]] {
+        assert_eq!(ok(&mut c, &[&["LC.COUNT"][..], keys].concat()), big, "{keys:?}");
+    }
+    assert!(err_text(cmd(&mut c, &["LC.COUNT", "big", "a"])).contains("LC.COUNT would read"));
 
     ok(
         &mut c,
