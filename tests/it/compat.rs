@@ -268,6 +268,16 @@ fn error_texts_differ_from_redisbloom_as_documented() {
             "ERR bad expansion",
             "Nonscaling filters cannot expand",
         ),
+        (
+            &["BF.LOADCHUNK", "f", "1", "x"],
+            "ERR item exists",
+            "ERR invalid offset - no link found",
+        ),
+        (
+            &["BF.LOADCHUNK", "f", "99999999", "x"],
+            "ERR invalid chunk: offset and length must lie within the filter's data",
+            "ERR invalid offset - no link found",
+        ),
     ];
     for (args, lcbloom, redisbloom) in cases {
         assert_eq!(error_line(&ours, args), *lcbloom, "lcbloom: {args:?}");
@@ -280,6 +290,10 @@ fn error_texts_differ_from_redisbloom_as_documented() {
     for c in [&mut a, &mut b] {
         assert_eq!(ok(c, &["DBSIZE"]), Value::Int(1));
     }
+    // The error-rate floor, which RedisBloom does not have.
+    let tiny = ["BF.RESERVE", "k", "1e-14", "100"];
+    assert!(error_line(&ours, &tiny).starts_with("ERR error rate too small (at least 1e-15"));
+    assert_eq!(ok(&mut b, &tiny), Value::Okay);
 }
 
 /// docs/commands.md's rule: a yes/no field of an INFO-like reply is the integer 1 or 0 in RESP2
