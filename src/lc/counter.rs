@@ -793,7 +793,8 @@ impl Counter {
     /// The number of distinct items in the union of `counters` (0 for none), empty ones left
     /// out (`holds_nothing`). When every other counter is exact with the same size, exact
     /// while they list few items in all, else estimated from their fingerprints
-    /// (`exact_union_count`); the sketch union's estimate when none is a bitmap (union.rs);
+    /// (`exact_union_count`); the sketch union's estimate when none is a bitmap (union.rs;
+    /// exact counters of several sizes are counted exactly while they list few items in all);
     /// otherwise estimated in the smallest bitmap, into which every other must fold, and at
     /// least the largest key's count.
     pub fn union_count(counters: &[&Counter]) -> Result<u64, LcError> {

@@ -998,6 +998,41 @@ fn exact_counters_of_one_size_merge_as_they_count() {
     assert_eq!(lc_count(&mut c, &["a"]), 400);
 }
 
+/// Exact counters made under several `lc-capacity` values (fingerprints of several
+/// universes) count their union exactly, and a merge of them, into a new key or into one of
+/// them, counts the same: as the estimate of their tokens, such unions of a few hundred items
+/// counted 1–3 off in 31% of cases.
+#[test]
+fn exact_counters_of_several_sizes_count_and_merge_exactly() {
+    let server = Server::start();
+    let mut c = server.conn();
+    let mut keys = Vec::new();
+    for (day, capacity) in ["20000", "50000", "1000", "200000"].iter().enumerate() {
+        ok(&mut c, &["CONFIG", "SET", "lcbloom.lc-capacity", capacity]);
+        // 60 items a day, each day sharing 20 with the day before.
+        let (key, start) = (format!("day{day}"), day as u32 * 40);
+        lc_add(&mut c, &key, &items("r", start..start + 60));
+        assert_eq!(
+            lc_info_field(&mut c, &key, "Mode"),
+            Value::SimpleString("exact".into())
+        );
+        keys.push(key);
+    }
+    let names: Vec<&str> = keys.iter().map(String::as_str).collect();
+    for n in 2..=names.len() {
+        let truth = 60 + 40 * (n as i64 - 1);
+        assert_eq!(lc_count(&mut c, &names[..n]), truth, "{n} days");
+        let mut reversed = names[..n].to_vec();
+        reversed.reverse();
+        assert_eq!(lc_count(&mut c, &reversed), truth, "{n} days, reversed");
+        let merged = format!("merged{n}");
+        ok(&mut c, &[&["LC.MERGE", &merged][..], &names[..n]].concat());
+        assert_eq!(lc_count(&mut c, &[&merged]), truth, "{n} days merged");
+    }
+    ok(&mut c, &[&["LC.MERGE"][..], &names].concat());
+    assert_eq!(lc_count(&mut c, &["day0"]), 180);
+}
+
 /// A key merged with sources counts what `LC.COUNT` of it and them answered, also when it
 /// already holds items that its union with them holds nothing beyond one source's, and across
 /// precisions: such merges counted 299 for `LC.COUNT`'s 298, 77 for 76 and 2,075 for 2,000.

@@ -346,8 +346,16 @@ fn union_byte_limit_except_when_replaying() {
         .query(&mut c)
         .unwrap();
     let big = ok(&mut c, &["LC.COUNT", "big"]);
-    for keys in [&["big", "big"][..], &["big", "missing"], &["missing", "big", "big"]] {
-        assert_eq!(ok(&mut c, &[&["LC.COUNT"][..], keys].concat()), big, "{keys:?}");
+    for keys in [
+        &["big", "big"][..],
+        &["big", "missing"],
+        &["missing", "big", "big"],
+    ] {
+        assert_eq!(
+            ok(&mut c, &[&["LC.COUNT"][..], keys].concat()),
+            big,
+            "{keys:?}"
+        );
     }
     assert!(err_text(cmd(&mut c, &["LC.COUNT", "big", "a"])).contains("LC.COUNT would read"));
 
