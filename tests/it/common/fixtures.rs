@@ -87,6 +87,10 @@ pub const FIXTURES: &[Fixture] = &[
     // Merged counters whose running estimate is at least their largest source's count (a
     // union never counts fewer than its largest key): the merge case whose estimate was below.
     fixture("golden-2026-11-27-union-floor.txt"),
+    // Merges of exact counters of several sizes whose running estimate is the exact number of
+    // their distinct items (`union::distinct_across_sizes`), where it was the estimate of
+    // their tokens: the merge case of two sizes.
+    fixture("golden-2026-11-30-exact-sizes.txt"),
 ];
 
 /// The fixture files, oldest first.
