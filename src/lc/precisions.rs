@@ -85,15 +85,17 @@ fn weighted_groups(word: u64) -> u64 {
 }
 
 impl LevelMask {
-    /// Levels `1..=k`.
+    /// Levels `1..=k`, each word on its own (a fill of the whole words went through memory,
+    /// and the words read back stalled the loop).
     fn up_to(k: u64) -> LevelMask {
-        let mut mask = LevelMask::default();
-        let whole = (k / 64) as usize;
-        mask.0[..whole.min(4)].fill(u64::MAX);
-        if let Some(word) = mask.0.get_mut(whole) {
-            *word = (1 << (k % 64)) - 1;
-        }
-        mask
+        LevelMask(std::array::from_fn(|w| {
+            let below = k.saturating_sub(64 * w as u64);
+            if below >= 64 {
+                u64::MAX
+            } else {
+                (1 << below) - 1
+            }
+        }))
     }
 
     /// `bits` (fewer than 64) moved up by `by`: bit `i` is level `i + by + 1`.
@@ -151,6 +153,12 @@ impl LevelMask {
 
     fn and_not(self, other: LevelMask) -> LevelMask {
         LevelMask(std::array::from_fn(|w| self.0[w] & !other.0[w]))
+    }
+
+    /// Whether it holds no level: the words or-ed in registers (as an array comparison, the
+    /// words stored just before were loaded back whole, which stalled the loop).
+    fn is_empty(self) -> bool {
+        self.0.iter().fold(0, |a, w| a | w) == 0
     }
 
     /// Which residues `s = (k − 1) mod 4` its levels have, bit `s` each.
@@ -474,7 +482,7 @@ fn resolve_one(scratch: &mut [Within], evidence: &mut Evidence) -> u32 {
             };
             // Most often so under a coarser register of many items, whose low levels are all
             // set: this register then adds nothing.
-            if spoken_for == LevelMask::default() {
+            if spoken_for.is_empty() {
                 within.unset[i] = spoken_for;
                 continue;
             }
@@ -552,6 +560,16 @@ mod tests {
         let mut coarse = groups[0].1.clone();
         let evidence = resolve(&mut coarse, groups[0].0, &finer).unwrap();
         (evidence, coarse)
+    }
+
+    /// `up_to(k)` holds levels 1 to k, and only `up_to(0)` is empty.
+    #[test]
+    fn up_to_holds_the_lowest_levels_and_is_empty_only_for_none() {
+        for k in 0..=256u64 {
+            let mask = LevelMask::up_to(k);
+            assert!(levels(mask).eq(1..=k), "{k}");
+            assert_eq!(mask.is_empty(), k == 0, "{k}");
+        }
     }
 
     /// A register's masks say what `level_state` says of each level, and its set levels give
