@@ -892,19 +892,22 @@ impl Counter {
         let mut count = Counter::union_count_of(&all, most, &indicators, p, indicators_of)?;
         let mut counted = count.of(&indicators, p);
         // Exact counters of several sizes make a sketch, which counts what `LC.COUNT` of
-        // them does: their distinct items while few.
-        if let Some(distinct) = Counter::exact_across_sizes(&all, p, listed)? {
-            (count, counted) = (UnionCount::Exactly(distinct), distinct);
+        // them does: their distinct items while few (into an empty destination, below: what
+        // its sources count).
+        if !self.holds_nothing() {
+            if let Some(distinct) = Counter::exact_across_sizes(&all, p, listed)? {
+                (count, counted) = (UnionCount::Exactly(distinct), distinct);
+            }
         }
         Counter::add_known_sets(&mut indicators, p, &all);
         let holds_all = p == self.geometry.precision && Counter::holds_as(&indicators, self);
         // An empty destination counts what `LC.COUNT` of its sources does, which leaves it
         // out; that may differ where it counts them at their precision, finer than this
-        // one's, or exactly, as exact counters of one size.
+        // one's, or exactly, as exact counters.
         let sources = &all[1..];
         if self.holds_nothing()
             && (sources.iter().all(|c| c.geometry.precision > p)
-                || Counter::exact_of_one_size(sources))
+                || sources.iter().all(|c| c.is_exact()))
         {
             let of_sources = Counter::union_count(sources)?;
             if counted != of_sources {
