@@ -338,18 +338,20 @@ fn union_byte_limit_except_when_replaying() {
     // One key alone, and a repeated key read once, stay within the limit.
     assert_eq!(ok(&mut c, &["LC.COUNT", "ab"]), Value::Int(200));
     assert_eq!(ok(&mut c, &["LC.COUNT", "a", "a"]), Value::Int(100));
-    // Likewise a key larger than the limit named with itself or with missing keys: the count
-    // reads one key (registers of 7,168 bytes).
+    // Likewise a key larger than the limit named with itself, with missing keys or with
+    // counters holding nothing: the count reads one key (a token list over 1,024 bytes).
     let _: Value = redis::cmd("LC.ADD")
         .arg("big")
         .arg(items("z", 1000))
         .query(&mut c)
         .unwrap();
     let big = ok(&mut c, &["LC.COUNT", "big"]);
+    ok(&mut c, &["LC.RESERVE", "empty", "0.001", "100"]);
     for keys in [
         &["big", "big"][..],
         &["big", "missing"],
         &["missing", "big", "big"],
+        &["empty", "big"],
     ] {
         assert_eq!(
             ok(&mut c, &[&["LC.COUNT"][..], keys].concat()),
