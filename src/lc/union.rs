@@ -194,8 +194,15 @@ fn distinct_within(counters: &[&Counter], bound: u64) -> Option<Vec<u64>> {
 /// their hashes are about as close as in a collision of the coarser universe, which every
 /// universe makes unlikely among the items it holds exactly). One counter's intervals are
 /// disjoint, so a run of overlapping intervals holds as many items as the most that one
-/// counter lists in it. `OutOfMemory` if the list of all the intervals cannot be made.
-fn distinct_across_sizes(counters: &[&Counter]) -> Result<u64, LcError> {
+/// counter lists in it.
+///
+/// At least as many as the union's sketch at precision `p` sets tokens, though: a merge of
+/// them stores that sketch, whose count cannot be below it (running.rs, "Bounds"). An
+/// item's token is that of its interval's start, and where a token boundary falls between
+/// the starts of one item's intervals in two universes (about one shared item in 10^6 at
+/// 1%), the item sets two; it then counts twice, in `LC.COUNT` and in the merge alike.
+/// `OutOfMemory` if the list of all the intervals cannot be made.
+fn distinct_across_sizes(counters: &[&Counter], p: u32) -> Result<u64, LcError> {
     let listed: u64 = counters.iter().map(|c| c.header().count).sum();
     // Each interval as its first hash, its span (its length less one, below 2^32: every
     // universe exceeds 2^32, geometry.rs) and its counter (fewer than 2^32 in one command).
@@ -218,6 +225,8 @@ fn distinct_across_sizes(counters: &[&Counter]) -> Result<u64, LcError> {
     }
     let intervals = by_start(&intervals)?;
     let (mut distinct, mut run, mut run_last) = (0, Vec::new(), 0);
+    // A token stands for an interval of hashes: the starts setting one are neighbours here.
+    let (mut tokens, mut last_token) = (0, None);
     for &(start, span, i) in &intervals {
         if !run.is_empty() && start > run_last {
             distinct += most_of_one(&mut run);
@@ -230,8 +239,11 @@ fn distinct_across_sizes(counters: &[&Counter]) -> Result<u64, LcError> {
             run_last.max(last)
         };
         run.push(i);
+        let token = token_value(start, p);
+        tokens += u64::from(last_token != Some(token));
+        last_token = Some(token);
     }
-    Ok(distinct + most_of_one(&mut run))
+    Ok((distinct + most_of_one(&mut run)).max(tokens))
 }
 
 /// `intervals` (first hash, span, counter) in order of their first hashes (those starting
@@ -736,7 +748,7 @@ impl Counter {
         if listed > SORTED_UNION * token_limit(p) || !counters.iter().all(|c| c.is_exact()) {
             return Ok(None);
         }
-        distinct_across_sizes(counters).map(Some)
+        distinct_across_sizes(counters, p).map(Some)
     }
 
     /// The number of distinct items in the union of exact and sketch counters.
@@ -1164,6 +1176,68 @@ mod tests {
                 into.absorb_sketches(&chosen[1..], u64::MAX).unwrap();
                 assert_eq!(into.count(), n, "{trial} {pick:?}: into the first");
             }
+        }
+    }
+
+    /// Items whose hashes lie at the ends of the hash range (the first and the last
+    /// fingerprint of every universe) count as any other, across sizes.
+    #[test]
+    fn hashes_at_the_ends_of_the_range_count_across_sizes() {
+        // Apart by more than the widest interval (2^64 over the smallest universe, about
+        // 2^29): hashes closer than that are one fingerprint in every universe.
+        let ends = [
+            0,
+            1 << 32,
+            1 << 33,
+            u64::MAX - (1 << 33),
+            u64::MAX - (1 << 32),
+            u64::MAX,
+        ];
+        let sizes = [(0.05, 1_000), (0.01, 50_000), (0.01, 10_000_000)];
+        let counters: Vec<Counter> = sizes
+            .iter()
+            .enumerate()
+            .map(|(i, &(rate, capacity))| {
+                let mut c = Counter::reserve(rate, capacity, u64::MAX).unwrap();
+                // Each counter all the ends but one, so that every pair differs.
+                for (j, &h) in ends.iter().enumerate() {
+                    if j != i {
+                        c.add_hash(h).unwrap();
+                    }
+                }
+                assert!(c.is_exact());
+                c
+            })
+            .collect();
+        let all: Vec<&Counter> = counters.iter().collect();
+        assert_eq!(Counter::union_count(&all), Ok(ends.len() as u64));
+        for pair in [[0, 1], [1, 2], [2, 0]] {
+            let chosen = [&counters[pair[0]], &counters[pair[1]]];
+            assert_eq!(
+                Counter::union_count(&chosen),
+                Ok(ends.len() as u64),
+                "{pair:?}"
+            );
+        }
+    }
+
+    /// An item shared by counters of two sizes whose intervals' starts fall on the two sides
+    /// of a token boundary sets two tokens in their union's sketch, which a merge stores: it
+    /// counts twice there, and in the count of the two alike, so that the merged key counts
+    /// what they did (a count of 3 stored as 4 before the rule). Item 219,898 is such an item
+    /// at 1%, one of three among the first 2·10^6 numbers.
+    #[test]
+    fn an_item_setting_two_tokens_counts_alike_in_a_count_and_a_merge() {
+        for (shared, expected) in [(219_898, 4), (219_897, 3)] {
+            let a = numbered(0.01, 1_000, [shared, 5]);
+            let b = numbered(0.01, 50_000, [shared, 7]);
+            assert_eq!(Counter::union_count(&[&a, &b]), Ok(expected), "{shared}");
+            let mut merged = Counter::empty_for_union(&[&a, &b]).unwrap();
+            merged.absorb_sketches(&[&a, &b], u64::MAX).unwrap();
+            assert_eq!(merged.count(), expected, "{shared}: merged");
+            let mut into = a.clone();
+            into.absorb_sketch(&b, u64::MAX).unwrap();
+            assert_eq!(into.count(), expected, "{shared}: into the first");
         }
     }
 
