@@ -11,8 +11,9 @@ and `LC.COUNT` of a key `LC.MERGE` made of them against `LC.COUNT` of its source
 
 Time: 60 counters at 0.01 / 50,000 and 60 at 0.01 / 40,000 (two sizes, as `lc-capacity` changed
 once), 230 random items each (exact), `LC.COUNT` over 2, 10 and all 120 of them, half of each
-size, and, for reference, over as many counters of one size; server time per call (INFO
-commandstats), medians of ROUNDS (default 5) rounds of 30 calls, the modules taking turns.
+size, and, for reference, over as many counters of one size; `LC.MERGE` of 10 and of 120 of
+them into a new key; server time per call (INFO commandstats), medians of ROUNDS (default 5)
+rounds of 30 calls, the modules taking turns.
 """
 import os
 import random
@@ -61,11 +62,15 @@ def fill(client, rng):
             client.execute_command("LC.ADD", key, *[f"u{rng.randrange(10**12)}" for _ in range(230)])
 
 
-def timed(client, keys):
+def timed(client, command, keys):
     client.config_resetstat()
     for _ in range(30):
-        client.execute_command("LC.COUNT", *keys)
-    return client.info("commandstats")["cmdstat_lc.count"]["usec_per_call"]
+        if command == "LC.MERGE":
+            client.delete("merged")
+            client.execute_command(command, "merged", *keys)
+        else:
+            client.execute_command(command, *keys)
+    return client.info("commandstats")[f"cmdstat_{command.lower()}"]["usec_per_call"]
 
 
 def main():
@@ -81,17 +86,20 @@ def main():
                   f"(off by {sorted(set(wrong))}); merged keys counting apart from their sources: {apart}")
             server.client.flushall()
             fill(server.client, random.Random(7))
+        two = lambda n: [f"{p}{i}" for p in "ab" for i in range(n // 2)]  # noqa: E731
         shapes = {
-            "2 keys, two sizes (460 items)": ["a0", "b0"],
-            "10 keys, two sizes (2,300)": [f"{p}{i}" for p in "ab" for i in range(5)],
-            "120 keys, two sizes (27,600)": [f"{p}{i}" for p in "ab" for i in range(60)],
-            "120 keys, one size (27,600)": [f"{p}{i}" for p in "ac" for i in range(60)],
+            "LC.COUNT, 2 keys, two sizes (460 items)": ("LC.COUNT", two(2)),
+            "LC.COUNT, 10 keys, two sizes (2,300)": ("LC.COUNT", two(10)),
+            "LC.COUNT, 120 keys, two sizes (27,600)": ("LC.COUNT", two(120)),
+            "LC.COUNT, 120 keys, one size (27,600)": ("LC.COUNT", [f"{p}{i}" for p in "ac" for i in range(60)]),
+            "LC.MERGE into a new key, 10 keys, two sizes": ("LC.MERGE", two(10)),
+            "LC.MERGE into a new key, 120 keys, two sizes": ("LC.MERGE", two(120)),
         }
         times = {(shape, m): [] for shape in shapes for m in modules}
         for _ in range(ROUNDS):
             for module, server in zip(modules, servers):
-                for shape, keys in shapes.items():
-                    times[(shape, module)].append(timed(server.client, keys))
+                for shape, (command, keys) in shapes.items():
+                    times[(shape, module)].append(timed(server.client, command, keys))
         for shape in shapes:
             line = ", ".join(f"{os.path.basename(m)} {statistics.median(times[(shape, m)]):.1f} us"
                              for m in modules)
