@@ -1,7 +1,8 @@
 //! The linear counter wing: a pure core (`counter`, with its `geometry`, its block's `header`
 //! and one file per mode: `exact`, `tokens`, `registers`, and `sparse`, `dense` for bitmaps
 //! saved by earlier versions; the sketch's `levels`, its `running` estimate and `union`, which
-//! `collect`s many sketches (of several `precisions` too), taking fingerprints to tokens in `token_lanes` on CPUs without
+//! `collect`s many sketches (of several `precisions` too) and counts exact sets of several
+//! sizes by their hash `intervals`, taking fingerprints to tokens in `token_lanes` on CPUs without
 //! AVX-512; its one allocation, a `crate::core::block`, stored as one word
 //! with its geometry's id (`stored`); its encoding, `codec`; its streams are
 //! `crate::core::ef`'s) and its Redis adapters (`commands`, `datatype`).
@@ -16,6 +17,7 @@ pub mod errors;
 mod exact;
 pub mod geometry;
 mod header;
+mod intervals;
 pub mod levels;
 mod precisions;
 mod registers;
