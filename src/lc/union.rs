@@ -629,9 +629,11 @@ impl Counter {
     }
 
     /// The number of distinct items in the union of `counters`, which list `listed`
-    /// fingerprints or tokens in all, when every one is exact (of several sizes) and they list
-    /// at most `SORTED_UNION` token lists' worth at precision `p`, as an exact union of one
-    /// size is counted (`distinct_across_sizes`); None otherwise.
+    /// fingerprints or tokens in all, when every one is exact and they list at most
+    /// `SORTED_UNION` token lists' worth at precision `p`, as an exact union of one size is
+    /// counted (`distinct_across_sizes`); None otherwise. Correct for one size too, but its
+    /// callers count exact counters of one size first, by their fingerprints alone
+    /// (`exact_union_count`, `distinct_fingerprints`).
     fn exact_across_sizes(
         counters: &[&Counter],
         p: u32,
