@@ -306,14 +306,19 @@ pub fn count(ctx: &Context, args: &[RedisString]) -> RedisResult {
     Ok(count_reply(n))
 }
 
-/// Refuses a union that would read more than `lc-max-union-bytes` of `counters`; no limit
-/// while rebuilding (a replica or a replay applies what its master accepted).
+/// Refuses a union that would read more than `lc-max-union-bytes` of `counters`, where more
+/// than one of them holds items (one alone is read as one key: counted, or copied into a
+/// new one); no limit while rebuilding (a replica or a replay applies what its master
+/// accepted).
 fn check_union_bytes<'a>(
     ctx: &Context,
     command: &str,
     counters: impl IntoIterator<Item = &'a Counter>,
 ) -> Result<(), RedisError> {
     let counters: Vec<&Counter> = counters.into_iter().collect();
+    if counters.iter().filter(|c| !c.holds_nothing()).count() < 2 {
+        return Ok(());
+    }
     let bytes = Counter::union_bytes(&counters);
     let limit = config::max_union_bytes();
     if bytes > limit && !rebuilding(ctx) {

@@ -360,6 +360,15 @@ fn union_byte_limit_except_when_replaying() {
         );
     }
     assert!(err_text(cmd(&mut c, &["LC.COUNT", "big", "a"])).contains("LC.COUNT would read"));
+    // A merge of it alone, or beside counters holding nothing, into a new key is a copy.
+    for (copy, sources) in [
+        ("copy", &["big"][..]),
+        ("copy2", &["big", "empty", "missing"]),
+    ] {
+        ok(&mut c, &[&["LC.MERGE", copy][..], sources].concat());
+        assert_eq!(ok(&mut c, &["LC.COUNT", copy]), big, "{sources:?}");
+    }
+    assert!(err_text(cmd(&mut c, &["LC.MERGE", "copy", "a"])).contains("LC.MERGE would read"));
 
     ok(
         &mut c,
