@@ -291,16 +291,6 @@ pub fn count(ctx: &Context, args: &[RedisString]) -> RedisResult {
     let stored = unsafe { read_counters(ctx, &names) }?;
     let views = views(&stored);
     let (named, counters) = borrow(&views);
-    // Keys repeated, missing or holding nothing leave one counter at most: its own count,
-    // read as one key's.
-    let held: Vec<&Counter> = counters
-        .iter()
-        .copied()
-        .filter(|c| !c.holds_nothing())
-        .collect();
-    if let [] | [_] = held[..] {
-        return Ok(count_reply(held.first().map_or(0, |c| c.count())));
-    }
     check_union_bytes(ctx, "LC.COUNT", counters.iter().copied())?;
     let n = Counter::union_count(&counters).map_err(|e| union_refused(e, &named))?;
     Ok(count_reply(n))
