@@ -795,16 +795,18 @@ impl Counter {
             block: Block::none(),
         };
         let most = all.iter().map(|c| c.count()).max().unwrap_or(0);
-        let mut count = Counter::union_count_of(&all, most, &indicators, p, indicators_of)?;
-        let mut counted = count.of(&indicators, p);
         // Exact counters of several sizes make a sketch, which counts what `LC.COUNT` of
         // them does: their distinct items while few (into an empty destination, below: what
         // its sources count).
-        if !self.holds_nothing() {
-            if let Some(distinct) = Counter::exact_across_sizes(&all, p, listed)? {
-                (count, counted) = (UnionCount::Exactly(distinct), distinct);
-            }
-        }
+        let exact = match self.holds_nothing() {
+            true => None,
+            false => Counter::exact_across_sizes(&all, p, listed)?,
+        };
+        let mut count = match exact {
+            Some(distinct) => UnionCount::Exactly(distinct),
+            None => Counter::union_count_of(&all, most, &indicators, p, indicators_of)?,
+        };
+        let mut counted = count.of(&indicators, p);
         Counter::add_known_sets(&mut indicators, p, &all);
         let holds_all = p == self.geometry.precision && Counter::holds_as(&indicators, self);
         // An empty destination counts what `LC.COUNT` of its sources does, which leaves it
